@@ -7,6 +7,7 @@ import { RegionInfo } from "aws-cdk-lib/region-info";
 import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
+import { eventSourceSchema } from "../shared/bridge/events/source.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
@@ -262,10 +263,7 @@ const tenantSchema = z.strictObject({
     })
     .prefault({}),
   eventBus: eventBusSchema.prefault({ mode: "create" }),
-  eventSource: z
-    .string()
-    .regex(/^[a-z0-9][\w.-]{0,255}$/, "must be an EventBridge source such as qashio.bridge")
-    .regex(/^(?!aws\.)/, "must not start with aws.")
+  eventSource: eventSourceSchema
     .default(TENANT_DEFAULTS.eventSource)
     .meta({ description: "Source of the published events; give each tenant on a shared bus its own" }),
   piiMode: z

@@ -4,6 +4,7 @@
  */
 import * as z from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
+import { eventSourceSchema } from "../bridge/events/source.js";
 import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
@@ -154,7 +155,7 @@ const EnvSchema = z.object({
   TABLE_NAME: nonEmpty,
   SECRET_ID: nonEmpty,
   EVENT_BUS_NAME: nonEmpty,
-  EVENT_SOURCE: nonEmpty.default(DEFAULT_EVENT_SOURCE),
+  EVENT_SOURCE: nonEmpty.pipe(eventSourceSchema).default(DEFAULT_EVENT_SOURCE),
   PII_MODE: oneOf(PII_MODES),
   EMIT_CARD_CREATED: oneOf(["true", "false"]).default("false"),
   CARD_DETAILS: oneOf(["true", "false"]).default("false"),

@@ -225,6 +225,15 @@ describe("loadConfig", () => {
     );
   });
 
+  it("refuses an EVENT_SOURCE the tenants file would refuse, naming why, before every publish fails on it", () => {
+    // EventBridge keeps aws.* for AWS services: every PutEvents entry under it is refused.
+    expect(() => loadConfig({ ...valid, EVENT_SOURCE: "aws.qashio" })).toThrow(/^Invalid function environment: EVENT_SOURCE must not start with aws\.$/);
+    for (const source of ["acme bridge", "-acme", `a${"b".repeat(256)}`]) {
+      expect(() => loadConfig({ ...valid, EVENT_SOURCE: source })).toThrow(/^Invalid function environment: EVENT_SOURCE must be an EventBridge source such as qashio\.bridge$/);
+    }
+    expect(loadConfig({ ...valid, EVENT_SOURCE: ` a${"b".repeat(255)} ` }).eventSource).toBe(`a${"b".repeat(255)}`);
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
