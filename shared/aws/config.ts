@@ -150,7 +150,8 @@ export function logLevelOf(env: Readonly<Record<string, string | undefined>>): L
 
 const EnvSchema = z.object({
   // The tenant id goes into table keys and lease names, so it must not contain the key separator `#`.
-  TENANT_ID: nonEmpty.regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -"),
+  // Piped, so a blank one is named once, as empty.
+  TENANT_ID: nonEmpty.pipe(z.string().regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -")),
   QASHIO_BASE_URL: nonEmpty,
   TABLE_NAME: nonEmpty,
   SECRET_ID: nonEmpty,

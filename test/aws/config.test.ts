@@ -201,7 +201,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ ...valid, TABLE_NAME: "  " })).toThrow(/^Invalid function environment: TABLE_NAME must not be empty$/);
   });
 
-  it.each(["QASHIO_BASE_URL", "TABLE_NAME", "SECRET_ID", "EVENT_BUS_NAME", "EVENT_SOURCE", "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"])(
+  it.each(["TENANT_ID", "QASHIO_BASE_URL", "TABLE_NAME", "SECRET_ID", "EVENT_BUS_NAME", "EVENT_SOURCE", "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"])(
     "refuses a blank %s as empty, naming it, before any cycle fails on it",
     (variable) => {
       expect(() => loadConfig({ ...valid, [variable]: " " })).toThrow(new RegExp(`^Invalid function environment: ${variable} must not be empty$`));
