@@ -179,7 +179,15 @@ const EnvSchema = z.object({
     )
     .optional(),
   POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
-  POWERTOOLS_METRICS_NAMESPACE: nonEmpty.default(DEFAULT_METRICS_NAMESPACE),
+  // CloudWatch's namespace rule: under any other it extracts none of the EMF lines' metrics, and says nothing.
+  POWERTOOLS_METRICS_NAMESPACE: nonEmpty
+    .pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9 ._/#:-]{1,255}$/, "must be at most 255 ASCII letters, digits, spaces or . - _ / # : (CloudWatch extracts no metric under another namespace)")
+        .regex(/^(?!AWS\/)/, "must not start with AWS/ (kept for AWS services)"),
+    )
+    .default(DEFAULT_METRICS_NAMESPACE),
 });
 
 /**

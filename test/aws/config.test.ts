@@ -234,6 +234,18 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, EVENT_SOURCE: ` a${"b".repeat(255)} ` }).eventSource).toBe(`a${"b".repeat(255)}`);
   });
 
+  it("refuses a POWERTOOLS_METRICS_NAMESPACE CloudWatch takes no metric under, naming why, instead of every metric being dropped unsaid", () => {
+    expect(() => loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: "AWS/Lambda" })).toThrow(
+      /^Invalid function environment: POWERTOOLS_METRICS_NAMESPACE must not start with AWS\/ \(kept for AWS services\)$/,
+    );
+    for (const namespace of ["Qashio!Bridge", "Qashiö", "x".repeat(256)]) {
+      expect(() => loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: namespace })).toThrow(
+        /^Invalid function environment: POWERTOOLS_METRICS_NAMESPACE must be at most 255 ASCII letters, digits, spaces or \. - _ \/ # : \(CloudWatch extracts no metric under another namespace\)$/,
+      );
+    }
+    expect(loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: ` Qashio Bridge/prod-1:a#b_${"x".repeat(230)} ` }).metricsNamespace).toBe(`Qashio Bridge/prod-1:a#b_${"x".repeat(230)}`);
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
