@@ -153,7 +153,15 @@ const EnvSchema = z.object({
   // Piped, so a blank one is named once, as empty.
   TENANT_ID: nonEmpty.pipe(z.string().regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -")),
   QASHIO_BASE_URL: nonEmpty,
-  TABLE_NAME: nonEmpty,
+  // DynamoDB's rule, so a typo is named here rather than failing every call as a ValidationException naming nothing.
+  TABLE_NAME: nonEmpty.pipe(
+    z
+      .string()
+      .regex(
+        /^(?:arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table\/)?[A-Za-z0-9_.-]{3,255}$/,
+        "must be a DynamoDB table name (3 to 255 letters, digits, _ . or -) or a table's ARN",
+      ),
+  ),
   SECRET_ID: nonEmpty,
   EVENT_BUS_NAME: nonEmpty,
   EVENT_SOURCE: nonEmpty.pipe(eventSourceSchema).default(DEFAULT_EVENT_SOURCE),

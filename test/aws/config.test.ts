@@ -246,6 +246,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: ` Qashio Bridge/prod-1:a#b_${"x".repeat(230)} ` }).metricsNamespace).toBe(`Qashio Bridge/prod-1:a#b_${"x".repeat(230)}`);
   });
 
+  it("refuses a TABLE_NAME that is neither a DynamoDB table name nor a table ARN, naming it, before every call fails on it", () => {
+    for (const table of ["bridge table", "ab", "x".repeat(256), "arn:aws:dynamodb:eu-west-1:123456789012:bridge", "bridge/t"]) {
+      expect(() => loadConfig({ ...valid, TABLE_NAME: table })).toThrow(
+        /^Invalid function environment: TABLE_NAME must be a DynamoDB table name \(3 to 255 letters, digits, _ \. or -\) or a table's ARN$/,
+      );
+    }
+    for (const table of ["abc", "Acme_bridge-Table.1", "x".repeat(255), "arn:aws:dynamodb:eu-west-1:123456789012:table/bridge", "arn:aws-cn:dynamodb:cn-north-1:123456789012:table/t.b-c_d"]) {
+      expect(loadConfig({ ...valid, TABLE_NAME: ` ${table} ` }).tableName).toBe(table);
+    }
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });

@@ -493,7 +493,7 @@ describe("tenant stacks", () => {
   });
 
   it("never gives a poller a cycle budget, nor a timeout, too short to refresh the token, on any schedule the tenants file accepts", () => {
-    const env = { TENANT_ID: "acme", QASHIO_BASE_URL: "https://api.example.com", TABLE_NAME: "t", SECRET_ID: "s", EVENT_BUS_NAME: "b", PII_MODE: "redact" };
+    const env = { TENANT_ID: "acme", QASHIO_BASE_URL: "https://api.example.com", TABLE_NAME: "table", SECRET_ID: "s", EVENT_BUS_NAME: "b", PII_MODE: "redact" };
     // Every rate the tenants file takes: whole minutes from 1 to 1440 (tenant-config.ts).
     for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes += 1) {
       const timeout = pollerTimeout(everyMinutes);
