@@ -8,6 +8,7 @@ import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { eventSourceSchema } from "../shared/bridge/events/source.js";
+import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN } from "../shared/aws/event-bus-id.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
@@ -39,7 +40,6 @@ const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/;
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const EVENT_BUS_ARN_PATTERN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[\w.\-/]+$/;
 const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
 
 /**
@@ -176,7 +176,7 @@ const webhookSchema = z.strictObject({
 const EVENT_BUS_FORMS = '{ "mode": "create" } or { "mode": "import", "name" | "arn": ... }';
 const eventBusOptions = [
   z.strictObject({ mode: z.literal("create") }),
-  z.strictObject({ mode: z.literal("import"), name: z.string().regex(/^[\w.-]{1,256}$/, "must be an event bus name") }),
+  z.strictObject({ mode: z.literal("import"), name: z.string().regex(EVENT_BUS_NAME_PATTERN, "must be an event bus name") }),
   z.strictObject({ mode: z.literal("import"), arn: z.string().regex(EVENT_BUS_ARN_PATTERN, "must be an event bus ARN") }),
 ] as const;
 const EVENT_BUS_KEYS: ReadonlySet<string> = new Set(eventBusOptions.flatMap((option) => Object.keys(option.shape)));

@@ -9,6 +9,7 @@ import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
+import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN } from "./event-bus-id.js";
 import type { PollAction } from "./poll-event.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
@@ -163,7 +164,9 @@ const EnvSchema = z.object({
       ),
   ),
   SECRET_ID: nonEmpty,
-  EVENT_BUS_NAME: nonEmpty,
+  EVENT_BUS_NAME: nonEmpty.pipe(
+    z.string().refine((bus) => EVENT_BUS_NAME_PATTERN.test(bus) || EVENT_BUS_ARN_PATTERN.test(bus), "must be an event bus name or ARN"),
+  ),
   EVENT_SOURCE: nonEmpty.pipe(eventSourceSchema).default(DEFAULT_EVENT_SOURCE),
   PII_MODE: oneOf(PII_MODES),
   EMIT_CARD_CREATED: oneOf(["true", "false"]).default("false"),

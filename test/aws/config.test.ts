@@ -257,6 +257,15 @@ describe("loadConfig", () => {
     }
   });
 
+  it("refuses an EVENT_BUS_NAME the tenants file would refuse (neither a bus name nor a bus ARN), naming it, before every publish fails on it", () => {
+    for (const bus of ["bridge bus", "x".repeat(257), "arn:aws:events:eu-west-1:123456789012:rule/bridge", "arn:aws:events:eu-west-1:1234:event-bus/b"]) {
+      expect(() => loadConfig({ ...valid, EVENT_BUS_NAME: bus })).toThrow(/^Invalid function environment: EVENT_BUS_NAME must be an event bus name or ARN$/);
+    }
+    for (const bus of ["b", "x".repeat(256), "acme.finance-bus_1", "arn:aws:events:eu-west-1:123456789012:event-bus/finance"]) {
+      expect(loadConfig({ ...valid, EVENT_BUS_NAME: ` ${bus} ` }).eventBusName).toBe(bus);
+    }
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
