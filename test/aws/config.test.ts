@@ -26,6 +26,16 @@ const valid = {
   POWERTOOLS_SERVICE_NAME: "qashio-bridge",
 };
 
+/** The error loadConfig throws for `env`, or undefined when it throws none. */
+function configErrorOf(env: Record<string, string | undefined>): LambdaConfigurationError | undefined {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    return e as LambdaConfigurationError;
+  }
+  return undefined;
+}
+
 describe("validTenantOf", () => {
   it("gives TENANT_ID as loadConfig takes it while another variable is bad, and nothing for an invalid or missing one", () => {
     expect(validTenantOf({ ...valid, TENANT_ID: " acme ", PII_MODE: "sometimes" })).toBe("acme");
@@ -126,13 +136,7 @@ describe("loadConfig", () => {
   });
 
   it.each(["0", "1.5", "soon"])("refuses CYCLE_BUDGET_MS=%s: the budget is a positive whole number of ms", (budget) => {
-    const error = (() => {
-      try {
-        loadConfig({ ...valid, CYCLE_BUDGET_MS: budget });
-      } catch (e) {
-        return e as LambdaConfigurationError;
-      }
-    })();
+    const error = configErrorOf({ ...valid, CYCLE_BUDGET_MS: budget });
     expect(error).toBeInstanceOf(LambdaConfigurationError);
     expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
   });
@@ -140,13 +144,7 @@ describe("loadConfig", () => {
   it("refuses a CYCLE_BUDGET_MS under the token refresh lease, naming the minimum and why: under it less the calls' grace no token refresh ever starts", () => {
     expect(MIN_CYCLE_BUDGET_MS).toBe(TOKEN_LEASE_TTL_MS);
     for (const budget of [1, TOKEN_LEASE_TTL_MS - DEFAULT_DEADLINE_GRACE_MS - 1, MIN_CYCLE_BUDGET_MS - 1]) {
-      const error = (() => {
-        try {
-          loadConfig({ ...valid, CYCLE_BUDGET_MS: String(budget) });
-        } catch (e) {
-          return e as LambdaConfigurationError;
-        }
-      })();
+      const error = configErrorOf({ ...valid, CYCLE_BUDGET_MS: String(budget) });
       expect(error).toBeInstanceOf(LambdaConfigurationError);
       expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
       expect(error?.message).toMatch(/^Invalid function environment: CYCLE_BUDGET_MS must be at least 30000 \(ms\): a token refresh starts only when its 30 s lease/);
@@ -159,13 +157,7 @@ describe("loadConfig", () => {
     expect(MAX_CYCLE_BUDGET_MS).toBe(900_000);
     // The last one reads as Infinity: refused as too long all the same, not as "not a number".
     for (const budget of [String(MAX_CYCLE_BUDGET_MS + 1), "9000000", "9".repeat(400)]) {
-      const error = (() => {
-        try {
-          loadConfig({ ...valid, CYCLE_BUDGET_MS: budget });
-        } catch (e) {
-          return e as LambdaConfigurationError;
-        }
-      })();
+      const error = configErrorOf({ ...valid, CYCLE_BUDGET_MS: budget });
       expect(error).toBeInstanceOf(LambdaConfigurationError);
       expect(error?.issues.map((i) => i.variable)).toEqual(["CYCLE_BUDGET_MS"]);
       expect(error?.message).toMatch(/^Invalid function environment: CYCLE_BUDGET_MS must be at most 900000 \(ms\): no Lambda runs longer than 15 minutes/);
