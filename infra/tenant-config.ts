@@ -8,7 +8,7 @@ import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { eventSourceSchema } from "../shared/bridge/events/source.js";
-import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN } from "../shared/aws/event-bus-id.js";
+import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN } from "../shared/aws/resource-ids.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
@@ -36,8 +36,6 @@ export const TENANT_DEFAULTS = {
 const ENVIRONMENT_PATTERN = /^(?:(?:production|eu|sandbox)$|https:\/\/[^\s/])/;
 /** Tenant ids become stack names, resource names and a metric dimension: keep them short slugs. */
 const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
-/** Secret names take letters, digits and `/_+=.@-` (AWS); anything else would break the `{{resolve:...}}` reference. */
-const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/;
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;

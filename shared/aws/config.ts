@@ -9,7 +9,7 @@ import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
-import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN } from "./event-bus-id.js";
+import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN, SECRET_NAME_PATTERN } from "./resource-ids.js";
 import type { PollAction } from "./poll-event.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
@@ -103,6 +103,11 @@ export const SDK_CALL_MAX_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTi
 
 const nonEmpty = z.string().trim().min(1, "must not be empty");
 
+/** A resource named by `name` or `arn` (resource-ids.ts), trimmed and refused blank as every variable. */
+function nameOrArn(name: RegExp, arn: RegExp, problem: string) {
+  return nonEmpty.pipe(z.string().refine((id) => name.test(id) || arn.test(id), problem));
+}
+
 /** `values` as a refusal names them: "a, b or c". */
 const listOf = (values: readonly string[]): string => `${values.slice(0, -1).join(", ")} or ${values.at(-1) ?? ""}`;
 
@@ -163,10 +168,8 @@ const EnvSchema = z.object({
         "must be a DynamoDB table name (3 to 255 letters, digits, _ . or -) or a table's ARN",
       ),
   ),
-  SECRET_ID: nonEmpty,
-  EVENT_BUS_NAME: nonEmpty.pipe(
-    z.string().refine((bus) => EVENT_BUS_NAME_PATTERN.test(bus) || EVENT_BUS_ARN_PATTERN.test(bus), "must be an event bus name or ARN"),
-  ),
+  SECRET_ID: nameOrArn(SECRET_NAME_PATTERN, SECRET_ARN_PATTERN, "must be a Secrets Manager secret name or ARN"),
+  EVENT_BUS_NAME: nameOrArn(EVENT_BUS_NAME_PATTERN, EVENT_BUS_ARN_PATTERN, "must be an event bus name or ARN"),
   EVENT_SOURCE: nonEmpty.pipe(eventSourceSchema).default(DEFAULT_EVENT_SOURCE),
   PII_MODE: oneOf(PII_MODES),
   EMIT_CARD_CREATED: oneOf(["true", "false"]).default("false"),

@@ -258,6 +258,15 @@ describe("loadConfig", () => {
     }
   });
 
+  it("refuses a SECRET_ID that is neither a secret name nor a secret ARN, naming it, before every token read fails on it", () => {
+    for (const secret of ["acme token", "x".repeat(513), "arn:aws:secretsmanager:eu-west-1:123456789012:acme", "arn:aws:kms:eu-west-1:123456789012:secret:acme"]) {
+      expect(() => loadConfig({ ...valid, SECRET_ID: secret })).toThrow(/^Invalid function environment: SECRET_ID must be a Secrets Manager secret name or ARN$/);
+    }
+    for (const secret of ["s", "x".repeat(512), "qashio/acme_token+1=a.b@c-d", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-AbCdEf"]) {
+      expect(loadConfig({ ...valid, SECRET_ID: ` ${secret} ` }).secretId).toBe(secret);
+    }
+  });
+
   it("rejects a base URL that is neither a URL nor a deployment", () => {
     expect(() => loadConfig({ ...valid, QASHIO_BASE_URL: "ftp://x" })).toThrow(/QASHIO_BASE_URL/);
   });
