@@ -10,6 +10,7 @@ import { join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
+import { eventSourceSchema } from "../bridge/events/source.js";
 import { PII_MODES, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
@@ -743,10 +744,9 @@ export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly h
   const tenant = readTenant(r);
   const { piiMode, piiSalt } = readPii(r);
   const eventSource = r.raw("BRIDGE_EVENT_SOURCE") ?? DEFAULT_EVENT_SOURCE;
-  // EventBridge reserves the aws. prefix and limits Source to 256 characters.
-  if (eventSource.startsWith("aws.") || eventSource.length > 256 || /\s/.test(eventSource)) {
-    r.problem("BRIDGE_EVENT_SOURCE", "must be up to 256 characters, without spaces, not starting with 'aws.'");
-  }
+  // The stack's rule (tenants file, EVENT_SOURCE): a source tried locally is one a tenant can deploy with.
+  const sourceProblem = eventSourceSchema.safeParse(eventSource).error?.issues[0]?.message;
+  if (sourceProblem !== undefined) r.problem("BRIDGE_EVENT_SOURCE", sourceProblem);
   const emitCardCreated = booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED");
   const cardDetails = booleanSetting(r, "BRIDGE_CARD_DETAILS");
   const cycleBudgetMs = readBudget(r);
