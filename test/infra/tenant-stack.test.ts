@@ -4,6 +4,7 @@ import { type CfnElement, Duration, Stack, Token } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
+import { RegionInfo } from "aws-cdk-lib/region-info";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
 import { tableGrants, TenantTable } from "../../infra/constructs/tenant-table.js";
@@ -221,6 +222,56 @@ describe("tenant stacks", () => {
       Description: Match.stringLikeRegexp("cards"),
       Environment: { Variables: Match.objectLike({ EVENT_BUS_NAME: "globex-finance", PII_MODE: "redact", EMIT_CARD_CREATED: "false", CARD_DETAILS: "false" }) },
     });
+  });
+
+  it("writes only an environment its functions' cold start accepts, resolved as CloudFormation would, for every kind of tenant and partition", () => {
+    const example = loadTenantsFile(EXAMPLE_TENANTS_FILE);
+    const tenants: TenantConfig[] = [
+      ...example,
+      // Imported by ARN, in China and GovCloud: their partitions' ARNs; and an id at the tenants file's longest.
+      parseTenantConfig({ id: "initech", environment: "eu", account: "123456789012", region: "cn-north-1", piiMode: "full", eventBus: { mode: "import", arn: "arn:aws-cn:events:cn-north-1:123456789012:event-bus/initech.finance-1" }, alarms: { email: "ops@initech.test" } }),
+      parseTenantConfig({ id: "umbrella", environment: "https://api.umbrella.example", account: "210987654321", region: "us-gov-west-1", eventSource: "umbrella.qashio_bridge-2", eventBus: { mode: "import", arn: "arn:aws-us-gov:events:us-gov-west-1:210987654321:event-bus/shared_bus" }, alarms: { email: "ops@umbrella.test" } }),
+      parseTenantConfig({ id: "a".repeat(32), environment: "sandbox", eventBus: { mode: "create" }, alarms: { email: "ops@a.test" } }),
+    ];
+    const stacks = buildTestApp({ tenants }).stacks as TenantStack[];
+    const checked: string[] = [];
+    for (const stack of stacks) {
+      const tenant = tenants.find((t) => stack.stackName === `QashioBridge-${t.id}`) as TenantConfig;
+      // An environment-agnostic stack deployed in China: the partition and region of the pseudo parameters.
+      const [region, account] = [tenant.region ?? "cn-northwest-1", tenant.account ?? "999999999999"];
+      const partition = RegionInfo.get(region).partition as string;
+      const resources = Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+      // What Ref gives for the resources an environment names: CloudFormation's generated names, the secret's ARN with its suffix.
+      const refOf = (id: string): string => {
+        const type = resources[id]?.Type;
+        if (type === "AWS::DynamoDB::Table") return `${stack.stackName}-${id}-1A2B3C4D5E6F`;
+        if (type === "AWS::SecretsManager::Secret") return `arn:${partition}:secretsmanager:${region}:${account}:secret:${id}-a1B2c3D4e5F6-AbC_1=`;
+        if (type === "AWS::Events::EventBus") return (resources[id]?.Properties?.Name as string | undefined) ?? `${stack.stackName}-${id}-1A2B3C4D5E6F`;
+        const pseudo: Record<string, string> = { "AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": account, "AWS::URLSuffix": "amazonaws.com" };
+        const value = pseudo[id];
+        if (value === undefined) throw new Error(`no resolved value for Ref ${id} (${type ?? "unknown"})`);
+        return value;
+      };
+      const resolve = (value: unknown): string => {
+        if (typeof value === "string") return value;
+        const intrinsic = value as Record<string, unknown>;
+        if (typeof intrinsic.Ref === "string") return refOf(intrinsic.Ref);
+        if (Array.isArray(intrinsic["Fn::Join"])) {
+          const [separator, parts] = intrinsic["Fn::Join"] as [string, unknown[]];
+          return parts.map(resolve).join(separator);
+        }
+        throw new Error(`no resolved value for ${JSON.stringify(value)}`);
+      };
+      for (const [id, fn] of Object.entries(resources).filter(([, r]) => r.Type === "AWS::Lambda::Function")) {
+        const variables = (fn.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+        const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, resolve(value)]));
+        expect(() => loadConfig(env), `${stack.stackName} ${id}: ${JSON.stringify(env)}`).not.toThrow();
+        expect(loadConfig(env)).toMatchObject({ tenant: tenant.id, eventSource: tenant.eventSource, piiMode: tenant.piiMode });
+        checked.push(`${stack.stackName}/${id}`);
+      }
+    }
+    // Three functions in each of the five stacks.
+    expect(checked).toHaveLength(15);
   });
 
   it("reserves one concurrent execution per poller and sends failed async invocations to the encrypted DLQ", () => {
