@@ -226,6 +226,10 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, EVENT_SOURCE: ` a${"b".repeat(255)} ` }).eventSource).toBe(`a${"b".repeat(255)}`);
   });
 
+  it("takes an EVENT_SOURCE with capitals, which EventBridge and the schema registry's names take (consumers may already match one)", () => {
+    for (const source of ["Acme.Finance", "MyCompany.Qashio_Bridge-2", "ACME"]) expect(loadConfig({ ...valid, EVENT_SOURCE: source }).eventSource).toBe(source);
+  });
+
   it("refuses a POWERTOOLS_METRICS_NAMESPACE CloudWatch takes no metric under, naming why, instead of every metric being dropped unsaid", () => {
     expect(() => loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: "AWS/Lambda" })).toThrow(
       /^Invalid function environment: POWERTOOLS_METRICS_NAMESPACE must not start with AWS\/ \(kept for AWS services\)$/,

@@ -402,6 +402,11 @@ describe("tenant config", () => {
     }
   });
 
+  it("takes an event source with capitals as EventBridge does, and refuses a '/', which the registry's schema names (<source>@<type>) take not", () => {
+    expect(parseTenantConfig({ ...minimal, eventSource: "Acme.Finance" }).eventSource).toBe("Acme.Finance");
+    expect(errorOf(() => parseTenantConfig({ ...minimal, eventSource: "acme/finance" })).message).toContain("field eventSource: must be an EventBridge source such as qashio.bridge");
+  });
+
   it("refuses a webhook listing an event type twice, and a schedule that is not a whole number of minutes", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created", "card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };

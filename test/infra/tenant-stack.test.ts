@@ -230,7 +230,7 @@ describe("tenant stacks", () => {
       ...example,
       // Imported by ARN, in China and GovCloud: their partitions' ARNs; and an id at the tenants file's longest.
       parseTenantConfig({ id: "initech", environment: "eu", account: "123456789012", region: "cn-north-1", piiMode: "full", eventBus: { mode: "import", arn: "arn:aws-cn:events:cn-north-1:123456789012:event-bus/initech.finance-1" }, alarms: { email: "ops@initech.test" } }),
-      parseTenantConfig({ id: "umbrella", environment: "https://api.umbrella.example", account: "210987654321", region: "us-gov-west-1", eventSource: "umbrella.qashio_bridge-2", eventBus: { mode: "import", arn: "arn:aws-us-gov:events:us-gov-west-1:210987654321:event-bus/shared_bus" }, alarms: { email: "ops@umbrella.test" } }),
+      parseTenantConfig({ id: "umbrella", environment: "https://api.umbrella.example", account: "210987654321", region: "us-gov-west-1", eventSource: "Umbrella.Qashio_Bridge-2", eventBus: { mode: "import", arn: "arn:aws-us-gov:events:us-gov-west-1:210987654321:event-bus/shared_bus" }, alarms: { email: "ops@umbrella.test" } }),
       parseTenantConfig({ id: "a".repeat(32), environment: "sandbox", eventBus: { mode: "create" }, alarms: { email: "ops@a.test" } }),
     ];
     const stacks = buildTestApp({ tenants }).stacks as TenantStack[];
