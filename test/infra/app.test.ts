@@ -92,7 +92,23 @@ describe("the app's context (bridgeAppOptionsFromContext)", () => {
   });
 
   it("takes the context CDK and its CLI set beside the app's own settings", () => {
-    const context = { "cli-telemetry": false, notices: false, "@aws-cdk/core:newStyleStackSynthesis": true, "acknowledged-issue-numbers": [1] };
+    const context = {
+      "cli-telemetry": false,
+      notices: false,
+      "@aws-cdk/core:newStyleStackSynthesis": true,
+      "@aws-cdk/aws-events:requireEventBusPolicySid": true,
+      "acknowledged-issue-numbers": [1],
+      "aws:cdk:enable-path-metadata": true,
+      "aws:cdk:enable-asset-metadata": true,
+      "aws:cdk:version-reporting": true,
+      "aws:cdk:disable-asset-staging": false,
+      // Lookups the CLI caches in cdk.context.json.
+      "availability-zones:account=111111111111:region=eu-west-1": ["eu-west-1a"],
+      "hosted-zone:account=111111111111:domainName=acme.example:region=eu-west-1": { Id: "/hostedzone/Z1", Name: "acme.example." },
+      "ssm:account=111111111111:parameterName=/qashio/eventsDir:region=eu-west-1": "docs/events",
+      "ami:account=111111111111:filters.image-type.0=machine:region=eu-west-1": "ami-1",
+      "vpc-provider:account=111111111111:filter.isDefault=true:region=eu-west-1:returnAsymmetricSubnets=true": { vpcId: "vpc-1" },
+    };
     const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, ...context });
     expect(bridgeAppOptionsFromContext(app, {}).tenants.map((tenant) => tenant.id)).toEqual(["acme-sandbox", "globex"]);
   });
