@@ -1,9 +1,11 @@
 /**
- * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, or a
- * host no name server knows. Shared by the cycles' failures and authorize's code exchange; light to load (no engine).
+ * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, a host
+ * no name server knows, or a loopback port nothing listens on. Shared by the cycles' failures and authorize's code
+ * exchange; light to load (no engine).
  */
 import { causeMatching } from "../bridge/errors.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
+import { isLoopbackHost } from "../qashio/config.js";
 import { NetworkError } from "../qashio/errors.js";
 
 /**
@@ -15,8 +17,15 @@ const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
 /**
  * A hint for a failure that most likely comes of the base URL `baseUrl`, held by `setting` (QASHIO_BASE_URL, or the
  * QASHIO_*_URL a named environment reads, which is the one to check): its token endpoint answered as no OAuth server
- * does (a redirect, 404, 405, 501, or a body that is not JSON), or its host is not found; else empty. Without it, a
- * cycle's failure says only that the next cycle resumes.
+ * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, or it is a loopback address
+ * that refused the connection (the sandbox not started, or another port); else empty. Without it, a cycle's failure
+ * says only that the next cycle resumes.
+ *
+ * @example
+ * ```ts
+ * baseUrlHint(refused, "http://127.0.0.1:4010");
+ * // "; nothing listens on 127.0.0.1:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010)"
+ * ```
  */
 export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_BASE_URL"): string {
   const answer = causeMatching(
@@ -28,7 +37,19 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
       (NO_TOKEN_ENDPOINT.has((e as { status?: number }).status ?? 0) || e.name === "InvalidResponseError"),
   );
   if (answer !== undefined) return `; the token endpoint answered as no OAuth server does: is ${setting} (${baseUrl}) the provider's API?`;
-  // A host no name server knows is most likely mistyped; refused or reset connections come with outages too.
-  const unknownHost = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError && e.reason === "ENOTFOUND");
-  return unknownHost === undefined ? "" : `; the host of ${setting} (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
+  // A host no name server knows is most likely mistyped; refused or reset connections come with outages too, except
+  // on this machine's own address, which no provider serves.
+  const reason = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError)?.reason;
+  if (reason === "ENOTFOUND") return `; the host of ${setting} (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
+  return reason === "ECONNREFUSED" ? nothingListensHint(baseUrl, setting) : "";
+}
+
+/** For a refused connection to `baseUrl`: when it is a loopback address, that the sandbox may not run there; else empty. */
+function nothingListensHint(baseUrl: string, setting: string): string {
+  const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  if (url === undefined || !isLoopbackHost(url.hostname)) return "";
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  // `npm run sandbox` binds 127.0.0.1 alone: one running answers nothing on [::1].
+  const only = url.hostname === "[::1]" ? "; it listens on 127.0.0.1 only" : "";
+  return `; nothing listens on ${url.hostname}:${port}, where ${setting} points: is the sandbox running? (npm run sandbox -- --port ${port}${only})`;
 }

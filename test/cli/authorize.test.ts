@@ -439,6 +439,24 @@ describe("authorizeWithBrowser", () => {
     expect(error.message).toBe(`the code exchange failed: POST /oauth2/token ${ending}`);
   });
 
+  it("asks whether the sandbox runs when a code exchange at a loopback base URL is refused (the sandbox stopped after its sign-in page)", async () => {
+    const run = authorizeWithBrowser(
+      options({
+        baseUrl: "http://127.0.0.1:4010",
+        fetch: async () => Promise.reject(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } })),
+        onAuthorizeUrl: browser((a) => ({ code: "code-xyz", state: a.searchParams.get("state") as string })),
+      }),
+    );
+    const error = await run.then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+    expect(error.message).toBe(
+      "the code exchange failed: POST /oauth2/token failed before a response (ECONNREFUSED); " +
+        "nothing listens on 127.0.0.1:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010)",
+    );
+  });
+
   it("names the variable that holds the base URL (a named environment's) in a failed code exchange's hint", async () => {
     const run = authorizeWithBrowser(
       options({

@@ -60,4 +60,26 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     const error = await cliErrorOf(unanswered(reason), bridgeWith(false));
     expect(error.message).not.toContain("QASHIO_BASE_URL");
   });
+
+  it.each([
+    ["http://127.0.0.1:4010", "127.0.0.1:4010", "4010"],
+    ["http://localhost:8787/api", "localhost:8787", "8787"],
+    ["http://127.0.0.1", "127.0.0.1:80", "80"],
+  ])("asks whether the sandbox runs when a loopback QASHIO_BASE_URL (%s) refuses the connection: no provider outage is there", async (baseUrl, address, port) => {
+    const error = await cliErrorOf(unanswered("ECONNREFUSED"), { ...bridgeWith(false), baseUrl } as LocalBridge);
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect(error.message).toContain(
+      `(ECONNREFUSED)); nothing listens on ${address}, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port ${port})`,
+    );
+  });
+
+  it("says the sandbox listens on 127.0.0.1 only when QASHIO_BASE_URL names [::1], which it never answers on", async () => {
+    const error = await cliErrorOf(unanswered("ECONNREFUSED"), { ...bridgeWith(false), baseUrl: "http://[::1]:4010" } as LocalBridge);
+    expect(error.message).toContain("nothing listens on [::1]:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010; it listens on 127.0.0.1 only)");
+  });
+
+  it("says nothing of the sandbox for a loopback address that reset the connection, which a running one may do", async () => {
+    const error = await cliErrorOf(unanswered("ECONNRESET"), { ...bridgeWith(false), baseUrl: "http://127.0.0.1:4010" } as LocalBridge);
+    expect(error.message).not.toContain("sandbox");
+  });
 });
