@@ -31,6 +31,8 @@ import { summaryOf } from "./run.js";
 
 /** Tenant id of the demo's events. */
 export const DEMO_TENANT = "demo";
+/** What a demo user does once the demo's sign-in is lost: its sandbox and state end with it, so nothing to authorize. */
+const DEMO_SIGN_IN_AGAIN = "run `npm start` again (a new demo signs in to a new sandbox; nothing to authorize)";
 /** The events file, in the demo's temp directory. */
 const EVENTS_FILE = "events.jsonl";
 
@@ -376,7 +378,14 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
         seen.remember(event);
       }
     };
-    const bridge = await openLocalBridge(settings, { env: io.env, logger: streamLogger(io.stderr, settings.logLevel), onPublished: remember });
+    const bridge = await openLocalBridge(settings, {
+      env: io.env,
+      logger: streamLogger(io.stderr, settings.logLevel),
+      onPublished: remember,
+      // Its sign-in is of no use past its sandbox, which ends with it: a new demo signs in anew.
+      signInAgain: DEMO_SIGN_IN_AGAIN,
+      tokenFileKept: args.keep,
+    });
     const cards = () => {
       const data = sandbox.control.company(company.id);
       const now = sandbox.control.now();

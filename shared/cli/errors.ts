@@ -247,6 +247,9 @@ export class TokenFileError extends CliError {
  * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so
  * the next run would be refused (and revoke the family). A person must authorize again once the file takes writes.
  */
+/** How a person signs in again in local mode, said by the errors that end with exit 3. */
+export const AUTHORIZE_AGAIN = "run `npm run bridge -- authorize`";
+
 export class TokensLostError extends CliError {
   override name = "TokensLostError";
   /** Absolute path of the token file. */
@@ -256,14 +259,15 @@ export class TokensLostError extends CliError {
    * @param options.cause - what had ended the command before, if anything: its message is kept in this one.
    * @param options.failure - why the tokens could still not be saved (the token provider's `heldTokensFailure`): it
    *   names what must be so again before authorizing, where that is not the state directory taking writes.
+   * @param options.signInAgain - what signs in again then. @default AUTHORIZE_AGAIN
    */
-  constructor(file: string, options: ErrorOptions & { readonly failure?: unknown } = {}) {
-    const { failure, ...errorOptions } = options;
+  constructor(file: string, options: ErrorOptions & { readonly failure?: unknown; readonly signInAgain?: string } = {}) {
+    const { failure, signInAgain = AUTHORIZE_AGAIN, ...errorOptions } = options;
     const until = heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)";
     const before = errorOptions.cause instanceof Error ? `; before that: ${errorOptions.cause.message}` : "";
     super(
       `the provider's new refresh token could not be saved to ${file} and is lost with this process; the one stored there is ` +
-        `spent, so the provider will refuse it: once ${until}, run \`npm run bridge -- authorize\`${before}`,
+        `spent, so the provider will refuse it: once ${until}, ${signInAgain}${before}`,
       EXIT.reauthorize,
       errorOptions,
     );

@@ -68,6 +68,16 @@ export interface LocalBridgeOptions {
    * recorded one is (PiiSaltUnchangedError: nothing to switch).
    */
   readonly newPiiSalt?: boolean;
+  /**
+   * What signs in again once a new refresh token is lost (TokensLostError): the demo's own sandbox and state end with
+   * it, so it asks for a new demo. @default AUTHORIZE_AGAIN
+   */
+  readonly signInAgain?: string;
+  /**
+   * False when the command removes the state directory as it ends (the demo without --keep): what became of held
+   * tokens then names no token file, which would be gone by the time it is read. @default true
+   */
+  readonly tokenFileKept?: boolean;
 }
 
 /**
@@ -124,12 +134,16 @@ type HeldTokensEvent = Extract<TokenEvent, "held_tokens_saved" | "held_tokens_dr
 /**
  * What became of new tokens a failed save left held, once a re-save settled them (a loss is TokensLostError): said at
  * the level of the failure that reported them held, since that message promised to say whether they were saved; at
- * the end of that failure's message where it ends the command (see usingLocalBridge).
+ * the end of that failure's message where it ends the command (see usingLocalBridge). `file` is the token file,
+ * undefined when the command removes it (see LocalBridgeOptions.tokenFileKept).
  */
-const HELD_TOKENS_OUTCOME: Readonly<Record<HeldTokensEvent, (file: string) => string>> = {
-  held_tokens_saved: (file) => `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
+const HELD_TOKENS_OUTCOME: Readonly<Record<HeldTokensEvent, (file: string | undefined) => string>> = {
+  held_tokens_saved: (file) =>
+    file === undefined
+      ? "the new tokens held unsaved since a failed save are saved now: nothing to do"
+      : `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
   held_tokens_dropped: (file) =>
-    `the new tokens held unsaved since a failed save were not saved: ${file} holds newer ones (stored meanwhile by another process or \`authorize\`), used instead`,
+    `the new tokens held unsaved since a failed save were not saved: ${file ?? "the token file"} holds newer ones (stored meanwhile by another process or \`authorize\`), used instead`,
 };
 
 const HELD_TOKENS_EVENTS = Object.keys(HELD_TOKENS_OUTCOME) as HeldTokensEvent[];
@@ -265,7 +279,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
       // The word a message about held tokens promised (see stoppedBeforeRefresh): at the next cycle or on the way out.
-      if (isHeldTokensEvent(event)) heldTokensSettled(HELD_TOKENS_OUTCOME[event](tokens.file));
+      if (isHeldTokensEvent(event)) heldTokensSettled(HELD_TOKENS_OUTCOME[event](options.tokenFileKept === false ? undefined : tokens.file));
     },
     spending: (work) => spendingRefreshes.run(work),
   });
@@ -278,7 +292,11 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
       if (tries === HELD_TOKEN_SAVE_TRIES) {
         untrack();
-        throw new TokensLostError(tokens.file, { ...(failure === undefined ? {} : { cause: failure }), failure: tokenProvider.heldTokensFailure });
+        throw new TokensLostError(tokens.file, {
+          ...(failure === undefined ? {} : { cause: failure }),
+          failure: tokenProvider.heldTokensFailure,
+          ...(options.signInAgain === undefined ? {} : { signInAgain: options.signInAgain }),
+        });
       }
       await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
     }

@@ -401,3 +401,43 @@ describe("bridge demo when the token file cannot be written", () => {
     }
   });
 });
+
+/**
+ * Runs a demo of `cycles` cycles whose token saves fail `failSaves` times from cycle 2's refresh on (past cycle 1 the
+ * sandbox's access token has expired); resolves with its exit code or error, and all it wrote (both streams).
+ */
+async function demoWithFailedSaves(cycles: number, failSaves: number): Promise<{ outcome: unknown; output: string; dir: string }> {
+  let sandbox: Sandbox | undefined;
+  let output = "";
+  const write = (chunk: string) => {
+    output += chunk;
+    if (!chunk.startsWith("── cycle 1:")) return;
+    sandbox!.control.advanceClock(3_600);
+    faults.failSaves = failSaves;
+  };
+  const io: CliIo = { env: { NO_COLOR: "1" }, cwd: ROOT, stdout: { write }, stderr: { write }, signal: new AbortController().signal };
+  const outcome = await demoCommand({ cycles, intervalMs: 0, seed: 42, keep: false }, io, { onSandbox: (s) => (sandbox = s) }).catch((e: unknown) => e);
+  return { outcome, output, dir: dirname(/events are appended to (\S+events\.jsonl)/.exec(output)?.[1] ?? "") };
+}
+
+describe("bridge demo whose token saves fail, told as a demo user needs it", () => {
+  it("says held tokens were saved without naming the token file it then removes", async () => {
+    const { outcome, output, dir } = await demoWithFailedSaves(2, 1);
+
+    expect(outcome, output).toBe(EXIT.ok);
+    expect(output).toContain("they will be saved again before use");
+    expect(output).toContain("the new tokens held unsaved since a failed save are saved now: nothing to do\n");
+    expect(output).not.toContain(join(dir, "state"));
+    expect(output.trimEnd().split("\n").at(-1)).toBe(`stopped after 2 cycles; removed ${dir} (--keep keeps it)`);
+  });
+
+  it("says to start the demo again, not to authorize, when its new refresh token is lost for good (exit 3)", async () => {
+    const { outcome, output } = await demoWithFailedSaves(2, 100);
+
+    expect(outcome).toMatchObject({ exitCode: EXIT.reauthorize });
+    const message = failureMessage(outcome);
+    expect(message, output).toContain("the provider's new refresh token could not be saved");
+    expect(message).toContain("once the state directory takes writes again (space, permissions, a read-only mount), run `npm start` again");
+    expect(message).not.toContain("npm run bridge");
+  });
+});
