@@ -345,7 +345,8 @@ function malformedProblem(lines: readonly number[]): string {
 /**
  * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
- * settings), so it does not hide the `.env` value.
+ * settings), so it does not hide the `.env` value; it is kept where `.env` has none, so a required setting set blank
+ * is told from one not set.
  *
  * @throws EnvFileError (exit 2) when `.env` exists but cannot be read (a link to a missing target included), is
  *   larger than 1 MiB (not read), or is a named pipe nothing wrote to within `wait` (or before its signal).
@@ -414,12 +415,15 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
   }
   if (issues.length > 0) throw new ConfigError(issues);
   const merged: Record<string, string | undefined> = { ...fromFile };
-  for (const [key, value] of Object.entries(env)) if (value !== undefined && value.trim() !== "") merged[key] = value;
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && (value.trim() !== "" || (merged[key] ?? "").trim() === "")) merged[key] = value;
+  }
   return merged;
 }
 
-/** The problem of a required setting left unset. */
+/** The problems of a required setting left unset, and of one set blank (spaces or nothing: read as unset). */
 const NOT_SET = "is required but not set";
+const SET_BLANK = "is set but blank";
 
 /**
  * Settings whose control characters are taken as they are: the PII salt is opaque, and a salt that held a line break
@@ -458,7 +462,7 @@ class Reader {
 
   required(name: string): string {
     const value = this.raw(name);
-    if (value === undefined) this.issues.push({ setting: name, problem: NOT_SET });
+    if (value === undefined) this.issues.push({ setting: name, problem: this.env[name] === undefined ? NOT_SET : SET_BLANK });
     return value ?? "";
   }
 
@@ -549,7 +553,7 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   if (tenant !== undefined) checkTenant(r, tenant);
   // Only their absence: a value given is used, so what is wrong with it still counts.
   const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
-  const issues = r.issues.filter((i) => !(optional.includes(i.setting) && i.problem === NOT_SET));
+  const issues = r.issues.filter((i) => !(optional.includes(i.setting) && (i.problem === NOT_SET || i.problem === SET_BLANK)));
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,

@@ -311,6 +311,15 @@ describe("readLocalSettings", () => {
     expect(issuesOf({ ...valid, QASHIO_CLIENT_ID: "   " }).issues.map((i) => i.setting)).toEqual(["QASHIO_CLIENT_ID"]);
   });
 
+  it("says a required setting set blank is set but blank, and one absent is not set", () => {
+    const { BRIDGE_TENANT: _, ...withoutTenant } = valid;
+    expect(issuesOf({ ...withoutTenant, QASHIO_CLIENT_ID: "", QASHIO_CLIENT_SECRET: " \t " }).issues).toEqual([
+      { setting: "QASHIO_CLIENT_ID", problem: "is set but blank" },
+      { setting: "QASHIO_CLIENT_SECRET", problem: "is set but blank" },
+      { setting: "BRIDGE_TENANT", problem: "is required but not set" },
+    ]);
+  });
+
   it("resolves relative paths against the working directory and keeps absolute ones", () => {
     const settings = readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "var/state", BRIDGE_EVENTS_FILE: "/tmp/e.jsonl" }, "/srv/app");
     expect(settings.stateDir).toBe("/srv/app/var/state");
@@ -1125,6 +1134,11 @@ describe("readAuthorizeSettings", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it("lets authorize --secret-id go with client settings set blank, as without them", () => {
+    const settings = readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", QASHIO_CLIENT_ID: "", QASHIO_CLIENT_SECRET: " " }, dir, { tokensInSecret: true });
+    expect(settings).toMatchObject({ clientId: undefined, clientSecret: undefined });
+  });
+
   it("lets authorize --secret-id go without client settings and without a state directory", () => {
     expect(
       readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", BRIDGE_STATE_DIR: "/dev/null/state" }, dir, {
@@ -1321,6 +1335,22 @@ describe("loadEnv", () => {
   it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
     await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
     expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
+  });
+
+  it("says a setting is set but blank when the environment sets it blank and .env names it not, or blank too", async () => {
+    await writeFile(join(dir, ".env"), "QASHIO_CLIENT_SECRET=\nQASHIO_BASE_URL=http://127.0.0.1:9999\n");
+    const env = await loadEnv({ BRIDGE_TENANT: " ", QASHIO_CLIENT_ID: "", QASHIO_CLIENT_SECRET: "", QASHIO_REFRESH_TOKEN: "rt-seed" }, dir);
+    let error: unknown;
+    try {
+      readLocalSettings(env, dir);
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).issues).toEqual([
+      { setting: "QASHIO_CLIENT_ID", problem: "is set but blank" },
+      { setting: "QASHIO_CLIENT_SECRET", problem: "is set but blank" },
+      { setting: "BRIDGE_TENANT", problem: "is set but blank" },
+    ]);
   });
 
   it.each([
