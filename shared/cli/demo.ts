@@ -32,7 +32,7 @@ import { summaryOf } from "./run.js";
 /** Tenant id of the demo's events. */
 export const DEMO_TENANT = "demo";
 /** What a demo user does once the demo's sign-in is lost: its sandbox and state end with it, so nothing to authorize. */
-const DEMO_SIGN_IN_AGAIN = "run `npm start` again (a new demo signs in to a new sandbox; nothing to authorize)";
+const DEMO_SIGN_IN_AGAIN = "start a new demo with `npm start`";
 /** The events file, in the demo's temp directory. */
 const EVENTS_FILE = "events.jsonl";
 

@@ -48,7 +48,7 @@ import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { ConfigError, FailureThenError, TokensLostError, UsageError } from "./errors.js";
+import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, UsageError } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -69,8 +69,8 @@ export interface LocalBridgeOptions {
    */
   readonly newPiiSalt?: boolean;
   /**
-   * What signs in again once a new refresh token is lost (TokensLostError): the demo's own sandbox and state end with
-   * it, so it asks for a new demo. @default AUTHORIZE_AGAIN
+   * What signs in again once the token family is revoked or a new refresh token lost (exit 3): the demo's own sandbox
+   * and state end with it, so it asks for a new demo. @default AUTHORIZE_AGAIN
    */
   readonly signInAgain?: string;
   /**
@@ -108,6 +108,8 @@ export interface LocalBridge extends LocalState {
   readonly tokens: LocalTokenStore;
   readonly metrics: MemoryMetrics;
   readonly baseUrl: string;
+  /** What signs in again once the token family is revoked or lost (LocalBridgeOptions.signInAgain, resolved). */
+  readonly signInAgain: string;
   /**
    * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; {@link runCycle} and
    * {@link runRedrive} await it under the cycle lease before they write. The file store walks in write order, so a cursor
@@ -284,6 +286,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     spending: (work) => spendingRefreshes.run(work),
   });
   const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
+  const signInAgain = options.signInAgain ?? AUTHORIZE_AGAIN;
   const settleTokens = async (failure?: unknown): Promise<string | undefined> => {
     // The bridge is done: a refresh a leftover call would start from now on could fail to save after this check.
     tokenProvider.close();
@@ -295,7 +298,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
         throw new TokensLostError(tokens.file, {
           ...(failure === undefined ? {} : { cause: failure }),
           failure: tokenProvider.heldTokensFailure,
-          ...(options.signInAgain === undefined ? {} : { signInAgain: options.signInAgain }),
+          signInAgain,
         });
       }
       await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
@@ -334,6 +337,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     metrics,
     clock,
     baseUrl,
+    signInAgain,
     bind: () => bindToSettings(dir, bindingOf(settings, baseUrl), { newPiiSalt, snapshots: true }),
     supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
     settleTokens,

@@ -205,6 +205,8 @@ describe("bridge demo with a token the provider refuses", () => {
     expect(stdout).not.toContain("── cycle");
     const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(stdout)?.[1] ?? "");
     expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
+    // Its sandbox and state went with it: nothing to authorize, a new demo signs in anew.
+    expect((error as AuthorizeAgainError).message).toBe("the provider revoked this integration's token family: start a new demo with `npm start` to sign in again");
   });
 });
 

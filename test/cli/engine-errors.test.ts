@@ -2,14 +2,14 @@ import { describe, expect, it } from "vitest";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { cliErrorOf } from "../../shared/cli/engine-errors.js";
-import { AuthorizeAgainError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
+import { AUTHORIZE_AGAIN, AuthorizeAgainError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge } from "../../shared/cli/local-bridge.js";
 import { NetworkError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 
 /** The members of a local bridge `cliErrorOf` reads for a refused refresh. */
 function bridgeWith(usesSeed: boolean): LocalBridge {
   const tokens = { usesSeed: () => Promise.resolve(usesSeed), seedIgnoredHint: "" };
-  return { settings: { stateDir: "/state" }, baseUrl: "https://provider.example", tokens } as unknown as LocalBridge;
+  return { settings: { stateDir: "/state" }, baseUrl: "https://provider.example", tokens, signInAgain: AUTHORIZE_AGAIN } as unknown as LocalBridge;
 }
 
 /** The engine's error for a refresh the token endpoint answered `status` with these OAuth codes. */

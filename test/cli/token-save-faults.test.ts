@@ -437,7 +437,7 @@ describe("bridge demo whose token saves fail, told as a demo user needs it", () 
     expect(outcome).toMatchObject({ exitCode: EXIT.reauthorize });
     const message = failureMessage(outcome);
     expect(message, output).toContain("the provider's new refresh token could not be saved");
-    expect(message).toContain("once the state directory takes writes again (space, permissions, a read-only mount), run `npm start` again");
+    expect(message).toContain("once the state directory takes writes again (space, permissions, a read-only mount), start a new demo with `npm start`");
     expect(message).not.toContain("npm run bridge");
   });
 });
