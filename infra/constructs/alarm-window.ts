@@ -12,8 +12,13 @@ export interface AlarmWindow {
 
 /** Shortest period: a faster schedule is summed or maxed over five minutes. */
 export const MIN_CYCLE_ALARM_PERIOD_MINUTES = 5;
-/** CloudWatch rejects an alarm whose period x evaluation periods exceeds one day. */
+/**
+ * Longest window the cycle alarms take. CloudWatch rejects period x evaluation periods over one day for periods under
+ * an hour, over seven days for longer ones (PutMetricAlarm); a day suits both, and the heartbeat's hours stay within.
+ */
 const MAX_ALARM_WINDOW_MINUTES = 24 * 60;
+/** Period of a heartbeat over a schedule whose cycle window holds one period: an hour. */
+const HEARTBEAT_HOUR_MINUTES = 60;
 /** Periods evaluated when they fit in a day; two must breach, so one failed cycle (retried by the next tick) does not alarm. */
 const CYCLE_EVALUATION_PERIODS = 3;
 const CYCLE_DATAPOINTS_TO_ALARM = 2;
@@ -39,6 +44,26 @@ export function cycleAlarmWindow(everyMinutes: number): AlarmWindow {
     evaluationPeriods,
     datapointsToAlarm: Math.min(CYCLE_DATAPOINTS_TO_ALARM, evaluationPeriods),
   };
+}
+
+/**
+ * The window of a heartbeat alarm, whose beat (one data point per tick) missing counts as breaching: every evaluated
+ * period must lack a beat. Up to a 12-hour schedule, {@link cycleAlarmWindow}'s periods, all of them. Beyond, that
+ * window is a single period as long as the schedule; CloudWatch slides it each minute, so it lost the last tick's
+ * beat before the next one's landed whenever ticks (or their data points) came over a schedule apart, and went to
+ * ALARM. There, one-hour periods covering the schedule plus an hour: the alarm fires 1 to 2 hours after a missed tick.
+ *
+ * @example
+ * ```ts
+ * heartbeatAlarmWindow(5);    // 5-minute periods, 3 of 3
+ * heartbeatAlarmWindow(1440); // 60-minute periods, 25 of 25
+ * ```
+ */
+export function heartbeatAlarmWindow(everyMinutes: number): AlarmWindow {
+  const cycles = cycleAlarmWindow(everyMinutes);
+  if (cycles.evaluationPeriods > 1) return { ...cycles, datapointsToAlarm: cycles.evaluationPeriods };
+  const hours = Math.ceil(everyMinutes / HEARTBEAT_HOUR_MINUTES) + 1;
+  return { period: Duration.minutes(HEARTBEAT_HOUR_MINUTES), evaluationPeriods: hours, datapointsToAlarm: hours };
 }
 
 /** A window's period length in words, for alarm descriptions: "60-minute", or "one-day". */

@@ -9,7 +9,7 @@ import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { DEFAULT_RUNBOOK_URL, runbookLink } from "../runbook-link.js";
-import { cycleAlarmWindow, describeAlarmWindow, describePeriodLength, type AlarmWindow } from "./alarm-window.js";
+import { cycleAlarmWindow, describeAlarmWindow, describePeriodLength, heartbeatAlarmWindow, type AlarmWindow } from "./alarm-window.js";
 import { bridgeMetric, bridgeTenantMetric, type BridgeMetricName } from "./bridge-metrics.js";
 import { accountServiceKeyStatement } from "./tenant-key.js";
 
@@ -35,7 +35,7 @@ export interface HeartbeatCycles {
  * `Heartbeat-<name>`: the poller's invocations and its own schedule's cycles would both go on with it stopped.
  */
 export interface HeartbeatSchedule extends HeartbeatCycles {
-  /** Minutes between two of its ticks: the alarm's window ({@link cycleAlarmWindow}). */
+  /** Minutes between two of its ticks: the alarm's window ({@link heartbeatAlarmWindow}). */
   readonly everyMinutes: number;
 }
 
@@ -93,7 +93,7 @@ export interface OpsAlarmsProps {
   /**
    * The functions whose invocations show that their cycles run (the pollers), by their short names in `functions` and
    * `cycleEveryMinutes`: each one's heartbeat alarm fires when it was invoked in none of the periods of
-   * {@link cycleAlarmWindow} of its own schedule. The first keeps the bare name `Heartbeat` (the alarm deployed stacks
+   * {@link heartbeatAlarmWindow} of its own schedule. The first keeps the bare name `Heartbeat` (the alarm deployed stacks
    * have, for the transaction poller), the others are `Heartbeat-<name>`. `notify: false` (the tenant's schedules are
    * deployed disabled) keeps the alarms, with their actions disabled. `cycles` names, by the same short names, the
    * pollers whose heartbeat counts a metric their cycles emit instead (see {@link HeartbeatCycles}), over the same window.
@@ -358,10 +358,8 @@ export class OpsAlarms extends Construct {
     /** A heartbeat alarm: `beat` (data only for periods with a beat) below 1 in every period of `everyMinutes`' window. */
     const addHeartbeat = (suffix: string, everyMinutes: number, beat: (span: string, period: Duration) => { metric: cloudwatch.IMetric; description: string }) => {
       // Every evaluated period must lack a beat, so a tick late into the next period does not page.
-      const base = cycleAlarmWindow(everyMinutes);
-      const window: AlarmWindow = { ...base, datapointsToAlarm: base.evaluationPeriods };
-      const length = describePeriodLength(window);
-      const span = window.evaluationPeriods === 1 ? `the last ${length} period` : `any of the last ${window.evaluationPeriods} ${length} periods`;
+      const window = heartbeatAlarmWindow(everyMinutes);
+      const span = `any of the last ${window.evaluationPeriods} ${describePeriodLength(window)} periods`;
       const { metric, description } = beat(span, window.period);
       add(suffix, "heartbeat", metric, {
         alarmDescription: description,

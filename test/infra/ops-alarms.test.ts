@@ -8,7 +8,7 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { cycleAlarmWindow, describePeriodLength } from "../../infra/constructs/alarm-window.js";
+import { cycleAlarmWindow, describePeriodLength, heartbeatAlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { OpsAlarms } from "../../infra/constructs/ops-alarms.js";
 import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
@@ -261,8 +261,11 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("Heartbeat").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#heartbeat$/);
     expect(alarmsOfGlobexEvery(60, 5)("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(alarmsOfGlobexEvery(720, 5)("Heartbeat")).toMatchObject({ ...heartbeat, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
-    expect(long("Heartbeat")).toMatchObject({ ...heartbeat, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
-    expect(long("Heartbeat").AlarmDescription).toContain("was not invoked in the last one-day period");
+    // Over 12 hours, hours covering the schedule plus one, all without a beat: a single period as long as the
+    // schedule (a sliding window) could lose the last tick before the next one's data point landed, and go to ALARM.
+    expect(long("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 25, DatapointsToAlarm: 25 });
+    expect(long("Heartbeat").AlarmDescription).toContain("was not invoked in any of the last 25 60-minute periods");
+    expect(alarmsOfGlobexEvery(780, 5)("Heartbeat")).toMatchObject({ ...heartbeat, Period: 3600, EvaluationPeriods: 14, DatapointsToAlarm: 14 });
     // Notifies ALARM and OK on the same topic as the other alarms.
     const actions = short("SyncLag")["AlarmActions"];
     expect(short("Heartbeat")).toMatchObject({ AlarmActions: actions, OKActions: actions });
@@ -424,6 +427,23 @@ describe("cycle alarms follow the tenant's schedule", () => {
       expect(window.datapointsToAlarm).toBeLessThanOrEqual(window.evaluationPeriods);
       // the descriptions name the period as it is: "one-day" for a day only (a 1200-minute period is no day)
       expect(describePeriodLength(window)).toBe(periodSeconds === DAY_SECONDS ? "one-day" : `${periodSeconds / 60}-minute`);
+    }
+  });
+
+  it("gives every allowed schedule a heartbeat window CloudWatch accepts, holding the last tick until the next one's data point lands", () => {
+    for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
+      const window = heartbeatAlarmWindow(everyMinutes);
+      const periodSeconds = window.period.toSeconds();
+      const spanSeconds = periodSeconds * window.evaluationPeriods;
+      expect(periodSeconds % 60).toBe(0);
+      // PutMetricAlarm: period x evaluation periods at most a day for periods under an hour, seven days otherwise
+      expect(spanSeconds).toBeLessThanOrEqual(periodSeconds < 3600 ? DAY_SECONDS : 7 * DAY_SECONDS);
+      // past the schedule by two more ticks or an hour: a tick's data point a few minutes late does not empty the window
+      expect(spanSeconds - everyMinutes * 60).toBeGreaterThanOrEqual(Math.min(3600, 2 * everyMinutes * 60));
+      expect(window.datapointsToAlarm).toBe(window.evaluationPeriods);
+      // fires at most two hours after a missed tick, however long the schedule (and, up to 12 hours, as before)
+      if (everyMinutes > 720) expect(spanSeconds - everyMinutes * 60).toBeLessThan(2 * 3600);
+      else expect(window).toEqual({ ...cycleAlarmWindow(everyMinutes), datapointsToAlarm: cycleAlarmWindow(everyMinutes).evaluationPeriods });
     }
   });
 
