@@ -7,7 +7,7 @@ import { RegionInfo } from "aws-cdk-lib/region-info";
 import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
-import { eventSourceSchema } from "../shared/bridge/events/source.js";
+import { eventSourceSchema } from "../shared/bridge/events/source-schema.js";
 import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN } from "../shared/aws/resource-ids.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";

@@ -4,7 +4,7 @@
  */
 import * as z from "zod";
 import { DEFAULT_DEADLINE_GRACE_MS, DEFAULT_SOURCE } from "../bridge/deps.js";
-import { eventSourceSchema } from "../bridge/events/source.js";
+import { eventSourceSchema } from "../bridge/events/source-schema.js";
 import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";

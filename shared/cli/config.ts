@@ -10,7 +10,7 @@ import { join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import { DEFAULT_SOURCE } from "../bridge/deps.js";
-import { eventSourceSchema } from "../bridge/events/source.js";
+import { eventSourceProblem } from "../bridge/events/source.js";
 import { PII_MODES, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
@@ -749,7 +749,7 @@ export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly h
   const { piiMode, piiSalt } = readPii(r);
   const eventSource = r.raw("BRIDGE_EVENT_SOURCE") ?? DEFAULT_EVENT_SOURCE;
   // The stack's rule (tenants file, EVENT_SOURCE): a source tried locally is one a tenant can deploy with.
-  const sourceProblem = eventSourceSchema.safeParse(eventSource).error?.issues[0]?.message;
+  const sourceProblem = eventSourceProblem(eventSource);
   if (sourceProblem !== undefined) r.problem("BRIDGE_EVENT_SOURCE", sourceProblem);
   const emitCardCreated = booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED");
   const cardDetails = booleanSetting(r, "BRIDGE_CARD_DETAILS");
