@@ -49,7 +49,7 @@ function nothingListensHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined || !isLoopbackHost(url.hostname)) return "";
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
-  // `npm run sandbox` binds 127.0.0.1 alone: one running answers nothing on [::1].
-  const only = url.hostname === "[::1]" ? "; it listens on 127.0.0.1 only" : "";
+  // `npm run sandbox` binds 127.0.0.1 alone: one running answers nothing on [::1] or another 127.x address.
+  const only = url.hostname === "127.0.0.1" || url.hostname === "localhost" ? "" : "; it listens on 127.0.0.1 only";
   return `; nothing listens on ${url.hostname}:${port}, where ${setting} points: is the sandbox running? (npm run sandbox -- --port ${port}${only})`;
 }

@@ -73,9 +73,9 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     );
   });
 
-  it("says the sandbox listens on 127.0.0.1 only when QASHIO_BASE_URL names [::1], which it never answers on", async () => {
-    const error = await cliErrorOf(unanswered("ECONNREFUSED"), { ...bridgeWith(false), baseUrl: "http://[::1]:4010" } as LocalBridge);
-    expect(error.message).toContain("nothing listens on [::1]:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010; it listens on 127.0.0.1 only)");
+  it.each(["[::1]", "127.0.0.2"])("says the sandbox listens on 127.0.0.1 only when QASHIO_BASE_URL names %s, which it never answers on", async (host) => {
+    const error = await cliErrorOf(unanswered("ECONNREFUSED"), { ...bridgeWith(false), baseUrl: `http://${host}:4010` } as LocalBridge);
+    expect(error.message).toContain(`nothing listens on ${host}:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010; it listens on 127.0.0.1 only)`);
   });
 
   it("says nothing of the sandbox for a loopback address that reset the connection, which a running one may do", async () => {
