@@ -243,13 +243,13 @@ export class TokenFileError extends CliError {
   }
 }
 
+/** How a person signs in again in local mode, said by the errors that end with exit 3. */
+export const AUTHORIZE_AGAIN = "run `npm run bridge -- authorize`";
+
 /**
  * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so
  * the next run would be refused (and revoke the family). A person must authorize again once the file takes writes.
  */
-/** How a person signs in again in local mode, said by the errors that end with exit 3. */
-export const AUTHORIZE_AGAIN = "run `npm run bridge -- authorize`";
-
 export class TokensLostError extends CliError {
   override name = "TokensLostError";
   /** Absolute path of the token file. */
