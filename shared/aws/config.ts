@@ -192,7 +192,15 @@ const EnvSchema = z.object({
       ),
     )
     .optional(),
-  POWERTOOLS_SERVICE_NAME: nonEmpty.default(DEFAULT_SERVICE_NAME),
+  // Powertools Metrics makes it the `service` dimension of every metric: CloudWatch's rule for a dimension value (its
+  // Dimension API) is 1 to 1024 ASCII characters, no control character.
+  POWERTOOLS_SERVICE_NAME: nonEmpty
+    .pipe(
+      z
+        .string()
+        .regex(/^[\x20-\x7E]{1,1024}$/, "must be at most 1024 printable ASCII characters (CloudWatch's rule for a dimension value: it is the metrics' service dimension)"),
+    )
+    .default(DEFAULT_SERVICE_NAME),
   // CloudWatch's namespace rule: under any other it extracts none of the EMF lines' metrics, and says nothing.
   POWERTOOLS_METRICS_NAMESPACE: nonEmpty
     .pipe(

@@ -242,6 +242,15 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: ` Qashio Bridge/prod-1:a#b_${"x".repeat(230)} ` }).metricsNamespace).toBe(`Qashio Bridge/prod-1:a#b_${"x".repeat(230)}`);
   });
 
+  it("refuses a POWERTOOLS_SERVICE_NAME CloudWatch takes as no dimension value (the metrics' service dimension), naming it", () => {
+    for (const service of ["x".repeat(1025), "qashiö-bridge", "qashio\tbridge"]) {
+      expect(() => loadConfig({ ...valid, POWERTOOLS_SERVICE_NAME: service })).toThrow(
+        /^Invalid function environment: POWERTOOLS_SERVICE_NAME must be at most 1024 printable ASCII characters \(CloudWatch's rule for a dimension value: it is the metrics' service dimension\)$/,
+      );
+    }
+    expect(loadConfig({ ...valid, POWERTOOLS_SERVICE_NAME: ` a b~${"x".repeat(1020)} ` }).serviceName).toBe(`a b~${"x".repeat(1020)}`);
+  });
+
   it("refuses a TABLE_NAME that is neither a DynamoDB table name nor a table ARN, naming it, before every call fails on it", () => {
     for (const table of ["bridge table", "ab", "x".repeat(256), "arn:aws:dynamodb:eu-west-1:123456789012:bridge", "bridge/t"]) {
       expect(() => loadConfig({ ...valid, TABLE_NAME: table })).toThrow(
