@@ -8,7 +8,7 @@ import * as z from "zod";
 import { BASE_URL_ENV_VARS, normaliseBaseUrl, type QashioDeployment } from "../shared/qashio/config.js";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { eventSourceSchema } from "../shared/bridge/events/source-schema.js";
-import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN } from "../shared/aws/resource-ids.js";
+import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN, TENANT_ID_PATTERN, TENANT_ID_RULE } from "../shared/aws/resource-ids.js";
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
@@ -34,8 +34,6 @@ export const TENANT_DEFAULTS = {
 
 /** A named provider deployment, or a literal https base URL (checked in full when the stack is built). */
 const ENVIRONMENT_PATTERN = /^(?:(?:production|eu|sandbox)$|https:\/\/[^\s/])/;
-/** Tenant ids become stack names, resource names and a metric dimension: keep them short slugs. */
-const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
@@ -225,7 +223,7 @@ const everyMinutes = z
 const tenantSchema = z.strictObject({
   id: z
     .string()
-    .regex(TENANT_ID_PATTERN, "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters")
+    .regex(TENANT_ID_PATTERN, TENANT_ID_RULE)
     .meta({ description: "Slug: the stack name QashioBridge-<id>, resource names and the metric dimension" }),
   environment: z
     .string()

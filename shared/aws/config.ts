@@ -9,7 +9,14 @@ import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
-import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN, SECRET_NAME_PATTERN } from "./resource-ids.js";
+import {
+  EVENT_BUS_ARN_PATTERN,
+  EVENT_BUS_NAME_PATTERN,
+  SECRET_ARN_PATTERN,
+  SECRET_NAME_PATTERN,
+  TENANT_ID_PATTERN,
+  TENANT_ID_RULE,
+} from "./resource-ids.js";
 import type { PollAction } from "./poll-event.js";
 
 export const DEFAULT_EVENT_SOURCE = DEFAULT_SOURCE;
@@ -155,9 +162,9 @@ export function logLevelOf(env: Readonly<Record<string, string | undefined>>): L
 }
 
 const EnvSchema = z.object({
-  // The tenant id goes into table keys and lease names, so it must not contain the key separator `#`.
+  // The tenants file's rule, from which the stack writes it: an id it could never have written was edited by hand.
   // Piped, so a blank one is named once, as empty.
-  TENANT_ID: nonEmpty.pipe(z.string().regex(/^[A-Za-z0-9_.:-]+$/, "must be letters, digits, _ . : or -")),
+  TENANT_ID: nonEmpty.pipe(z.string().regex(TENANT_ID_PATTERN, TENANT_ID_RULE)),
   QASHIO_BASE_URL: nonEmpty,
   // DynamoDB's rule, so a typo is named here rather than failing every call as a ValidationException naming nothing.
   TABLE_NAME: nonEmpty.pipe(

@@ -1,8 +1,16 @@
 /**
- * What names an event bus and a secret to their AWS APIs, one rule each for the tenants file (infra/tenant-config.ts)
- * and the functions' EVENT_BUS_NAME and SECRET_ID (shared/aws/config.ts), so a value set by hand is held to what synth
- * accepts.
+ * What names a tenant, an event bus and a secret, one rule each for the tenants file (infra/tenant-config.ts) and the
+ * functions' TENANT_ID, EVENT_BUS_NAME and SECRET_ID (shared/aws/config.ts), so a value set by hand is held to what
+ * synth accepts.
  */
+
+/**
+ * A tenant id: a lowercase slug of at most 32, as it becomes stack and resource names and a metric dimension (and
+ * holds no `#`, the table keys' separator). @example TENANT_ID_PATTERN.test("acme-sandbox") // true
+ */
+export const TENANT_ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
+/** What a refusal of an id outside {@link TENANT_ID_PATTERN} says. */
+export const TENANT_ID_RULE = "must be a lowercase slug (a-z, 0-9, '-') of at most 32 characters";
 
 /** An event bus name (EventBridge: at most 256 characters). @example EVENT_BUS_NAME_PATTERN.test("finance") // true */
 export const EVENT_BUS_NAME_PATTERN = /^[\w.-]{1,256}$/;

@@ -251,6 +251,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...valid, POWERTOOLS_SERVICE_NAME: ` a b~${"x".repeat(1020)} ` }).serviceName).toBe(`a b~${"x".repeat(1020)}`);
   });
 
+  it("refuses a TENANT_ID the stack could never have written (the tenants file's slug rule), naming it", () => {
+    for (const tenant of ["Acme", "acme_1", "acme.eu", "a:b", "-acme", "acme-", "x".repeat(33)]) {
+      expect(() => loadConfig({ ...valid, TENANT_ID: tenant })).toThrow(
+        /^Invalid function environment: TENANT_ID must be a lowercase slug \(a-z, 0-9, '-'\) of at most 32 characters$/,
+      );
+    }
+    for (const tenant of ["a", "acme-sandbox", "x".repeat(32)]) {
+      expect(loadConfig({ ...valid, TENANT_ID: ` ${tenant} ` }).tenant).toBe(tenant);
+    }
+  });
+
   it("refuses a TABLE_NAME that is neither a DynamoDB table name nor a table ARN, naming it, before every call fails on it", () => {
     for (const table of ["bridge table", "ab", "x".repeat(256), "arn:aws:dynamodb:eu-west-1:123456789012:bridge", "bridge/t"]) {
       expect(() => loadConfig({ ...valid, TABLE_NAME: table })).toThrow(

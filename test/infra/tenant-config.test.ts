@@ -13,6 +13,7 @@ import {
   resolveProviderUrl,
   TENANT_DEFAULTS,
 } from "../../infra/tenant-config.js";
+import { validTenantOf } from "../../shared/aws/config.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
 
 const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
@@ -455,6 +456,20 @@ describe("tenant config", () => {
   it("names the tenant by position when its id is unusable", () => {
     const error = errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }));
     expect(error.message).toMatch(/^tenant "tenants\[1\]": field id: must be a lowercase slug/);
+  });
+
+  it("takes as an id exactly what the functions take as TENANT_ID, which the stack writes from it", () => {
+    const env = { QASHIO_BASE_URL: "https://api.example.com", TABLE_NAME: "bridge", SECRET_ID: "qashio/acme", EVENT_BUS_NAME: "bus", PII_MODE: "hash" };
+    for (const id of ["a", "acme-sandbox", "x".repeat(32), "Acme", "acme_1", "acme.eu", "a:b", "-acme", "acme-", "x".repeat(33)]) {
+      const inFile = (() => {
+        try {
+          return parseTenantConfig({ ...minimal, id }).id === id;
+        } catch {
+          return false;
+        }
+      })();
+      expect(validTenantOf({ ...env, TENANT_ID: id }) === id, id).toBe(inFile);
+    }
   });
 
   it("rejects a tenant listed twice and a webhook name used twice", () => {
