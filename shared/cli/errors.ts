@@ -248,7 +248,8 @@ export const AUTHORIZE_AGAIN = "run `npm run bridge -- authorize`";
 
 /**
  * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so
- * the next run would be refused (and revoke the family). A person must authorize again once the file takes writes.
+ * the next run would be refused (and revoke the family). A person must authorize again once the file takes writes; a
+ * demo user starts a new demo, which signs in anew in a directory of its own.
  */
 export class TokensLostError extends CliError {
   override name = "TokensLostError";
@@ -259,18 +260,19 @@ export class TokensLostError extends CliError {
    * @param options.cause - what had ended the command before, if anything: its message is kept in this one.
    * @param options.failure - why the tokens could still not be saved (the token provider's `heldTokensFailure`): it
    *   names what must be so again before authorizing, where that is not the state directory taking writes.
-   * @param options.signInAgain - what signs in again then. @default AUTHORIZE_AGAIN
+   * @param options.signInAgain - what signs in again then. @default AUTHORIZE_AGAIN, which signs in over this token
+   *   file and state directory, so both are named with what must be so first; any other (the demo's) starts anew
+   *   elsewhere, so neither is.
    */
   constructor(file: string, options: ErrorOptions & { readonly failure?: unknown; readonly signInAgain?: string } = {}) {
     const { failure, signInAgain = AUTHORIZE_AGAIN, ...errorOptions } = options;
-    const until = heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)";
     const before = errorOptions.cause instanceof Error ? `; before that: ${errorOptions.cause.message}` : "";
-    super(
-      `the provider's new refresh token could not be saved to ${file} and is lost with this process; the one stored there is ` +
-        `spent, so the provider will refuse it: once ${until}, ${signInAgain}${before}`,
-      EXIT.reauthorize,
-      errorOptions,
-    );
+    const lost =
+      signInAgain === AUTHORIZE_AGAIN
+        ? `to ${file} and is lost with this process; the one stored there is spent, so the provider will refuse it: ` +
+          `once ${heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)"}, `
+        : "and is lost with this process; the one it replaced is spent: ";
+    super(`the provider's new refresh token could not be saved ${lost}${signInAgain}${before}`, EXIT.reauthorize, errorOptions);
     this.file = file;
   }
 }
