@@ -120,11 +120,25 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("Errors-PollCards").AlarmDescription).toContain("2 of the last 3 30-minute periods");
   });
 
-  it("evaluates a long schedule over periods as long as the schedule, within CloudWatch's one-day window", () => {
-    expect(long("SyncLag")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "ignore" });
-    expect(long("SyncLag").AlarmDescription).toContain("in the last one-day period");
-    expect(long("Errors-PollTransactions")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
-    expect(long("Errors-PollCards")).toMatchObject({ Period: 36_000, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
+  it("evaluates a long schedule over 2 of 3 periods as long as the schedule, within CloudWatch's seven-day window", () => {
+    // PutMetricAlarm allows seven days of window for periods of an hour or more: three days of a daily schedule fit,
+    // so one failed cycle, retried by the next tick, does not page there either.
+    expect(long("SyncLag")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
+    expect(long("SyncLag").AlarmDescription).toContain("in 2 of the last 3 one-day periods");
+    expect(long("Errors-PollTransactions")).toMatchObject({ Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(long("Errors-PollTransactions").AlarmDescription).toContain("failed in 2 of the last 3 one-day periods");
+    expect(long("Errors-PollCards")).toMatchObject({ Period: 36_000, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+  });
+
+  it("keeps 2 of 3 periods on a 13-hour schedule, past the day three periods used to be held to", () => {
+    const thirteen = alarmsOfGlobexEvery(780, 780);
+    const window = { Period: 46_800, EvaluationPeriods: 3, DatapointsToAlarm: 2 };
+    for (const suffix of ["SyncLag", "Errors-PollTransactions", "Errors-PollCards", "AcknowledgeRefused", "EventsFailed", "DeadLetters-Pollers"]) {
+      expect(thirteen(suffix)).toMatchObject(window);
+      expect(thirteen(suffix).AlarmDescription).toContain("2 of the last 3 780-minute periods");
+    }
+    expect(thirteen("TokenFamilyRevoked")).toMatchObject({ ...window, DatapointsToAlarm: 1 });
+    expect(thirteen("TokenFamilyRevoked").AlarmDescription).toContain("reported in 1 of the last 3 780-minute periods");
   });
 
   it("alarms on records newly quarantined in one period of the transactions schedule, clearing in a period without", () => {
@@ -140,10 +154,10 @@ describe("cycle alarms follow the tenant's schedule", () => {
     // period without a report, which must not clear the alarm (an "OK" mail while polling is still stopped).
     expect(short("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 300, EvaluationPeriods: 3 });
     expect(alarmsOfGlobexEvery(90, 240)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400, EvaluationPeriods: 3 });
-    expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000, EvaluationPeriods: 2 });
-    expect(long("TokenFamilyRevoked").AlarmDescription).toContain("reported in 1 of the last 2 600-minute periods");
-    // CloudWatch's one-day window holds one period of a daily schedule: there, the last period alone.
-    expect(alarmsOfGlobexEvery(1440, 1440)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: DAY_SECONDS, EvaluationPeriods: 1 });
+    expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000, EvaluationPeriods: 3 });
+    expect(long("TokenFamilyRevoked").AlarmDescription).toContain("reported in 1 of the last 3 600-minute periods");
+    // A daily schedule too: three one-day periods, within CloudWatch's seven days for periods of an hour or more.
+    expect(alarmsOfGlobexEvery(1440, 1440)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: DAY_SECONDS, EvaluationPeriods: 3 });
   });
 
   it("alarms while the live refresh token is held in the table for want of a Secrets Manager write, whatever the schedule, keeping its state between reports", () => {
@@ -201,9 +215,9 @@ describe("cycle alarms follow the tenant's schedule", () => {
     };
     expect(short("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(alarmsOfGlobexEvery(60, 5)("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
-    expect(alarmsOfGlobexEvery(720, 5)("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 43_200, EvaluationPeriods: 2, DatapointsToAlarm: 2 });
-    // CloudWatch's one-day window holds one cycle of a daily schedule: there, one refusal alarms.
-    expect(long("AcknowledgeRefused")).toMatchObject({ ...refused, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(alarmsOfGlobexEvery(720, 5)("AcknowledgeRefused")).toMatchObject({ ...refused, Period: 43_200, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    // A daily schedule too: one refusal a retry clears does not page.
+    expect(long("AcknowledgeRefused")).toMatchObject({ ...refused, Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(short("AcknowledgeRefused").AlarmDescription).toContain("in 2 of the last 3 5-minute periods");
     expect(short("AcknowledgeRefused").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#acknowledgerefused$/);
     // Notifies ALARM and OK on the same topic as the other alarms.
@@ -225,7 +239,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
     // so a card event the card poller keeps deferring pages however rarely transactions fail.
     expect(short("EventsFailed")).toMatchObject({ ...failed, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(alarmsOfGlobexEvery(60, 5)("EventsFailed")).toMatchObject({ ...failed, Period: 3600, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
-    expect(long("EventsFailed")).toMatchObject({ ...failed, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(long("EventsFailed")).toMatchObject({ ...failed, Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     const description = String(short("EventsFailed").AlarmDescription);
     expect(description).toContain("in 2 of the last 3 30-minute periods");
     // Counted for events refused for now and for good: the text names both, and where each one ends up.
@@ -239,7 +253,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
   it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
     const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
     expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
-    expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 1, DatapointsToAlarm: 1 });
+    expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(long("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 one-day periods");
     expect(short("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 30-minute periods");
   });
 
@@ -416,15 +431,16 @@ describe("cycle alarms follow the tenant's schedule", () => {
     }
   });
 
-  it("gives every allowed schedule a window CloudWatch accepts, with a cycle in every period", () => {
+  it("gives every allowed schedule a window CloudWatch accepts, with a cycle in every period, 2 of 3 breaching", () => {
     for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
       const window = cycleAlarmWindow(everyMinutes);
       const periodSeconds = window.period.toSeconds();
       expect(periodSeconds % 60).toBe(0);
       expect(periodSeconds).toBeGreaterThanOrEqual(everyMinutes * 60);
-      expect(periodSeconds * window.evaluationPeriods).toBeLessThanOrEqual(DAY_SECONDS);
-      expect(window.datapointsToAlarm).toBeGreaterThanOrEqual(1);
-      expect(window.datapointsToAlarm).toBeLessThanOrEqual(window.evaluationPeriods);
+      // PutMetricAlarm: period x evaluation periods at most a day for periods under an hour, seven days otherwise
+      expect(periodSeconds * window.evaluationPeriods).toBeLessThanOrEqual(periodSeconds < 3600 ? DAY_SECONDS : 7 * DAY_SECONDS);
+      // one failed cycle, retried by the next tick, does not alarm, whatever the schedule
+      expect(window).toMatchObject({ evaluationPeriods: 3, datapointsToAlarm: 2 });
       // the descriptions name the period as it is: "one-day" for a day only (a 1200-minute period is no day)
       expect(describePeriodLength(window)).toBe(periodSeconds === DAY_SECONDS ? "one-day" : `${periodSeconds / 60}-minute`);
     }
@@ -441,9 +457,14 @@ describe("cycle alarms follow the tenant's schedule", () => {
       // past the schedule by two more ticks or an hour: a tick's data point a few minutes late does not empty the window
       expect(spanSeconds - everyMinutes * 60).toBeGreaterThanOrEqual(Math.min(3600, 2 * everyMinutes * 60));
       expect(window.datapointsToAlarm).toBe(window.evaluationPeriods);
-      // fires at most two hours after a missed tick, however long the schedule (and, up to 12 hours, as before)
+      // fires at most two hours after a missed tick, however long the schedule; up to 12 hours, the cycle alarms'
+      // periods as fit in a day (3, 2 over 8 hours), so a stopped poller still pages within a day of silence
       if (everyMinutes > 720) expect(spanSeconds - everyMinutes * 60).toBeLessThan(2 * 3600);
-      else expect(window).toEqual({ ...cycleAlarmWindow(everyMinutes), datapointsToAlarm: cycleAlarmWindow(everyMinutes).evaluationPeriods });
+      else {
+        const periods = everyMinutes <= 480 ? 3 : 2;
+        expect(window).toEqual({ period: cycleAlarmWindow(everyMinutes).period, evaluationPeriods: periods, datapointsToAlarm: periods });
+        expect(spanSeconds).toBeLessThanOrEqual(DAY_SECONDS);
+      }
     }
   });
 
