@@ -23,7 +23,7 @@ import { authorizeWithBrowser } from "./authorize.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
-import { AuthorizeError, EXIT, FailureThenError, retriedNextCycle } from "./errors.js";
+import { AuthorizeError, EXIT, FailureThenError, retriedNextCycle, type SignInAgain } from "./errors.js";
 import { line, makeTempDir, pause, type CliIo } from "./io.js";
 import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
@@ -32,7 +32,7 @@ import { summaryOf } from "./run.js";
 /** Tenant id of the demo's events. */
 export const DEMO_TENANT = "demo";
 /** What a demo user does once the demo's sign-in is lost: its sandbox and state end with it, so nothing to authorize. */
-const DEMO_SIGN_IN_AGAIN = "start a new demo with `npm start`";
+const DEMO_SIGN_IN_AGAIN: SignInAgain = { words: "start a new demo with `npm start`", sameState: false };
 /** The events file, in the demo's temp directory. */
 const EVENTS_FILE = "events.jsonl";
 

@@ -53,8 +53,8 @@ export async function cliErrorOf(error: unknown, bridge: LocalBridge, otherwise:
     return new AuthorizeAgainError(
       (clientToo
         ? `the provider refused this integration's refresh token or ${CLIENT_SETTINGS} (a 401 without an error code answers both): ` +
-          `${CHECK_CLIENT_FIRST}; else ${bridge.signInAgain} to sign in again`
-        : `the provider revoked this integration's token family: ${bridge.signInAgain} to sign in again`) +
+          `${CHECK_CLIENT_FIRST}; else ${bridge.signInAgain.words} to sign in again`
+        : `the provider revoked this integration's token family: ${bridge.signInAgain.words} to sign in again`) +
         bridge.tokens.seedIgnoredHint,
       { cause: error },
     );

@@ -243,8 +243,19 @@ export class TokenFileError extends CliError {
   }
 }
 
-/** How a person signs in again in local mode, said by the errors that end with exit 3. */
-export const AUTHORIZE_AGAIN = "run `npm run bridge -- authorize`";
+/** How a person signs in again, said by the errors that end with exit 3. */
+export interface SignInAgain {
+  /** What to do, as said after a colon: "run `npm run bridge -- authorize`". */
+  readonly words: string;
+  /**
+   * Whether signing in again writes the same token file and state directory (authorize), so what must be so first
+   * (the directory taking writes) is named; a demo starts anew in a directory of its own.
+   */
+  readonly sameState: boolean;
+}
+
+/** How a person signs in again in local mode. */
+export const AUTHORIZE_AGAIN: SignInAgain = { words: "run `npm run bridge -- authorize`", sameState: true };
 
 /**
  * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so
@@ -260,19 +271,17 @@ export class TokensLostError extends CliError {
    * @param options.cause - what had ended the command before, if anything: its message is kept in this one.
    * @param options.failure - why the tokens could still not be saved (the token provider's `heldTokensFailure`): it
    *   names what must be so again before authorizing, where that is not the state directory taking writes.
-   * @param options.signInAgain - what signs in again then. @default AUTHORIZE_AGAIN, which signs in over this token
-   *   file and state directory, so both are named with what must be so first; any other (the demo's) starts anew
-   *   elsewhere, so neither is.
+   * @param options.signInAgain - what signs in again then; the token file and what must be so first are named only
+   *   when it signs in over them. @default AUTHORIZE_AGAIN
    */
-  constructor(file: string, options: ErrorOptions & { readonly failure?: unknown; readonly signInAgain?: string } = {}) {
+  constructor(file: string, options: ErrorOptions & { readonly failure?: unknown; readonly signInAgain?: SignInAgain } = {}) {
     const { failure, signInAgain = AUTHORIZE_AGAIN, ...errorOptions } = options;
     const before = errorOptions.cause instanceof Error ? `; before that: ${errorOptions.cause.message}` : "";
-    const lost =
-      signInAgain === AUTHORIZE_AGAIN
-        ? `to ${file} and is lost with this process; the one stored there is spent, so the provider will refuse it: ` +
-          `once ${heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)"}, `
-        : "and is lost with this process; the one it replaced is spent: ";
-    super(`the provider's new refresh token could not be saved ${lost}${signInAgain}${before}`, EXIT.reauthorize, errorOptions);
+    const lost = signInAgain.sameState
+      ? `to ${file} and is lost with this process; the one stored there is spent, so the provider will refuse it: ` +
+        `once ${heldTokensBlocker(failure) ?? "the state directory takes writes again (space, permissions, a read-only mount)"}, `
+      : "and is lost with this process; the one it replaced is spent: ";
+    super(`the provider's new refresh token could not be saved ${lost}${signInAgain.words}${before}`, EXIT.reauthorize, errorOptions);
     this.file = file;
   }
 }

@@ -48,7 +48,7 @@ import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, UsageError } from "./errors.js";
+import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, UsageError, type SignInAgain } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -72,7 +72,7 @@ export interface LocalBridgeOptions {
    * What signs in again once the token family is revoked or a new refresh token lost (exit 3): the demo's own sandbox
    * and state end with it, so it asks for a new demo. @default AUTHORIZE_AGAIN
    */
-  readonly signInAgain?: string;
+  readonly signInAgain?: SignInAgain;
   /**
    * False when the command removes the state directory as it ends (the demo without --keep): what became of held
    * tokens then names no token file, which would be gone by the time it is read. @default true
@@ -109,7 +109,7 @@ export interface LocalBridge extends LocalState {
   readonly metrics: MemoryMetrics;
   readonly baseUrl: string;
   /** What signs in again once the token family is revoked or lost (LocalBridgeOptions.signInAgain, resolved). */
-  readonly signInAgain: string;
+  readonly signInAgain: SignInAgain;
   /**
    * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; {@link runCycle} and
    * {@link runRedrive} await it under the cycle lease before they write. The file store walks in write order, so a cursor

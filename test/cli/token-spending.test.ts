@@ -116,4 +116,12 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
       untrack();
     }
   });
+
+  it("names the token file and what must be so first only for a sign-in over the same state, whatever its words", () => {
+    const failure = new LeaseUnreadableError("/state/locks/token-refresh.lock", "EMFILE");
+    const inPlace = new TokensLostError("/state/tokens.json", { failure, signInAgain: { words: "ask ops to authorize", sameState: true } }).message;
+    expect(inPlace).toMatch(/^the provider's new refresh token could not be saved to \/state\/tokens\.json .*once the token refresh lease can be read again .*, ask ops to authorize$/);
+    const anew = new TokensLostError("/state/tokens.json", { failure, signInAgain: { words: "start over", sameState: false } }).message;
+    expect(anew).toBe("the provider's new refresh token could not be saved and is lost with this process; the one it replaced is spent: start over");
+  });
 });
