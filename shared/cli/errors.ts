@@ -223,26 +223,6 @@ export class AuthorizeAgainError extends CliError {
   }
 }
 
-/** The token file cannot be used (not JSON, no refresh token): a new token set from `authorize` replaces it. */
-export class TokenFileError extends CliError {
-  override name = "TokenFileError";
-  /** Absolute path of the token file. */
-  readonly file: string;
-
-  /**
-   * @param reason - what is wrong with the file (the local adapter's message: it never quotes the contents).
-   * @param options.hint - appended to the message (what else could fix it).
-   */
-  constructor(file: string, reason: string, options?: ErrorOptions & { hint?: string }) {
-    super(
-      `cannot use the token file ${file} (${reason}): run \`npm run bridge -- authorize\` to store a new token set${options?.hint ?? ""}`,
-      EXIT.reauthorize,
-      options,
-    );
-    this.file = file;
-  }
-}
-
 /** How a person signs in again, said by the errors that end with exit 3. */
 export interface SignInAgain {
   /** What to do, as said after a colon: "run `npm run bridge -- authorize`". */
@@ -256,6 +236,25 @@ export interface SignInAgain {
 
 /** How a person signs in again in local mode. */
 export const AUTHORIZE_AGAIN: SignInAgain = { words: "run `npm run bridge -- authorize`", sameState: true };
+
+/** The token file cannot be used (not JSON, no refresh token): a new token set from `authorize` replaces it. */
+export class TokenFileError extends CliError {
+  override name = "TokenFileError";
+  /** Absolute path of the token file. */
+  readonly file: string;
+
+  /**
+   * @param reason - what is wrong with the file (the local adapter's message: it never quotes the contents).
+   * @param options.hint - appended to the message (what else could fix it).
+   * @param options.signInAgain - what signs in again then. @default AUTHORIZE_AGAIN
+   */
+  constructor(file: string, reason: string, options: ErrorOptions & { readonly hint?: string; readonly signInAgain?: SignInAgain } = {}) {
+    const { hint = "", signInAgain = AUTHORIZE_AGAIN, ...errorOptions } = options;
+    const then = signInAgain.sameState ? `${signInAgain.words} to store a new token set` : signInAgain.words;
+    super(`cannot use the token file ${file} (${reason}): ${then}${hint}`, EXIT.reauthorize, errorOptions);
+    this.file = file;
+  }
+}
 
 /**
  * Tokens the provider issued could not be saved before the process ends: the refresh token they replaced is spent, so

@@ -244,7 +244,8 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   // A state directory or token file others may read (restored, written by hand) is made private before it is used.
   restrictStateDir(dir, (text) => options.logger.warn(text));
   restrictTokenFile(tokenFile, (text) => options.logger.warn(text));
-  const tokens = new LocalTokenStore(tokenFile, settings.refreshToken);
+  const signInAgain = options.signInAgain ?? AUTHORIZE_AGAIN;
+  const tokens = new LocalTokenStore(tokenFile, settings.refreshToken, signInAgain);
   const { lock } = opened;
   // Read once up front: a missing or unusable token stops here, before any provider call.
   if ((await tokens.load()) === undefined) {
@@ -286,7 +287,6 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     spending: (work) => spendingRefreshes.run(work),
   });
   const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
-  const signInAgain = options.signInAgain ?? AUTHORIZE_AGAIN;
   const settleTokens = async (failure?: unknown): Promise<string | undefined> => {
     // The bridge is done: a refresh a leftover call would start from now on could fail to save after this check.
     tokenProvider.close();

@@ -6,7 +6,7 @@
  */
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { CorruptStateError, type FileTokenStore } from "../local/index.js";
-import { TokenFileError } from "./errors.js";
+import { AUTHORIZE_AGAIN, TokenFileError, type SignInAgain } from "./errors.js";
 import { octal, shellWord } from "./path-checks.js";
 import { restrictOrRefuse } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
@@ -48,10 +48,12 @@ export class LocalTokenStore implements TokenStore {
   /**
    * @param files - the state directory's token file (the local adapters' `tokens`).
    * @param seed - QASHIO_REFRESH_TOKEN, used only while the file holds no token.
+   * @param signInAgain - what signs in again once the file cannot be used (the demo's differs).
    */
   constructor(
     private readonly files: FileTokenStore,
     private readonly seed?: string,
+    private readonly signInAgain: SignInAgain = AUTHORIZE_AGAIN,
   ) {}
 
   /** Absolute path of the token file. */
@@ -76,6 +78,7 @@ export class LocalTokenStore implements TokenStore {
               "were not written in its place since the token refresh lease kept for them was lost meanwhile (another process may have stored newer ones)"
             : "put it back if you have a copy, the tokens it held are still good"
         }; nothing was sent to the provider, and QASHIO_REFRESH_TOKEN, spent by then, is not sent again`,
+        { signInAgain: this.signInAgain },
       );
     }
     return this.seed === undefined ? undefined : { refreshToken: this.seed };
@@ -118,7 +121,7 @@ export class LocalTokenStore implements TokenStore {
     try {
       return await this.files.load();
     } catch (error) {
-      if (error instanceof CorruptStateError) throw new TokenFileError(this.files.file, error.message, { hint: this.seedIgnoredHint, cause: error });
+      if (error instanceof CorruptStateError) throw new TokenFileError(this.files.file, error.message, { hint: this.seedIgnoredHint, cause: error, signInAgain: this.signInAgain });
       throw error;
     }
   }

@@ -64,6 +64,24 @@ describe("local bridge cycle", () => {
     expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
   });
 
+  it("says, for a token file it cannot use, how to sign in again as the bridge was opened to (authorize, or the demo's own words)", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    writeFileSync(join(settings.stateDir, "tokens.json"), "{not json");
+    const failureWith = (options: Partial<Parameters<typeof openLocalBridge>[1]>) =>
+      openLocalBridge(settings, { env: harness!.env, logger: silent, ...options }).then(() => undefined, (e: unknown) => e);
+
+    const authorize = await failureWith({});
+    expect(authorize).toBeInstanceOf(TokenFileError);
+    expect((authorize as Error).message).toContain(": run `npm run bridge -- authorize` to store a new token set");
+    const demo = await failureWith({ signInAgain: { words: "start a new demo with `npm start`", sameState: false } });
+    expect(demo).toBeInstanceOf(TokenFileError);
+    expect((demo as Error).message).toMatch(/: start a new demo with `npm start`/);
+    expect((demo as Error).message).not.toContain("authorize");
+    expect((demo as CliError).exitCode).toBe(EXIT.reauthorize);
+  });
+
   it("sets the quarantine gauge after a cycle that failed too", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
