@@ -52,9 +52,8 @@ export interface OpsAlarmsProps {
   /**
    * Schedule, in minutes, of each function that runs in cycles, by the same short name: its errors alarm over
    * windows derived from the schedule ({@link cycleAlarmWindow}), since the next cycle retries a transient failure
-   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The fastest
-   * schedule (or the transactions one) also sets TokenFamilyRevoked's window, as every cycle reports it; the slowest
-   * sets EventsFailed's, so each period holds a cycle of every poller.
+   * anyway. A function not listed (e.g. token rotation, which runs rarely) alarms on its first error. The slowest
+   * schedule sets EventsFailed's window, so each period holds a cycle of every poller.
    * @default - none
    */
   readonly cycleEveryMinutes?: Readonly<Record<string, number>>;
@@ -187,32 +186,36 @@ export class OpsAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
 
-    // While revoked every tick of both pollers reports it, one per period of the faster schedule. Heartbeat's window
-    // read the other way (any 1 of its periods, not all): a tick late into the next period leaves one period empty,
-    // which would clear the alarm (an OK mail while nothing is polled); it clears once a whole window has no report.
-    const revokedEvery = Math.min(props.syncLagEveryMinutes, ...Object.values(props.cycleEveryMinutes ?? {}));
-    const revokedWindow: AlarmWindow = { ...cycleAlarmWindow(revokedEvery), datapointsToAlarm: 1 };
-    addOccurrences(
+    /**
+     * An alarm on a state gauge the runtime reports whenever it learns the state (1 on, 0 off), published at an
+     * invocation's last value (LAST_VALUE_METRICS): on from the first 1 until a 0, however far apart reports are, as
+     * periods without one keep the state.
+     */
+    const addStateGauge = (suffix: string, runbook: string, name: BridgeMetricName, description: string) =>
+      add(suffix, runbook, bridgeTenantMetric(tenant, name, { statistic: "Maximum", period: Duration.minutes(1) }), {
+        alarmDescription: description,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+      });
+    // 1 from every run the revoked family stops (the pollers' ticks, the daily rotation), 0 from a cycle or rotation
+    // the provider answered: it stays on while the pollers are paused, and clears at the first good cycle.
+    addStateGauge(
       "TokenFamilyRevoked",
       "tokenfamilyrevoked",
       "TokenFamilyRevoked",
-      "Maximum",
-      revokedWindow,
-      `Tenant ${tenant}: the provider revoked the token family (reported in ${describeAlarmWindow(revokedWindow)}); polling stopped until re-authorization.`,
+      `Tenant ${tenant}: the provider revoked the token family; polling stopped until re-authorization. On until a poll or token rotation the provider answers.`,
     );
-    // A gauge the token store reports whenever it learns the answer (each load and save: a refresh, a cold start), 1
-    // while the live refresh token is held in the table: on from the refused write until a save writes the secret,
-    // however far apart refreshes are. An invocation publishes its last value only (a refresh loading the held token,
-    // then writing it, reports 0), so the maximum follows the state. Periods without a report keep the state.
-    add("TokenSecretWriteFailed", "tokensecretwritefailed", bridgeTenantMetric(tenant, "TokenHeldInTable", { statistic: "Maximum", period: Duration.minutes(1) }), {
-      alarmDescription:
-        `Tenant ${tenant}: the live refresh token is held in the table because Secrets Manager refused to store it; ` +
+    // TokenHeldInTable: the token store reports it at each load and save (a refresh, a cold start), 1 while the live
+    // refresh token is held in the table: on from the refused write until a save writes the secret.
+    addStateGauge(
+      "TokenSecretWriteFailed",
+      "tokensecretwritefailed",
+      "TokenHeldInTable",
+      `Tenant ${tenant}: the live refresh token is held in the table because Secrets Manager refused to store it; ` +
         "polling goes on, but the secret must be made writable again.",
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.IGNORE,
-    });
+    );
     const lagThreshold = props.syncLagThresholdSeconds ?? 1800;
     const lagWindow = cycleAlarmWindow(props.syncLagEveryMinutes);
     // A plain metric: a Metrics Insights alarm cannot look back further than 3 hours, a slow schedule's window can.

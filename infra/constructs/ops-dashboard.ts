@@ -118,7 +118,7 @@ export class OpsDashboard extends Construct {
     this.dashboard.addWidgets(
       graph(DASHBOARD_WIDGETS.tokens, [
         plain("TokenRefreshes", "Sum", "refreshes"),
-        plain("TokenFamilyRevoked", "Sum", "family revoked"),
+        plain("TokenFamilyRevoked", "Maximum", "family revoked (1 = yes)"),
         plain("TokenSecretWriteFailed", "Sum", "secret write refused"),
         plain("TokenHeldInTable", "Maximum", "token held in table (1 = yes)"),
       ]),

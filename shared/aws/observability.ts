@@ -36,9 +36,11 @@ const UNITS: Record<PortMetricUnit, PowertoolsMetricUnit> = {
  * Gauges of a state that can change within one invocation: a refresh loads a held token (TokenHeldInTable 1), then
  * writes the secret (0). An invocation publishes only the last value it reported (per dimension set), at `flush()`:
  * CloudWatch has no "last" statistic, and the period's maximum of both values would keep the alarm on after the state
- * cleared. A gauge reported as a count (TransactionsBacklog, per `status`) must not be summed either.
+ * cleared. A gauge reported as a count (TransactionsBacklog, per `status`) must not be summed either. TokenFamilyRevoked
+ * gets one value per run, but a run given up at middy's early timeout ends at the container's next thaw, into that
+ * invocation's buffer before its own run's value: a stale 1 must not outweigh the 0 of a run after re-onboarding.
  */
-export const LAST_VALUE_METRICS: ReadonlySet<MetricName> = new Set<MetricName>(["TokenHeldInTable", "TransactionsBacklog"]);
+export const LAST_VALUE_METRICS: ReadonlySet<MetricName> = new Set<MetricName>(["TokenHeldInTable", "TokenFamilyRevoked", "TransactionsBacklog"]);
 
 interface Aggregate {
   readonly name: MetricName;

@@ -239,7 +239,7 @@ interface LeasedRefresh {
  * under the lease (`how.needless` may find the refresh done meanwhile); the rotated tokens saved (`how.save`) before
  * the lease goes. Returns whether it refreshed.
  *
- * @throws ReauthorizationRequiredError for a revoked family (TokenFamilyRevoked counted); IncompleteTokenSetError once
+ * @throws ReauthorizationRequiredError for a revoked family (TokenFamilyRevoked 1, else 0 once refreshed); IncompleteTokenSetError once
  *   the new refresh token of a 200 answer that is not a token set is saved; RotationError when it was not started.
  */
 async function refreshUnderLease(secretId: string, step: RotationStep, deps: RotationDeps, how: LeasedRefresh): Promise<boolean> {
@@ -280,6 +280,8 @@ async function refreshUnderLease(secretId: string, step: RotationStep, deps: Rot
     // Renewed while the write runs, so a slow PutSecretValue does not let a poller in with the spent token.
     await whileHolding(lease, ttlMs, deps.clock, () => how.save(next), deps.logger, TOKEN_SAVE_MESSAGES, askedAt);
     deps.metrics.add("TokenRefreshes", 1, "Count");
+    // The provider took the refresh token, so the family lives: the TokenFamilyRevoked gauge clears.
+    deps.metrics.add("TokenFamilyRevoked", 0, "Count");
     if (incomplete !== undefined) throw incomplete;
     return true;
   } finally {

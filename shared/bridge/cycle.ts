@@ -69,6 +69,11 @@ export class CycleRun {
   /** Batches in a row whose every event the publisher did not take for now, and their events (see {@link publisherUnavailable}). */
   private deferredBatches = 0;
   private deferredEvents = 0;
+  /**
+   * What this run learned of the token family, for the TokenFamilyRevoked gauge ({@link finish}): `alive` once a
+   * provider call was answered (its token was accepted), `revoked` when it fails for want of re-authorization.
+   */
+  private tokenFamily: "alive" | "revoked" | undefined;
 
   constructor(
     readonly deps: BridgeDeps,
@@ -98,7 +103,9 @@ export class CycleRun {
   async provider<T>(step: string, fn: (call: ProviderCallOptions) => Promise<T>, expected?: (err: unknown) => boolean): Promise<T> {
     this.report.providerCalls += 1;
     try {
-      return await fn(this.call);
+      const answer = await fn(this.call);
+      this.tokenFamily ??= "alive";
+      return answer;
     } catch (err) {
       const late = deadlineExceeded(err);
       // An earlier deadline is not the cycle's (a token refresh held to its lease): that one is a failure. Once asked
@@ -443,7 +450,7 @@ export class CycleRun {
   }
 
   /**
-   * Ends the cycle: duration and lag metrics, one log line. SyncLagSeconds is the age of the oldest change not
+   * Ends the cycle: duration, lag and token family metrics, one log line. SyncLagSeconds is the age of the oldest change not
    * delivered: still pending now (the cycle stopped or failed before delivering it), or published in this cycle
    * (measured when published, since it was pending until then). See docs/spec-gaps.md (Bridge engine).
    */
@@ -460,6 +467,9 @@ export class CycleRun {
     // pulled nothing without listing the backlog (the re-drive), saw nothing of it.
     const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && kind.listsBacklog !== false));
     if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
+    // A gauge, no point without news: a run the provider never answered (a failed first list, the deadline first, a
+    // re-drive with nothing to read) says nothing of the family, and a 0 would clear the alarm while it is revoked.
+    if (this.tokenFamily !== undefined) deps.metrics.add("TokenFamilyRevoked", this.tokenFamily === "revoked" ? 1 : 0, "Count");
     const level = report.outcome === "aborted" ? "error" : report.outcome === "publisher_unavailable" ? "warn" : "info";
     deps.logger[level](`${kind.what ?? `${report.kind} cycle`} ${report.outcome}`, { ...report });
     return report;
@@ -485,11 +495,13 @@ export class CycleRun {
     const step = err instanceof StepFailure ? err.step : "cycle";
     const cause = err instanceof StepFailure ? err.cause : err;
     this.deps.metrics.add("CycleErrors", 1, "Count");
+    const revoked = isReauthorizationRequired(cause);
+    // Whatever the provider answered before (an access token that ran out mid-run, its refresh refused).
+    if (revoked) this.tokenFamily = "revoked";
     const report = this.finish(kind);
     const ctx = errorContext(cause);
     const fields = errorFields(cause);
-    if (isReauthorizationRequired(cause)) {
-      this.deps.metrics.add("TokenFamilyRevoked", 1, "Count");
+    if (revoked) {
       return new ReauthorizationNeededError(
         (causedByClientRefusal(cause)
           ? `The provider refused the bridge's refresh token or its client credentials for tenant "${this.deps.tenant}" ` +

@@ -109,6 +109,18 @@ describe("PowertoolsMetricsAdapter", () => {
     metrics.publishStoredMetrics();
     expect(lines[1]).toMatchObject({ TokenHeldInTable: 1, tenant: "acme" });
   });
+
+  it("publishes TokenFamilyRevoked at the last value an invocation reported: a run carried over a freeze is older news", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    // A run the last invocation gave up on (middy's early timeout) ends at this invocation's thaw, revoked; then this
+    // invocation's own run, after re-onboarding, is answered.
+    adapter.add("TokenFamilyRevoked", 1, "Count");
+    adapter.add("TokenFamilyRevoked", 0, "Count");
+    adapter.flush();
+    metrics.publishStoredMetrics();
+    expect(lines).toEqual([expect.objectContaining({ TokenFamilyRevoked: 0, tenant: "acme" })]);
+  });
 });
 
 describe("nameFailedCalls", () => {

@@ -4,9 +4,17 @@
  */
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { pollCards } from "../../shared/bridge/cards.js";
+import { redriveQuarantined } from "../../shared/bridge/redrive.js";
+import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { RetryDeferredError } from "../../shared/qashio/errors.js";
 import { makeRig } from "./fakes.js";
+
+/** The TokenFamilyRevoked values the rig's runs reported, in order. */
+const revokedPoints = (rig: ReturnType<typeof makeRig>) => rig.metrics.points.filter((p) => p.name === "TokenFamilyRevoked").map((p) => p.value);
+
+/** A provider error as the client throws it for a refused refresh grant. */
+const refusedGrant = () => Object.assign(new Error("refresh rejected"), { name: "ReauthorizationRequiredError", status: 401 });
 
 describe("CycleRun.publish", () => {
   it("measures a published change's lag when it was published, though the cycle fails after", async () => {
@@ -80,5 +88,73 @@ describe("CycleRun.finish", () => {
     unavailable.publisher.reject = () => ({ reason: "ThrottlingException", retryable: true });
     expect(await levelOf(unavailable, "publisher_unavailable")).toBe("warn");
     expect(await levelOf(makeRig(), "complete")).toBe("info");
+  });
+});
+
+describe("TokenFamilyRevoked, a gauge of the token family's state", () => {
+  it("reports 0 for a cycle of either kind the provider answered, a listing with nothing in it too", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.addCard();
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    // Nothing left to pull: the list's answer alone shows the family alive.
+    expect(await pollTransactions(rig.deps)).toMatchObject({ outcome: "complete", pulled: 0 });
+    expect(revokedPoints(rig)).toEqual([0, 0, 0]);
+  });
+
+  it("reports 0 for a cycle that failed after a provider answer, for a reason other than the token", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions") throw new Error("provider down");
+    };
+    expect(await pollTransactions(rig.deps).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    expect(revokedPoints(rig)).toEqual([0]);
+  });
+
+  it("reports nothing for a run without a provider answer: a failed first list, a deadline before it, an empty re-drive", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = () => {
+      throw Object.assign(new Error("internal error"), { status: 500 });
+    };
+    expect(await pollTransactions(rig.deps).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    expect(await pollCards(rig.deps).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    rig.provider.beforeCall = () => undefined;
+    expect((await pollTransactions(rig.deps, { deadline: rig.clock.now() - 1 })).outcome).toBe("deadline");
+    expect((await redriveQuarantined(rig.deps)).considered).toBe(0);
+    expect(revokedPoints(rig)).toEqual([]);
+  });
+
+  it("reports 0 for a re-drive whose reads the provider answered", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    rig.metrics.points.length = 0;
+    expect((await redriveQuarantined(rig.deps)).considered).toBe(1);
+    expect(revokedPoints(rig)).toEqual([0]);
+  });
+
+  it("reports 1, and only 1, for a run the revoked family stopped, though the provider answered it before", async () => {
+    for (const kind of ["transactions", "cards"] as const) {
+      const rig = makeRig();
+      for (let i = 0; i < 15; i++) {
+        rig.provider.addTransaction();
+        rig.provider.addCard();
+      }
+      let calls = 0;
+      rig.provider.beforeCall = () => {
+        calls += 1;
+        // The access token ran out after the first page; its refresh was refused.
+        if (calls > 1) throw refusedGrant();
+      };
+      const run = kind === "transactions" ? pollTransactions(rig.deps, { pageSize: 10 }) : pollCards(rig.deps, { pageSize: 10 });
+      expect(await run.catch((e: unknown) => e), kind).toBeInstanceOf(ReauthorizationNeededError);
+      expect(calls, kind).toBeGreaterThan(1);
+      expect(revokedPoints(rig), kind).toEqual([1]);
+    }
   });
 });

@@ -23,7 +23,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { fillAccounts } from "../sandbox/helpers.js";
-import { bare401For, createHarness, lambdaContext, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, emfValues, lambdaContext, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 
@@ -546,6 +546,23 @@ describe("poll-transactions handler", () => {
     expect(error).toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented.length - presentedBefore).toBe(1);
     expect(h.output.some((line) => line.includes('"TokenFamilyRevoked"'))).toBe(true);
+  });
+
+  it("publishes the token family's state in TokenFamilyRevoked: 0 for a tick the provider answered, 1 while revoked, 0 again after re-onboarding", async () => {
+    const revoked = (from: number) => emfValues(h.output, "TokenFamilyRevoked", from);
+    await h.poller("transactions")();
+    await h.poller("cards")();
+    expect(revoked(0)).toEqual([0, 0]);
+    await revokeFamily(h);
+    let from = h.output.length;
+    // The tick that meets the revocation, then one that fails fast: 1 each, never a 0 beside it.
+    for (let tick = 0; tick < 2; tick++) await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    await expect(h.poller("cards")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(revoked(from)).toEqual([1, 1, 1]);
+    await reonboard();
+    from = h.output.length;
+    expect((await h.poller("cards")()).status).toBe("completed");
+    expect(revoked(from)).toEqual([0]);
   });
 
   it("still stops with the re-authorize error when recording the revocation fails, logging both by name and message only", async () => {

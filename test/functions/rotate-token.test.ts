@@ -15,7 +15,7 @@ import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared/aws/config.js";
 import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import { bare401For, createHarness, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, emfValues, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -143,6 +143,25 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     const refreshes = emf.filter((doc) => doc["TokenRefreshes"] !== undefined);
     expect(refreshes.map((doc) => doc["TokenRefreshes"])).toEqual([1]);
     expect(refreshes[0]).toMatchObject({ tenant: TENANT });
+  });
+
+  it("publishes the token family's state in TokenFamilyRevoked: 0 for its refresh, 1 for a revoked family, 0 again after re-onboarding", async () => {
+    const revoked = (from: number) => emfValues(h.output, "TokenFamilyRevoked", from);
+    // revokeFamily rotates first: that refresh is answered.
+    await revokeFamily();
+    expect(revoked(0)).toEqual([0]);
+    let from = h.output.length;
+    const failed = randomUUID();
+    h.secrets.startRotation(failed);
+    await expect(h.rotator()(eventFor(failed, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(revoked(from)).toEqual([1]);
+    const tokens = await newFamily();
+    await h.secrets.client.send(
+      new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify({ ...h.secrets.current(), refresh_token: tokens.refresh_token }) }),
+    );
+    from = h.output.length;
+    await rotate();
+    expect(revoked(from)).toEqual([0]);
   });
 
   it("refuses a rotation event for another secret than SECRET_ID, without refreshing or writing", async () => {

@@ -1,11 +1,13 @@
+import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runbookSection } from "../runbook-section.js";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { createHarness, revokeFamily, TENANT, type Harness } from "./support/harness.js";
+import { createHarness, emfValues, revokeFamily, TENANT, type Harness } from "./support/harness.js";
 
 /** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
 const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
@@ -40,6 +42,29 @@ describe("the runbook names the card heartbeats a revoked token family stops on 
     // The Heartbeat section's word on the fast path's own alarm: a tick failing before its cycle starts counts none.
     const bullet = /^- `Heartbeat-SuspendedCards`[^]*?\n\n/m.exec(runbookSection("Heartbeat"))?.[0];
     expect(bullet).toMatch(/revoked token family/);
+  });
+});
+
+describe("the runbook's TokenFamilyRevoked says when the alarm clears, as the metric behaves", () => {
+  it("on from the tick that meets the revocation, kept by the paused tenant's rotation, off only at an answered poll or rotation", async () => {
+    await h.poller("transactions")();
+    expect(emfValues(h.output, "TokenFamilyRevoked")).toEqual([0]);
+    await revokeFamily(h);
+    const from = h.output.length;
+    await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    // Paused: only the daily rotation runs, and it reports the state again rather than nothing.
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator()({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" })).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(emfValues(h.output, "TokenFamilyRevoked", from)).toEqual([1, 1]);
+
+    const revoked = runbookSection("TokenFamilyRevoked").replace(/\s+/g, " ");
+    expect(revoked).toContain("a poll or rotation the provider answers reports 0");
+    expect(revoked).toContain("stays in ALARM until re-authorization, also while the pollers are paused");
+    expect(revoked).toContain("returns to OK at the first poll or rotation after it that the provider answers");
+    // What the window of the faster poller's schedule did: an OK while paused meant nothing.
+    expect(revoked).not.toContain("no sign of re-authorization");
+    expect(revoked).not.toMatch(/whole window/);
   });
 });
 

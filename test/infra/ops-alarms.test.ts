@@ -137,8 +137,18 @@ describe("cycle alarms follow the tenant's schedule", () => {
       expect(thirteen(suffix)).toMatchObject(window);
       expect(thirteen(suffix).AlarmDescription).toContain("2 of the last 3 780-minute periods");
     }
-    expect(thirteen("TokenFamilyRevoked")).toMatchObject({ ...window, DatapointsToAlarm: 1 });
-    expect(thirteen("TokenFamilyRevoked").AlarmDescription).toContain("reported in 1 of the last 3 780-minute periods");
+  });
+
+  /** The properties of an alarm on a state gauge (1 on, 0 off): on at its first 1, periods without a report keeping the state. */
+  const stateGaugeAlarm = (MetricName: string) => ({
+    Namespace: "QashioBridge",
+    MetricName,
+    Statistic: "Maximum",
+    Period: 60,
+    Threshold: 1,
+    ComparisonOperator: "GreaterThanOrEqualToThreshold",
+    EvaluationPeriods: 1,
+    TreatMissingData: "ignore",
   });
 
   it("alarms on records newly quarantined in one period of the transactions schedule, clearing in a period without", () => {
@@ -148,29 +158,20 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(long("QuarantineGrowing").AlarmDescription).toContain("in the last one-day period");
   });
 
-  it("keeps TokenFamilyRevoked on while ticks of the faster poller report it, through a period a late tick left empty", () => {
-    const revoked = { MetricName: "TokenFamilyRevoked", Threshold: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
-    // Any 1 of the periods of the faster schedule's cycle window: a tick that slid into the next period leaves one
-    // period without a report, which must not clear the alarm (an "OK" mail while polling is still stopped).
-    expect(short("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 300, EvaluationPeriods: 3 });
-    expect(alarmsOfGlobexEvery(90, 240)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 5400, EvaluationPeriods: 3 });
-    expect(long("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: 36_000, EvaluationPeriods: 3 });
-    expect(long("TokenFamilyRevoked").AlarmDescription).toContain("reported in 1 of the last 3 600-minute periods");
-    // A daily schedule too: three one-day periods, within CloudWatch's seven days for periods of an hour or more.
-    expect(alarmsOfGlobexEvery(1440, 1440)("TokenFamilyRevoked")).toMatchObject({ ...revoked, Period: DAY_SECONDS, EvaluationPeriods: 3 });
+  it("keeps TokenFamilyRevoked in its state between reports, whatever the schedule: on at the first 1, off at the first 0", () => {
+    // A gauge (1 revoked, 0 when a cycle or rotation the provider answered): a period without a report keeps the state,
+    // so the alarm neither clears between ticks nor while the pollers are paused, and clears at the first good cycle.
+    const gauge = stateGaugeAlarm("TokenFamilyRevoked");
+    for (const alarms of [short, alarmsOfGlobexEvery(90, 240), long, alarmsOfGlobexEvery(1440, 1440)]) {
+      expect(alarms("TokenFamilyRevoked")).toMatchObject(gauge);
+      expect(alarms("TokenFamilyRevoked")).not.toHaveProperty("DatapointsToAlarm");
+    }
+    expect(long("TokenFamilyRevoked").AlarmDescription).toMatch(/revoked the token family.*until a poll or token rotation the provider answers/);
+    expect(long("TokenFamilyRevoked").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#tokenfamilyrevoked$/);
   });
 
   it("alarms while the live refresh token is held in the table for want of a Secrets Manager write, whatever the schedule, keeping its state between reports", () => {
-    const held = {
-      Namespace: "QashioBridge",
-      MetricName: "TokenHeldInTable",
-      Statistic: "Maximum",
-      Period: 60,
-      Threshold: 1,
-      ComparisonOperator: "GreaterThanOrEqualToThreshold",
-      EvaluationPeriods: 1,
-      TreatMissingData: "ignore",
-    };
+    const held = stateGaugeAlarm("TokenHeldInTable");
     expect(short("TokenSecretWriteFailed")).toMatchObject(held);
     expect(long("TokenSecretWriteFailed")).toMatchObject(held);
     expect(short("TokenSecretWriteFailed").Dimensions).toEqual(
@@ -311,7 +312,7 @@ describe("cycle alarms follow the tenant's schedule", () => {
     // globex every 2 (transactions) and 30 (cards) minutes, with a fast path every minute: each period of the card
     // alarms must hold a full walk, so a walk that keeps failing (or stops: the heartbeat) pages whatever the fast ticks do.
     const fast = alarmsIn(fastGlobexTemplate());
-    for (const suffix of ["Errors-PollCards", "Heartbeat-PollCards", "DeadLetters-Pollers", "EventsFailed", "TokenFamilyRevoked", "Heartbeat", "SyncLag"]) {
+    for (const suffix of ["Errors-PollCards", "Heartbeat-PollCards", "DeadLetters-Pollers", "EventsFailed", "Heartbeat", "SyncLag"]) {
       const { Period, EvaluationPeriods, DatapointsToAlarm } = short(suffix);
       expect(fast(suffix), suffix).toMatchObject({ Period, EvaluationPeriods, DatapointsToAlarm });
     }

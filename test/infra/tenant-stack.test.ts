@@ -1272,6 +1272,11 @@ describe("ops", () => {
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       Namespace: "QashioBridge",
       MetricName: "TokenFamilyRevoked",
+      // a state gauge (runbook: on from the first report until a cycle the provider answers reports 0)
+      Statistic: "Maximum",
+      Period: 60,
+      EvaluationPeriods: 1,
+      TreatMissingData: "ignore",
     });
     expect(alarm("SyncLag")?.Properties).toMatchObject({ Threshold: 900, ComparisonOperator: "GreaterThanThreshold" });
     expect(alarm("QuarantineNotEmpty")?.Properties).toMatchObject({
@@ -1493,10 +1498,14 @@ describe("dashboard", () => {
         expect(series).toContain(`Throttles ${name} throttles/Sum`);
       }
     }
-    // a gauge of 1 while held: its maximum, not a sum of reports
-    expect(JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"))).toContain(
-      String.raw`[\"QashioBridge\",\"TokenHeldInTable\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"token held in table (1 = yes)\",\"stat\":\"Maximum\"}]`,
-    );
+    // gauges of 1 while on (0 once off): their maximum, not a sum of reports
+    const dashboard = JSON.stringify(globexT.findResources("AWS::CloudWatch::Dashboard"));
+    for (const [name, label] of [
+      ["TokenHeldInTable", "token held in table (1 = yes)"],
+      ["TokenFamilyRevoked", "family revoked (1 = yes)"],
+    ]) {
+      expect(dashboard).toContain(String.raw`[\"QashioBridge\",\"${name}\",\"service\",\"qashio-bridge\",\"tenant\",\"globex\",{\"label\":\"${label}\",\"stat\":\"Maximum\"}]`);
+    }
   });
 });
 

@@ -361,6 +361,17 @@ export async function createHarness(options: { seed?: number; piiMode?: "full" |
   return harness;
 }
 
+/** The values of metric `name` in the EMF documents of `output` (from `from` on), in order. */
+export function emfValues(output: readonly string[], name: string, from = 0): number[] {
+  return output
+    .slice(from)
+    .filter((line) => line.includes('"_aws"'))
+    .flatMap((line) => {
+      const value = (JSON.parse(line) as Record<string, unknown>)[name];
+      return value === undefined ? [] : [value as number | number[]].flat();
+    });
+}
+
 /**
  * Someone replays the spent first refresh token `h`'s pollers presented: the provider revokes the whole family; its
  * access tokens expire. The bridge has not met the revocation yet.
