@@ -63,6 +63,12 @@ const httpsUrl = z
   );
 
 /**
+ * A string with something besides white space. EventBridge takes a user name, client id or scope of spaces only, and
+ * CloudFormation a secret's JSON key of spaces, but none can be meant. Aborts: a blank value is that one fault.
+ */
+const nonBlankString = z.string().regex(/\S/, { error: "must not be blank", abort: true });
+
+/**
  * What EventBridge's pattern for a connection's user name, OAuth client id and API key name (CreateConnection,
  * `^[ \t]*[^\x00-\x1F:\x7F]+([ \t]+[^\x00-\x1F:\x7F]+)*[ \t]*$`) accepts: no ':' and no control character but
  * tab, and something besides tabs. Written without that pattern's nested repeats, which backtrack exponentially on a
@@ -71,9 +77,7 @@ const httpsUrl = z
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONNECTION_PARAMETER = /^\t*[^\x00-\x1F:\x7F][^\x00-\x08\x0A-\x1F:\x7F]*$/;
 const CONNECTION_PARAMETER_MAX = "must be at most 512 characters (EventBridge's limit)";
-const connectionParameter = z
-  .string()
-  .min(1)
+const connectionParameter = nonBlankString
   .max(512, CONNECTION_PARAMETER_MAX)
   .regex(CONNECTION_PARAMETER, "must not contain ':' or control characters: EventBridge refuses them at deploy");
 
@@ -81,9 +85,7 @@ const connectionParameter = z
 const secretRef = z
   .strictObject({
     secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN").meta({ description: "ARN of an existing secret" }),
-    jsonField: z
-      .string()
-      .min(1)
+    jsonField: nonBlankString
       .regex(/^[^:{}]+$/, "must not contain ':', '{' or '}' (they would break CloudFormation's dynamic reference)")
       .optional()
       .meta({ description: "JSON key inside the secret; the whole secret string when absent" }),
@@ -107,9 +109,7 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
     clientId: connectionParameter,
     clientSecret: secretRef,
     // Sent as a body parameter of the connection: CloudFormation's pattern for one (line breaks pass it).
-    scope: z
-      .string()
-      .min(1)
+    scope: nonBlankString
       .max(512, CONNECTION_PARAMETER_MAX)
       // eslint-disable-next-line no-control-regex -- matching control characters is the point
       .regex(/^[^\x00-\x09\x0B\x0C\x0E-\x1F\x7F]+$/, "must not contain control characters: EventBridge refuses them at deploy")

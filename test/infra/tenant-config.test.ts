@@ -367,7 +367,7 @@ describe("tenant config", () => {
     ["a basic user name over 512 characters", { type: "basic", username: "u".repeat(513), password: { secretArn } }, "webhooks[0].auth.username", "at most 512"],
     // EventBridge's own pattern backtracks exponentially on this one: synth must fail, not hang.
     ["a basic user name of many words ending in a colon", { type: "basic", username: `${"svc ".repeat(60)}:`, password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
-    ["a basic user name of tabs only", { type: "basic", username: "\t\t", password: { secretArn } }, "webhooks[0].auth.username", "must not contain ':'"],
+    ["a basic user name of tabs only", { type: "basic", username: "\t\t", password: { secretArn } }, "webhooks[0].auth.username", "must not be blank"],
     [
       "an OAuth client id with a colon",
       { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "urn:client", clientSecret: { secretArn } },
@@ -395,9 +395,23 @@ describe("tenant config", () => {
     expect(error.message).toContain(message);
   });
 
+  it.each([
+    ["a basic user name", { type: "basic", username: "   ", password: { secretArn } }, "webhooks[0].auth.username"],
+    ["an OAuth client id", { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: " \t ", clientSecret: { secretArn } }, "webhooks[0].auth.clientId"],
+    ["an OAuth scope", { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope: "  " }, "webhooks[0].auth.scope"],
+    ["a secret's JSON key", { type: "apiKey", headerName: "x-api-key", value: { secretArn, jsonField: " " } }, "webhooks[0].auth.value.jsonField"],
+    ["a secret's JSON key, empty", { type: "basic", username: "u", password: { secretArn, jsonField: "" } }, "webhooks[0].auth.password.jsonField"],
+    ["a basic user name of no-break spaces", { type: "basic", username: "\u00a0\u00a0", password: { secretArn } }, "webhooks[0].auth.username"],
+  ])("refuses a blank value EventBridge would take but is surely a mistake: %s, naming the tenant and the field", (_what, auth, field) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    expect(error.field).toBe(field);
+    expect(error.message).toBe(`tenant "acme": field ${field}: must not be blank`);
+  });
+
   it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "\tsvc\tbridge ", "   "]) {
+    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "\tsvc\tbridge "]) {
       const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username, password: { secretArn } } };
       expect(parseTenantConfig({ ...pinned, webhooks: [hook] }).webhooks[0]?.auth).toMatchObject({ username });
     }
