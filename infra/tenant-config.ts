@@ -69,6 +69,12 @@ const httpsUrl = z
 const nonBlankString = z.string().regex(/\S/, { error: "must not be blank", abort: true });
 
 /**
+ * A name or key as written, without white space around it: a user name, client id or JSON key pasted with a stray space
+ * would be sent (or looked up) with it, and fail authentication only once events flow.
+ */
+const trimmedString = nonBlankString.regex(/^\S(?:[\s\S]*\S)?$/, "must not start or end with white space");
+
+/**
  * What EventBridge's pattern for a connection's user name, OAuth client id and API key name (CreateConnection,
  * `^[ \t]*[^\x00-\x1F:\x7F]+([ \t]+[^\x00-\x1F:\x7F]+)*[ \t]*$`) accepts: no ':' and no control character but
  * tab, and something besides tabs. Written without that pattern's nested repeats, which backtrack exponentially on a
@@ -77,7 +83,7 @@ const nonBlankString = z.string().regex(/\S/, { error: "must not be blank", abor
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONNECTION_PARAMETER = /^\t*[^\x00-\x1F:\x7F][^\x00-\x08\x0A-\x1F:\x7F]*$/;
 const CONNECTION_PARAMETER_MAX = "must be at most 512 characters (EventBridge's limit)";
-const connectionParameter = nonBlankString
+const connectionParameter = trimmedString
   .max(512, CONNECTION_PARAMETER_MAX)
   .regex(CONNECTION_PARAMETER, "must not contain ':' or control characters: EventBridge refuses them at deploy");
 
@@ -85,7 +91,7 @@ const connectionParameter = nonBlankString
 const secretRef = z
   .strictObject({
     secretArn: z.string().regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret ARN").meta({ description: "ARN of an existing secret" }),
-    jsonField: nonBlankString
+    jsonField: trimmedString
       .regex(/^[^:{}]+$/, "must not contain ':', '{' or '}' (they would break CloudFormation's dynamic reference)")
       .optional()
       .meta({ description: "JSON key inside the secret; the whole secret string when absent" }),

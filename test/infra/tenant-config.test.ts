@@ -409,9 +409,21 @@ describe("tenant config", () => {
     expect(error.message).toBe(`tenant "acme": field ${field}: must not be blank`);
   });
 
+  it.each([
+    ["a basic user name with a trailing space", { type: "basic", username: "svc ", password: { secretArn } }, "webhooks[0].auth.username"],
+    ["a basic user name led by a tab", { type: "basic", username: "\tsvc", password: { secretArn } }, "webhooks[0].auth.username"],
+    ["an OAuth client id with a leading space", { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: " client-1", clientSecret: { secretArn } }, "webhooks[0].auth.clientId"],
+    ["a secret's JSON key with a trailing space", { type: "apiKey", headerName: "x-api-key", value: { secretArn, jsonField: "api_key " } }, "webhooks[0].auth.value.jsonField"],
+  ])("refuses a name pasted with white space around it: %s, naming the field", (_what, auth, field) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    expect(error.field).toBe(field);
+    expect(error.message).toBe(`tenant "acme": field ${field}: must not start or end with white space`);
+  });
+
   it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "\tsvc\tbridge "]) {
+    for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "svc\tbridge"]) {
       const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username, password: { secretArn } } };
       expect(parseTenantConfig({ ...pinned, webhooks: [hook] }).webhooks[0]?.auth).toMatchObject({ username });
     }
