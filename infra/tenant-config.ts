@@ -87,6 +87,9 @@ const connectionParameter = trimmedString
   .max(512, CONNECTION_PARAMETER_MAX)
   .regex(CONNECTION_PARAMETER, "must not contain ':' or control characters: EventBridge refuses them at deploy");
 
+/** RFC 6749's scope: `scope-token *( SP scope-token )`, a token being 1*( %x21 / %x23-5B / %x5D-7E ). */
+const OAUTH_SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+(?: [\x21\x23-\x5B\x5D-\x7E]+)*$/;
+
 /** A reference to a value kept in an existing Secrets Manager secret, never the value itself. */
 const secretRef = z
   .strictObject({
@@ -114,11 +117,14 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
     tokenUrl: httpsUrl,
     clientId: connectionParameter,
     clientSecret: secretRef,
-    // Sent as a body parameter of the connection: CloudFormation's pattern for one (line breaks pass it).
+    // Sent as a body parameter of the connection, as written: EventBridge takes any text without control characters but
+    // line breaks, yet anything outside RFC 6749's grammar is a malformed scope, which a token endpoint may refuse (invalid_scope).
     scope: nonBlankString
       .max(512, CONNECTION_PARAMETER_MAX)
-      // eslint-disable-next-line no-control-regex -- matching control characters is the point
-      .regex(/^[^\x00-\x09\x0B\x0C\x0E-\x1F\x7F]+$/, "must not contain control characters: EventBridge refuses them at deploy")
+      .regex(
+        OAUTH_SCOPE,
+        "must be scope tokens separated by single spaces, each of printable ASCII characters but '\"' and '\\' (RFC 6749, section 3.3)",
+      )
       .optional(),
   }),
 ]);

@@ -386,7 +386,7 @@ describe("tenant config", () => {
       "an OAuth scope with a tab",
       { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope: "events:write\tevents:read" },
       "webhooks[0].auth.scope",
-      "must not contain control characters",
+      "must be scope tokens",
     ],
   ])("refuses a connection parameter EventBridge would refuse at deploy: %s", (_what, auth, field, message) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
@@ -419,6 +419,30 @@ describe("tenant config", () => {
     const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
     expect(error.field).toBe(field);
     expect(error.message).toBe(`tenant "acme": field ${field}: must not start or end with white space`);
+  });
+
+  it.each([
+    ["a line break", "events:write\nevents:read"],
+    ["a leading space", " events:write"],
+    ["two spaces between tokens", "events:write  events:read"],
+    ["a non-ASCII character", "événements"],
+    ["a double quote", 'events:"write"'],
+    ["a backslash", "events\\write"],
+  ])("refuses an OAuth scope outside RFC 6749's grammar, which EventBridge would send as it is: %s", (_what, scope) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const auth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope };
+    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    expect(error.message).toBe(
+      'tenant "acme": field webhooks[0].auth.scope: must be scope tokens separated by single spaces, each of printable ASCII ' +
+        "characters but '\"' and '\\' (RFC 6749, section 3.3)",
+    );
+  });
+
+  it("takes an OAuth scope of several tokens, URLs among them", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const scope = "events:write https://api.acme.test/webhooks.read openid";
+    const auth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope };
+    expect(parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }).webhooks[0]?.auth).toMatchObject({ scope });
   });
 
   it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {

@@ -88,6 +88,7 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["a blank basic user name", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "  ", password: { secretArn } } }] }],
     ["a blank secret JSON key", { ...minimal, webhooks: [{ ...webhook, auth: { ...webhook.auth, value: { secretArn, jsonField: " " } } }] }],
     ["a basic user name with a trailing space", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "svc ", password: { secretArn } } }] }],
+    ["an OAuth scope with a line break", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.test/t", clientId: "c", clientSecret: { secretArn }, scope: "a\nb" } }] }],
     ["a basic user name with a colon", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "svc:bridge", password: { secretArn } } }] }],
   ])("refuses what synth refuses: %s", (_name, tenant) => {
     const document = fileOf(tenant);
