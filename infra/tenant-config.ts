@@ -36,7 +36,8 @@ export const TENANT_DEFAULTS = {
 const ENVIRONMENT_PATTERN = /^(?:(?:production|eu|sandbox)$|https:\/\/[^\s/])/;
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/;
+/** An SNS topic ARN: topic names are 1 to 256 letters, digits, '_' and '-' (CreateTopic). */
+const SNS_TOPIC_ARN_PATTERN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]{1,256}$/;
 
 /**
  * CloudFormation's pattern for an API destination's InvocationEndpoint (and a connection's AuthorizationEndpoint):

@@ -197,6 +197,15 @@ describe("tenant config", () => {
     expect(tenant.eventBus).toEqual({ mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" });
   });
 
+  it("takes an alarm topic name of SNS's 256 characters at most, and refuses a longer one, which names no topic", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const topicArn = (name: string) => `arn:aws:sns:eu-west-1:123456789012:${name}`;
+    expect(parseTenantConfig({ ...pinned, alarms: { topicArn: topicArn("t".repeat(256)) } }).alarms.topicArn).toBe(topicArn("t".repeat(256)));
+    expect(errorOf(() => parseTenantConfig({ ...pinned, alarms: { topicArn: topicArn("t".repeat(257)) } })).message).toBe(
+      'tenant "acme": field alarms.topicArn: must be an SNS topic ARN',
+    );
+  });
+
   it("deploys a tenant's schedules disabled when asked, keeping their rates", () => {
     expect(parseTenantConfig({ ...minimal, schedules: { enabled: false, cardsEveryMinutes: 30 } }).schedules).toEqual({
       enabled: false,
