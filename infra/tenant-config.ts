@@ -469,7 +469,8 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
 
 /**
  * Validates a whole tenants document: every tenant, unique ids, webhook names unique per tenant even once their dashes
- * are removed (CloudFormation's logical ids, which the runbook finds resources by, drop them).
+ * are removed (CloudFormation's logical ids, which the runbook finds resources by, drop them), no event type sent twice
+ * to one URL.
  *
  * @throws TenantConfigError naming the tenant and field (every tenant at fault, in one message).
  */
@@ -519,12 +520,32 @@ export function parseTenantsDocument(raw: unknown): TenantConfig[] {
         );
       } else names.set(key, hook.name);
     });
+    for (const { field, problem } of repeatedDeliveries(tenant.webhooks)) fault(tenant.id, field, problem);
   }
   faults.push(...sourceClashesOnSharedBuses([...unique.values()]));
   const [first, ...more] = faults;
   if (first === undefined) return tenants;
   if (more.length === 0) throw first;
   throw new TenantConfigError(faults.map((f) => f.message).join("; "), { tenant: first.tenant, field: first.field }, { cause: first });
+}
+
+/**
+ * Webhooks sending an event type to a URL (as parsed: a host is case-blind) an earlier webhook already sends it to,
+ * where each such event would arrive twice. One URL for event types apart is fine; a webhook named as an earlier one
+ * is that fault alone.
+ */
+function repeatedDeliveries(webhooks: readonly WebhookConfig[]): { field: string; problem: string }[] {
+  const urls = webhooks.map((hook) => new URL(hook.url).href);
+  return webhooks.flatMap((hook, i) => {
+    for (const [j, earlier] of webhooks.slice(0, i).entries()) {
+      if (earlier.name === hook.name || urls[j] !== urls[i]) continue;
+      const shared = hook.eventTypes.filter((type) => earlier.eventTypes.includes(type));
+      if (shared.length === 0) continue;
+      const problem = `webhook "${earlier.name}" already sends ${shared.join(", ")} to this URL: each would be delivered twice; list each event type in one webhook only`;
+      return [{ field: `webhooks[${i}].url`, problem }];
+    }
+    return [];
+  });
 }
 
 /** Name of the bus a tenant with `eventBus: { mode: "create" }` gets (TenantEventBus). */

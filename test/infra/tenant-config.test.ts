@@ -542,7 +542,7 @@ describe("tenant config", () => {
   });
 
   it("rejects webhook names that are the same once dashes are removed, naming both", () => {
-    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const hook = (name: string) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
     // A webhook secret's ARN needs the tenant pinned to an account and region.
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
@@ -553,8 +553,27 @@ describe("tenant config", () => {
     expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("a-b"), hook("a-c")] }] })[0]?.webhooks).toHaveLength(2);
   });
 
+  it("rejects two webhooks sending one event type to one URL (every such event delivered twice), naming both and the types", () => {
+    const hook = (name: string, url: string, eventTypes: string[]) => ({ name, url, eventTypes, auth: { type: "basic", username: "u", password: { secretArn } } });
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const webhooks = [
+      hook("erp", "https://erp.test/h", ["card.created", "card.updated"]),
+      hook("audit", "https://audit.test/h", ["card.created"]),
+      // The same URL once parsed: a host is case-blind.
+      hook("erp-cards", "https://ERP.test/h", ["card.updated", "card.created", "transaction.created"]),
+    ];
+    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks }] }));
+    expect(error.field).toBe("webhooks[2].url");
+    expect(error.message).toBe(
+      'tenant "acme": field webhooks[2].url: webhook "erp" already sends card.updated, card.created to this URL: each would be delivered twice; list each event type in one webhook only',
+    );
+    // One URL for event types apart (each with its own rate limit or retries, say) is fine.
+    const apart = [hook("erp", "https://erp.test/h", ["card.created"]), hook("erp-tx", "https://erp.test/h", ["transaction.created"])];
+    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: apart }] })[0]?.webhooks).toHaveLength(2);
+  });
+
   it("caps webhooks per tenant below CloudFormation's 500 resources, naming the field and the way around it", () => {
-    const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+    const hook = (name: string) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hooks = (n: number) => Array.from({ length: n }, (_, i) => hook(`h${i}`));
     // 50, the cap tenant files were written against: a lower one would refuse files that deploy today
