@@ -64,6 +64,18 @@ const httpsUrl = z
   );
 
 /**
+ * An https URL whose host EventBridge reaches from the public internet (infra/webhook-host.ts).
+ *
+ * @param consequence - what a host it cannot reach means, after "must be reachable from the public internet: <why>, ".
+ */
+function publicHttpsUrl(consequence: string) {
+  return httpsUrl.superRefine((url, ctx) => {
+    const why = unreachableHost(url);
+    if (why !== undefined) ctx.addIssue({ code: "custom", message: `must be reachable from the public internet: ${why}, ${consequence}` });
+  });
+}
+
+/**
  * A string with something besides white space. EventBridge takes a user name, client id or scope of spaces only, and
  * CloudFormation a secret's JSON key of spaces, but none can be meant. Aborts: a blank value is that one fault.
  */
@@ -115,7 +127,11 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
   }),
   z.strictObject({
     type: z.literal("oauthClientCredentials"),
-    tokenUrl: httpsUrl,
+    tokenUrl: publicHttpsUrl(
+      "which EventBridge cannot fetch a token from (this stack's connections take a public OAuth endpoint, a private one " +
+        'needing a VPC Lattice resource configuration; AWS EventBridge User Guide, "Authorization methods for connections"): ' +
+        "without a token every event would go to the webhook's dead-letter queue",
+    ),
     clientId: connectionParameter,
     clientSecret: secretRef,
     // Sent as a body parameter of the connection, as written: EventBridge takes any text without control characters but
@@ -145,19 +161,10 @@ const webhookSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "must be a lowercase slug of at most 31 characters")
     .meta({ description: "Short name, unique in the tenant: used in construct ids and resource names" }),
-  url: httpsUrl
-    .superRefine((url, ctx) => {
-      const why = unreachableHost(url);
-      if (why === undefined) return;
-      ctx.addIssue({
-        code: "custom",
-        message:
-          `must be reachable from the public internet: ${why}, which EventBridge cannot deliver to (an API destination takes a ` +
-          "public domain name, and this stack's connections are public ones; AWS EventBridge User Guide, \"API destinations as " +
-          "targets\"): every event would go to the webhook's dead-letter queue",
-      });
-    })
-    .meta({ description: "https:// endpoint EventBridge posts each whole event (the envelope with its detail) to: a public host" }),
+  url: publicHttpsUrl(
+    "which EventBridge cannot deliver to (an API destination takes a public domain name, and this stack's connections are " +
+      'public ones; AWS EventBridge User Guide, "API destinations as targets"): every event would go to the webhook\'s dead-letter queue',
+  ).meta({ description: "https:// endpoint EventBridge posts each whole event (the envelope with its detail) to: a public host" }),
   eventTypes: z
     .array(z.enum(EVENT_TYPES))
     .min(1)

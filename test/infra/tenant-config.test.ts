@@ -340,6 +340,23 @@ describe("tenant config", () => {
   });
 
   it.each([
+    ["localhost", "https://localhost:8443/token", '"localhost" is a loopback name'],
+    ["a private address", "https://10.0.0.5/oauth/token", '"10.0.0.5" is a loopback, private or link-local address'],
+    ["an .internal host", "https://sso.corp.internal/token", '"sso.corp.internal" is a name of a private network (.internal)'],
+  ])("refuses an OAuth token URL EventBridge cannot reach from the public internet (%s), as for the webhook URL", (_what, tokenUrl, why) => {
+    const auth = { type: "oauthClientCredentials", tokenUrl, clientId: "c", clientSecret: { secretArn } };
+    const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth };
+    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }));
+    expect(error.field).toBe("webhooks[0].auth.tokenUrl");
+    expect(error.message).toBe(
+      `tenant "acme": field webhooks[0].auth.tokenUrl: must be reachable from the public internet: ${why}, which EventBridge ` +
+        "cannot fetch a token from (this stack's connections take a public OAuth endpoint, a private one needing a VPC Lattice " +
+        'resource configuration; AWS EventBridge User Guide, "Authorization methods for connections"): without a token every ' +
+        "event would go to the webhook's dead-letter queue",
+    );
+  });
+
+  it.each([
     ["a public name that begins like a private one", "https://localhost.example.com/hooks"],
     ["a public name holding .local inside", "https://hooks.local.example.com/h"],
     ["a public address next to 172.16/12", "https://172.32.0.1/hooks"],
