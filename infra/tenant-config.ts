@@ -132,7 +132,8 @@ const webhookAuthSchema = z.discriminatedUnion("type", [
         'needing a VPC Lattice resource configuration; AWS EventBridge User Guide, "Authorization methods for connections"): ' +
         "without a token every event would go to the webhook's dead-letter queue",
     ),
-    clientId: connectionParameter,
+    // RFC 6749 has a client id of printable ASCII (VSCHAR); EventBridge would send curly quotes pasted with it as they are.
+    clientId: connectionParameter.regex(/^[\x20-\x7E]+$/, "must be printable ASCII characters (RFC 6749, appendix A.1)"),
     clientSecret: secretRef,
     // Sent as a body parameter of the connection, as written: EventBridge takes any text without control characters but
     // line breaks, yet anything outside RFC 6749's grammar is a malformed scope, which a token endpoint may refuse (invalid_scope).

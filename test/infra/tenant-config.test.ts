@@ -464,6 +464,17 @@ describe("tenant config", () => {
     );
   });
 
+  it.each([
+    ["in curly quotes pasted from a document", "\u201cqashio-bridge\u201d"],
+    ["with a non-ASCII letter", "qashio-brïdge"],
+    ["with a tab", "qashio\tbridge"],
+  ])("refuses an OAuth client id outside RFC 6749's printable ASCII, which EventBridge would send as it is: %s", (_what, clientId) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const auth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId, clientSecret: { secretArn } };
+    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    expect(error.message).toBe('tenant "acme": field webhooks[0].auth.clientId: must be printable ASCII characters (RFC 6749, appendix A.1)');
+  });
+
   it("takes an OAuth scope of several tokens, URLs among them", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const scope = "events:write https://api.acme.test/webhooks.read openid";

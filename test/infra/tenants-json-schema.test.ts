@@ -90,6 +90,7 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
     ["a basic user name with a trailing space", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "svc ", password: { secretArn } } }] }],
     ["an OAuth scope with a line break", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.test/t", clientId: "c", clientSecret: { secretArn }, scope: "a\nb" } }] }],
     ["an alarm topic name over 256 characters", { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: `arn:aws:sns:eu-west-1:123456789012:${"t".repeat(257)}` } }],
+    ["an OAuth client id in curly quotes", { ...minimal, webhooks: [{ ...webhook, auth: { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.test/t", clientId: "\u201cc\u201d", clientSecret: { secretArn } } }] }],
     ["a basic user name with a colon", { ...minimal, webhooks: [{ ...webhook, auth: { type: "basic", username: "svc:bridge", password: { secretArn } } }] }],
   ])("refuses what synth refuses: %s", (_name, tenant) => {
     const document = fileOf(tenant);
