@@ -8,7 +8,9 @@
  * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
  *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail.data.object._truncated`
  *    as `{ path, total, kept }` with `path` a JSON Pointer into `detail`. (The marker lives in the object because the
- *    engine emits only the declared members of `detail` and `data`; the provider object is open.)
+ *    engine emits only the declared members of `detail` and `data`; the provider object is open.) An array no prefix
+ *    of which fits is left whole when its trim's record would take more bytes than the elements cut (a short array):
+ *    cut, it would leave the arrays after it, and the changes, less room.
  * 2. If it still does not fit, the `detail.data.changes` list itself is trimmed the same way, down to its first
  *    change (the event schemas require at least one); trims recorded for the changes dropped are dropped with them.
  *    The `/status` change, when there is one, is moved first in a reduced event, so it is the change kept: a card
@@ -219,14 +221,22 @@ function trimToFit(
       else truncations.splice(0, truncations.length, ...shown.filter((t) => !gone.has(t)));
       truncations.push(trim);
     };
-    const fitsKeeping = (kept: number): boolean => {
+    // Bytes of the entry keeping the first `kept` elements: with `measure` the cut is made and the entry measured whole.
+    const sizeKeeping = (kept: number): number => {
       if (measure) {
         setKept(kept);
-        return entrySize(toEntry(withMarker())) <= limit;
+        return entrySize(toEntry(withMarker()));
       }
       const gone = dropped(kept);
       const trims = listedWith(gone, jsonBytes({ path: ref.path, total, kept }) + 1);
-      return unmarked - arrayBytes(total) + arrayBytes(kept) + markerBytes(shownCount - gone.length + 1, trims) <= limit;
+      return unmarked - arrayBytes(total) + arrayBytes(kept) + markerBytes(shownCount - gone.length + 1, trims);
+    };
+    // Undoes a trial's cut (with `measure`, trials cut): the array whole, the trims shown before it.
+    const leaveWhole = (): void => {
+      (ref.holder as Record<string | number, unknown>)[ref.key] = ref.array;
+      if (shown === undefined) truncations.length = shownCount;
+      else truncations.splice(0, truncations.length, ...shown);
+      listed = shownBytes;
     };
     // Largest prefix that fits: binary search on the kept count.
     let low = minKept;
@@ -234,12 +244,19 @@ function trimToFit(
     let best = -1;
     while (low <= high) {
       const mid = Math.floor((low + high) / 2);
-      if (fitsKeeping(mid)) {
+      if (sizeKeeping(mid) <= limit) {
         best = mid;
         low = mid + 1;
       } else {
         high = mid - 1;
       }
+    }
+    if (best < 0) {
+      // No prefix fits: cut to the least all the same, making room for the arrays after it, unless its trim's record
+      // takes more bytes than the elements cut (a short array), which would leave them less.
+      const cutBytes = sizeKeeping(minKept);
+      leaveWhole();
+      if (cutBytes >= (measure ? entrySize(toEntry(withMarker())) : unmarked + markerBytes(shownCount, shownBytes))) continue;
     }
     const kept = best >= 0 ? best : minKept;
     unmarked += arrayBytes(kept) - arrayBytes(total);

@@ -712,6 +712,21 @@ describe("reduceDetail", () => {
     expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/changes", total: 2, kept: 1 }]);
   });
 
+  it("leaves whole an array whose cut could not fit the event and would only add its trim's bytes, so cutting the changes fits it", () => {
+    const changes = [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/memo", before: "a".repeat(2_000), after: "b" },
+    ];
+    const detail = event("ev", { id: "tx", tags: ["a"], codes: ["b"] }, changes).detail;
+    const changesCut = { ...detail, data: { object: { ...detail.data.object, _truncated: [{ path: "/data/changes", total: 2, kept: 1 }] }, changes: changes.slice(0, 1) } };
+    // Exactly what cutting the change list alone takes: emptying `tags` and `codes` first (a byte or two each, a
+    // trim of some 40 recorded each) left it too big, and the event was refused as oversized.
+    expect(reduceDetail(detail, toEntry, entrySize(toEntry(changesCut)))).toEqual(changesCut);
+    // So too in an entry not written as compact JSON.
+    const indented = (value: unknown) => ({ ...toEntry(value), Detail: JSON.stringify(value, null, 2) });
+    expect(reduceDetail(detail, indented, entrySize(indented(changesCut)))).toEqual(changesCut);
+  });
+
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
     const tags = Array.from({ length: 5 }, (_, i) => `tag-${i}`);
     const lineItems = Array.from({ length: 50 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(40) }));
