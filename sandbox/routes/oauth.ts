@@ -132,8 +132,19 @@ ${companies}
   );
 }
 
+/** The decision's form fields; undefined when the body is no form that can be read (a multipart body without its parts). */
+async function decisionForm(c: SandboxContext): Promise<Record<string, unknown> | undefined> {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    return undefined;
+  }
+}
+
 async function authorizeDecision(c: SandboxContext): Promise<Response> {
-  const form = await c.req.parseBody();
+  const form = await decisionForm(c);
+  // A request the screen cannot read is the caller's mistake: a 400 page, as for any other it cannot go on with.
+  if (form === undefined) return c.html(errorPage("The form could not be read."), 400);
   const field = (name: string) => (typeof form[name] === "string" ? form[name] : undefined);
   const params = paramsFrom(field);
   const invalid = checkRequest(c, params);

@@ -450,6 +450,16 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
+  it("answers a decision whose form body cannot be read 400 on the page, not a 500 envelope, issuing no code", async () => {
+    for (const type of ["multipart/form-data; boundary=x", "multipart/form-data"]) {
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": type }, body: "not a form", redirect: "manual" });
+      expect(res.status, type).toBe(400);
+      expect(res.headers.get("content-type")).toContain("text/html");
+      expect(res.headers.get("location")).toBeNull();
+      expect(await res.text()).toContain('id="error"');
+    }
+  });
+
   it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
     const overrides: Record<string, string>[] = [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }];
     for (const over of overrides) {
