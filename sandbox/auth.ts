@@ -47,9 +47,13 @@ export function requireScope(c: SandboxContext, scope: string): void {
   if (!grant.scopes.has(scope)) throw new ForbiddenError(`scope ${scope} is required`);
 }
 
-/** The token of an `Authorization: Bearer` header, if any. */
+/**
+ * The token of an `Authorization: Bearer` header; undefined when none is sent (no header, or `Bearer` alone). A header
+ * of another form (another scheme, a bare token, text after the token) is malformed: a 401 saying so, not "missing".
+ */
 export function bearerToken(header: string | undefined): string | undefined {
-  if (!header) return undefined;
+  if (header === undefined || /^\s*(Bearer\s*)?$/i.test(header)) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
+  if (!match?.[1]) throw new UnauthorizedError("Malformed Authorization header: expected Bearer <token>");
+  return match[1];
 }

@@ -8,7 +8,7 @@ import {
   successEnvelope,
 } from "../../shared/qashio/schemas/index.js";
 import { ForbiddenError, NotFoundError, UnauthorizedError } from "../../shared/qashio/errors.js";
-import { errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
+import { BASE, errorCodes, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
 const LIST = "/public/v1/erp/transactions";
 const TransactionList = listEnvelope(TransactionSchema);
@@ -226,6 +226,17 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(errorCodes(body)).toEqual(["null:UNAUTHORIZED"]);
     // RFC 6750 §3: a 401 to a bearer-protected resource carries the Bearer challenge.
     expect((await h.json(LIST, { token: null })).headers.get("www-authenticate")).toMatch(/^Bearer /);
+  });
+
+  it("names the cause of a 401 in its message: a header that is no Bearer token is malformed, not missing (§5 rule 9)", async () => {
+    const message = async (headers: Record<string, string>) => (await h.json(LIST, { token: null, headers })).body.message as string;
+    expect(await message({})).toBe("Missing bearer token");
+    expect(await message({ authorization: "Bearer " })).toBe("Missing bearer token");
+    for (const header of [`Basic ${Buffer.from("a:b").toString("base64")}`, `Bearer ${h.tokens.access_token} extra`, h.tokens.access_token]) {
+      expect(await message({ authorization: header }), header.slice(0, 20)).toMatch(/^Malformed Authorization header/);
+    }
+    const validate = await h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: "Basic abc" } });
+    expect(((await validate.json()) as Row).error_description).toMatch(/^Malformed Authorization header/);
   });
 
   it("answers 403 when the company's API access is disabled, and when the token lacks the scope", async () => {
