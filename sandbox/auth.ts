@@ -28,7 +28,9 @@ export function apiKeyAuth(): MiddlewareHandler<SandboxEnv> {
     if (!key) throw new UnauthorizedError("Missing x-api-key header");
     const data = state.listCompanies().find((d) => d.company.apiKey === key);
     if (!data) throw new UnauthorizedError("Invalid x-api-key");
-    const companyId = new URL(c.req.url).searchParams.get("companyId");
+    // One value, as every key a query takes (checkQuery): a second id beside the key's own company names another.
+    const [companyId, ...more] = new URL(c.req.url).searchParams.getAll("companyId");
+    if (more.length > 0) throw new ValidationError([{ field: "companyId", code: "INVALID_FORMAT", message: "companyId takes one value per request" }]);
     if (!companyId) throw new ValidationError([{ field: "companyId", code: "REQUIRED", message: "companyId is required" }]);
     if (companyId !== data.company.id) throw new ForbiddenError("x-api-key does not belong to this companyId", "companyId");
     if (!data.company.apiAccessEnabled) throw new ForbiddenError("API access is disabled for this company");

@@ -67,6 +67,14 @@ describe("earlier connector generation (§9)", () => {
     expect((await legacy("/cards", apiKey, h.otherCompanyId)).status).toBe(403);
   });
 
+  it("holds companyId to one value per request, as every key a query takes: a second company's id beside its own is 400", async () => {
+    for (const second of [h.otherCompanyId, h.companyId]) {
+      const { status, body } = await h.json(`${LEGACY_PREFIX}/cards?companyId=${h.companyId}&companyId=${second}`, { token: null, headers: { "x-api-key": apiKey } });
+      expect(status, second).toBe(400);
+      expect(errorCodes(body)).toEqual(["companyId:INVALID_FORMAT"]);
+    }
+  });
+
   it("does not accept a bearer token instead of the API key, nor the current paths at the legacy prefix", async () => {
     expect((await h.json(`${LEGACY_PREFIX}/erp-transactions?companyId=${h.companyId}`)).status).toBe(401);
     expect((await legacy("/bank_accounts", apiKey, h.companyId)).status).toBe(404);
