@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Hono, type Context } from "hono";
-import { apiKeyAuth, bearerAuth } from "./auth.js";
+import { apiKeyAuth, bearerAuth, legacyUnauthorized } from "./auth.js";
 import { ApiError, ForbiddenError, NotFoundError, OAuthError, UnauthorizedError } from "./errors.js";
 import type { FaultSpec } from "./faults.js";
 import { delay, errorBody, type SandboxEnv } from "./http.js";
@@ -27,9 +27,12 @@ const STATUS_MESSAGES: Readonly<Record<number, string>> = {
 
 const FAULT_CODES: Readonly<Record<number, string>> = { 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE" };
 
-/** Statuses the sandbox gives for real: injected, they carry the same §7 entry and headers (401's challenge). */
-const OWN_ERRORS: Readonly<Record<number, () => ApiError>> = {
-  401: () => new UnauthorizedError(),
+/**
+ * Statuses the sandbox gives for real: injected, they carry the same §7 entry and headers (401's challenge, the API
+ * key's on the earlier generation's paths).
+ */
+const OWN_ERRORS: Readonly<Record<number, (path: string) => ApiError>> = {
+  401: (path) => (path.startsWith(`${LEGACY_PREFIX}/`) ? legacyUnauthorized() : new UnauthorizedError()),
   403: () => new ForbiddenError(),
   404: () => new NotFoundError(),
 };
@@ -80,7 +83,7 @@ function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undef
     const error = own ?? OAUTH_FAULT_CODES[fault.status] ?? "server_error";
     return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
   }
-  const own = OWN_ERRORS[fault.status]?.();
+  const own = OWN_ERRORS[fault.status]?.(c.req.path);
   if (own) return answer(own.status, JSON.stringify(errorBody(c, own.status, own.message, own.errors)), { ...own.headers, ...headers });
   const code = FAULT_CODES[fault.status] ?? (fault.status >= 500 ? "INTERNAL_ERROR" : "INJECTED_FAULT");
   return answer(fault.status, JSON.stringify(errorBody(c, fault.status, message, [{ field: null, code, message }])), headers);

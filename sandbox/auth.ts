@@ -20,14 +20,25 @@ export function bearerAuth(): MiddlewareHandler<SandboxEnv> {
   };
 }
 
+/**
+ * The challenge of a legacy `401`: the earlier generation takes an `x-api-key`, not the bearer token it refuses, so
+ * the Bearer challenge would send a client to a credential that cannot work there (no scheme is registered for it).
+ */
+export const LEGACY_API_KEY_CHALLENGE = 'ApiKey realm="sandbox", header="x-api-key"';
+
+/** A legacy `401` (the sandbox's own or an injected one). */
+export function legacyUnauthorized(message?: string): UnauthorizedError {
+  return new UnauthorizedError(message, undefined, LEGACY_API_KEY_CHALLENGE);
+}
+
 /** Legacy middleware: `x-api-key` names the integration, `companyId` must be its company. */
 export function apiKeyAuth(): MiddlewareHandler<SandboxEnv> {
   return async (c, next) => {
     const state = c.get("state");
     const key = c.req.header("x-api-key");
-    if (!key) throw new UnauthorizedError("Missing x-api-key header");
+    if (!key) throw legacyUnauthorized("Missing x-api-key header");
     const data = state.listCompanies().find((d) => d.company.apiKey === key);
-    if (!data) throw new UnauthorizedError("Invalid x-api-key");
+    if (!data) throw legacyUnauthorized("Invalid x-api-key");
     // One value, as every key a query takes (checkQuery): a second id beside the key's own company names another.
     const [companyId, ...more] = new URL(c.req.url).searchParams.getAll("companyId");
     if (more.length > 0) throw new ValidationError([{ field: "companyId", code: "INVALID_FORMAT", message: "companyId takes one value per request" }]);

@@ -40,10 +40,13 @@ export class ValidationError extends ApiError {
   }
 }
 
-/** `401`: token missing, malformed, expired or revoked. */
+/** The challenge of a `401` of the bearer-protected API (RFC 6750 §3). */
+export const BEARER_CHALLENGE = 'Bearer realm="sandbox"';
+
+/** `401`: token missing, malformed, expired or revoked; `challenge` is what the resource takes instead (RFC 7235 §4.1). */
 export class UnauthorizedError extends ApiError {
-  constructor(message = "Unauthorized", options?: ErrorOptions) {
-    super(401, message, [{ field: null, code: "UNAUTHORIZED", message }], { "www-authenticate": 'Bearer realm="sandbox"' }, options);
+  constructor(message = "Unauthorized", options?: ErrorOptions, challenge = BEARER_CHALLENGE) {
+    super(401, message, [{ field: null, code: "UNAUTHORIZED", message }], { "www-authenticate": challenge }, options);
     this.name = "UnauthorizedError";
   }
 }

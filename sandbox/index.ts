@@ -12,6 +12,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_CLIENT } from "./oauth.js";
 import { DEFAULT_SEED, SandboxState, type ResetOptions } from "./state.js";
 
 export { LEGACY_PREFIX } from "./app.js";
+export { LEGACY_API_KEY_CHALLENGE } from "./auth.js";
 export { ACCESS_TOKEN_TTL_SECONDS, AUTHORIZATION_CODE_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, SANDBOX_CLIENT, SANDBOX_SCOPES } from "./oauth.js";
 export { DEFAULT_SEED, MAX_ACKNOWLEDGE_BATCH, MAX_PAGE_SIZE, SUSPENSION_PROCESSING_SECONDS } from "./state.js";
 export { COMPANY_DEFINITIONS } from "./data/seed.js";

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { TransactionSchema, listEnvelope } from "../../shared/qashio/schemas/index.js";
-import { LEGACY_PREFIX } from "../../sandbox/index.js";
+import { LEGACY_API_KEY_CHALLENGE, LEGACY_PREFIX } from "../../sandbox/index.js";
 import { errorCodes, harness, type Harness } from "./helpers.js";
 
 let h: Harness;
@@ -73,6 +73,19 @@ describe("earlier connector generation (§9)", () => {
       expect(status, second).toBe(400);
       expect(errorCodes(body)).toEqual(["companyId:INVALID_FORMAT"]);
     }
+  });
+
+  it("challenges a 401 for the API key it takes, not for a bearer token it refuses (RFC 7235 §4.1), a 401 injected there too", async () => {
+    const own = await legacy("/cards", undefined, h.companyId);
+    expect(own.status).toBe(401);
+    expect(errorCodes(own.body)).toEqual(["null:UNAUTHORIZED"]);
+    expect(own.headers.get("www-authenticate")).toBe(LEGACY_API_KEY_CHALLENGE);
+    expect(LEGACY_API_KEY_CHALLENGE).not.toMatch(/^Bearer/i);
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: `${LEGACY_PREFIX}/cards`, status: 401, count: 1 });
+    const injected = await legacy("/cards", apiKey, h.companyId);
+    expect(injected.status).toBe(401);
+    expect(errorCodes(injected.body)).toEqual(["null:UNAUTHORIZED"]);
+    expect(injected.headers.get("www-authenticate")).toBe(LEGACY_API_KEY_CHALLENGE);
   });
 
   it("does not accept a bearer token instead of the API key, nor the current paths at the legacy prefix", async () => {
