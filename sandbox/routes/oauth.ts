@@ -24,16 +24,25 @@ interface AuthorizeParams {
   clientId: string;
   redirectUri: string;
   scope: string;
+  /** Empty when sent twice: which one to give back is unknown. */
   state: string;
+  /** The parameters sent more than once (RFC 6749 §3.1: "MUST NOT be included more than once"). */
+  repeated: readonly string[];
 }
 
-function paramsFrom(get: (name: string) => string | undefined): AuthorizeParams {
+const AUTHORIZE_PARAMS = ["response_type", "client_id", "redirect_uri", "scope", "state"] as const;
+
+/** The request's parameters from `values` (every value sent under a name), the first of each taken. */
+function paramsFrom(values: (name: string) => readonly string[]): AuthorizeParams {
+  const get = (name: string) => values(name)[0] ?? "";
+  const repeated = AUTHORIZE_PARAMS.filter((name) => values(name).length > 1);
   return {
-    responseType: get("response_type") ?? "",
-    clientId: get("client_id") ?? "",
-    redirectUri: get("redirect_uri") ?? "",
-    scope: get("scope") ?? "",
-    state: get("state") ?? "",
+    responseType: get("response_type"),
+    clientId: get("client_id"),
+    redirectUri: get("redirect_uri"),
+    scope: get("scope"),
+    state: repeated.includes("state") ? "" : get("state"),
+    repeated,
   };
 }
 
@@ -63,6 +72,10 @@ export function errorPage(message: string): string {
 /** Client and redirect are checked before anything is redirected (an unknown redirect is never followed). */
 function checkClient(c: SandboxContext, params: AuthorizeParams): Response | undefined {
   const oauth = c.get("state").oauth;
+  // Two of either leave the client or the redirect in doubt: never redirected, as the token endpoint refuses repeats.
+  if (params.repeated.includes("client_id") || params.repeated.includes("redirect_uri")) {
+    return c.html(errorPage("client_id and redirect_uri must each be sent once."), 400);
+  }
   if (!oauth.isClient(params.clientId)) {
     return c.html(errorPage("Unknown client_id."), 400);
   }
@@ -82,6 +95,7 @@ function redirectWith(c: SandboxContext, redirectUri: string, values: Record<str
 function checkRequest(c: SandboxContext, params: AuthorizeParams): Response | undefined {
   const invalid = checkClient(c, params);
   if (invalid) return invalid;
+  if (params.repeated.length > 0) return redirectWith(c, params.redirectUri, { error: "invalid_request", state: params.state });
   // RFC 6749 §4.1.2.1: a missing response_type (or an empty one, §3.1) is a malformed request, another one unsupported.
   if (params.responseType === "") return redirectWith(c, params.redirectUri, { error: "invalid_request", state: params.state });
   if (params.responseType !== "code") {
@@ -91,7 +105,8 @@ function checkRequest(c: SandboxContext, params: AuthorizeParams): Response | un
 }
 
 function authorizePage(c: SandboxContext): Response {
-  const params = paramsFrom((name) => c.req.query(name));
+  const query = c.req.queries();
+  const params = paramsFrom((name) => query[name] ?? []);
   const invalid = checkRequest(c, params);
   if (invalid) return invalid;
   try {
@@ -132,21 +147,23 @@ ${companies}
   );
 }
 
-/** The decision's form fields; undefined when the body is no form that can be read (a multipart body without its parts). */
-async function decisionForm(c: SandboxContext): Promise<Record<string, unknown> | undefined> {
+/** Every text value of each of the decision's form fields; undefined when the body is no form that can be read (a multipart body without its parts). */
+async function decisionForm(c: SandboxContext): Promise<((name: string) => string[]) | undefined> {
+  let form: Record<string, unknown>;
   try {
-    return await c.req.parseBody();
+    form = await c.req.parseBody({ all: true });
   } catch {
     return undefined;
   }
+  return (name) => [form[name] ?? []].flat().filter((value): value is string => typeof value === "string");
 }
 
 async function authorizeDecision(c: SandboxContext): Promise<Response> {
   const form = await decisionForm(c);
   // A request the screen cannot read is the caller's mistake: a 400 page, as for any other it cannot go on with.
   if (form === undefined) return c.html(errorPage("The form could not be read."), 400);
-  const field = (name: string) => (typeof form[name] === "string" ? form[name] : undefined);
-  const params = paramsFrom(field);
+  const field = (name: string): string | undefined => form(name)[0];
+  const params = paramsFrom(form);
   const invalid = checkRequest(c, params);
   if (invalid) return invalid;
   if (field("decision") !== "approve") return redirectWith(c, params.redirectUri, { error: "access_denied", state: params.state });

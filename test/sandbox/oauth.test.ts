@@ -460,6 +460,43 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
+  it("refuses a parameter sent twice (RFC 6749 §3.1), as the token endpoint does: client_id or redirect_uri on the page, others by redirect", async () => {
+    const twice = (name: string, second: string) => {
+      const params = new URLSearchParams(query());
+      params.append(name, second);
+      return params;
+    };
+    for (const [name, second] of [["redirect_uri", "http://127.0.0.1:9999/other"], ["client_id", "sandbox-client"]] as const) {
+      for (const send of [
+        () => h.sandbox.fetch(`${BASE}/oauth2/authorize?${twice(name, second).toString()}`, { redirect: "manual" }),
+        () => {
+          const form = twice(name, second);
+          form.set("company_id", h.companyId);
+          form.set("decision", "approve");
+          return h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+        },
+      ]) {
+        const res = await send();
+        expect(res.status, name).toBe(400);
+        expect(res.headers.get("location"), name).toBeNull();
+      }
+    }
+    for (const [name, second, state] of [["scope", "cards:read", "xyz"], ["response_type", "code", "xyz"], ["state", "other", null]] as const) {
+      const page = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${twice(name, second).toString()}`, { redirect: "manual" });
+      const form = twice(name, second);
+      form.set("company_id", h.companyId);
+      form.set("decision", "approve");
+      const decision = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+      for (const res of [page, decision]) {
+        expect(res.status, name).toBe(302);
+        const location = new URL(res.headers.get("location") ?? "");
+        expect(location.searchParams.get("error"), name).toBe("invalid_request");
+        expect(location.searchParams.get("state"), name).toBe(state);
+        expect(location.searchParams.has("code"), name).toBe(false);
+      }
+    }
+  });
+
   it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
     const overrides: Record<string, string>[] = [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }];
     for (const over of overrides) {
