@@ -90,14 +90,29 @@ const EDIT_UNDONE_AND_REDONE: [Step[], number[], number] = [
   0,
 ];
 
+/**
+ * After a complete, uncrashed cycle under churn (no item stays listed: the walk re-reads page 1 as acknowledged items
+ * leave): nothing is `outdated` (a change made while the outdated pass walked, even to an item it had handled, is met
+ * again in that pass), and each `not_synced` one arrived after the not_synced pass (`heldAtOutdatedPass`: the ids held
+ * when the cycle first listed `outdated`). Checked per cycle, not only once activity stops: a walk that left a change
+ * or an arrival to the next cycle would still deliver it eventually.
+ */
+function expectWalkedToTheEnd(rig: ReturnType<typeof makeRig>, heldAtOutdatedPass: ReadonlySet<string> | undefined): void {
+  expect(heldAtOutdatedPass, "a complete cycle lists outdated").toBeDefined();
+  const left = rig.provider.pending().filter((t) => t.client_sync_status === "outdated" || heldAtOutdatedPass?.has(t.id) === true);
+  expect(left.map((t) => `${t.id} ${t.client_sync_status}`)).toEqual([]);
+}
+
 describe("transaction cycle properties", () => {
   it("never loses a change and never duplicates with a different id, under churn and crashes", async () => {
     // Guards the test itself: the crash wrapper must really crash cycles, or the property proves nothing about crashes.
     let crashedCycles = 0;
-    // And the checks themselves: states a crash-free complete cycle saw, changes published, changes that kept their stamp.
+    // And the checks themselves: states a crash-free complete cycle saw, changes published, changes that kept their stamp,
+    // complete cycles checked as walked to the end.
     let seenStates = 0;
     let changedEvents = 0;
     let sameStampChanges = 0;
+    let completeCycles = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 14 }), churnArb, fc.nat(), async (steps, churn, seed) => {
         const rig = makeRig();
@@ -123,7 +138,10 @@ describe("transaction cycle properties", () => {
             sameStampChanges += 1;
           }
         };
+        // Ids held when the cycle under way first lists `outdated`: its not_synced pass is over by then.
+        let heldAtOutdatedPass: Set<string> | undefined;
         rig.provider.beforeCall = async (call) => {
+          if (call.op === "listTransactions" && call.query.client_sync_status === "outdated") heldAtOutdatedPass ??= new Set(rig.provider.transactions.map((t) => t.id));
           if (!churnOn || call.op !== "listTransactions" || call.query.qashio_id) return;
           const action = churn[tick++ % churn.length];
           if (action === 1) rig.provider.addTransaction();
@@ -144,6 +162,7 @@ describe("transaction cycle properties", () => {
             const before = pullableStates(rig);
             // Cycles run minutes apart: publish times tell cycles apart, as the catalog's ordering rule expects.
             rig.clock.advance(60_000);
+            heldAtOutdatedPass = undefined;
             let outcome: string | undefined;
             try {
               outcome = (await pollTransactions(deps, { pageSize: step.pageSize, maxPages: 500 })).outcome;
@@ -154,7 +173,11 @@ describe("transaction cycle properties", () => {
             // Only a cycle that reached the end of the list saw every state: one stopped by its page bound (churn adding
             // an arrival at the top on every read can keep a page-size-1 walk from ever draining) leaves the rest for
             // the next cycle, by design, and a change before that one coalesces with it.
-            else if (outcome === "complete") seen.push(...statesSeenBy(before, rig));
+            else if (outcome === "complete") {
+              seen.push(...statesSeenBy(before, rig));
+              expectWalkedToTheEnd(rig, heldAtOutdatedPass);
+              completeCycles += 1;
+            }
             expectAcknowledgedAreRecorded(rig);
           }
         }
@@ -177,6 +200,7 @@ describe("transaction cycle properties", () => {
     expect(seenStates).toBeGreaterThan(200);
     expect(changedEvents).toBeGreaterThan(100);
     expect(sameStampChanges).toBeGreaterThan(50);
+    expect(completeCycles).toBeGreaterThan(250);
   });
 
   it("drains any backlog in one uncrashed cycle without churn, with one list and one acknowledge per page", async () => {
