@@ -3,6 +3,7 @@ import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure, Publis
 import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
 import { PublishError } from "./errors.js";
+import { outOfRangeIntegerIn } from "./event-integers.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { mapLimit } from "../bridge/map-limit.js";
 import { DEFAULT_BACKOFF, backoffDelay, isAwsTimeout, isRetryableAwsError, waitPasses, withRetries, type BackoffOptions } from "./retry.js";
@@ -61,9 +62,10 @@ interface Pending {
 /**
  * Publishes bridge events to EventBridge: entries sized before sending with EventBridge's rules, packed into calls of
  * at most 10 entries and 256 KB, oversized events reduced by the rules in `event-size.ts`. When a call answers
- * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, or
- * that cannot be reduced, are returned in `failed` for the engine to quarantine; entries whose retryable code outlasts
- * the retries are returned with `retryable: true`, which the engine leaves pending for the next cycle. A call failing
+ * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, that
+ * cannot be reduced, or that would send an integer outside int64 (unsent, see `event-integers.ts`), are returned in
+ * `failed` for the engine to quarantine; entries whose retryable code outlasts the retries are returned with
+ * `retryable: true`, which the engine leaves pending for the next cycle. A call failing
  * as a whole (throttled, 5xx, timed out) is retried, then fails its pending entries for now, as their own codes
  * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent): the
  * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A batch
@@ -111,7 +113,10 @@ export class EventBridgePublisher implements EventPublisher {
     return { failed };
   }
 
-  /** Builds the entry, reducing the detail when it is over the limit. */
+  /**
+   * Builds the entry, reducing the detail when it is over the limit; an entry whose detail as sent holds an integer
+   * outside int64 fails for good instead (see `event-integers.ts`).
+   */
   #prepare(event: BridgeEvent): Pending | PublishFailure {
     const toEntry = (detail: ReducedDetail): PutEventsRequestEntry => ({
       EventBusName: this.#bus,
@@ -121,21 +126,30 @@ export class EventBridgePublisher implements EventPublisher {
       // The object's text as the engine made it to hash it: not serialised again (a reduced detail's copy is).
       Detail: detailJson(detail),
     });
-    const entry = toEntry(event.detail);
-    const size = entrySize(entry);
-    if (size <= this.#maxBytes) return { event, entry, size };
-    const reduced = reduceDetail(event.detail, toEntry, this.#maxBytes);
-    if (reduced === undefined) {
-      return { event, reason: `oversized: entry is ${size} bytes and trimming arrays cannot bring it under ${this.#maxBytes}` };
+    let detail: ReducedDetail = event.detail;
+    let entry = toEntry(detail);
+    let size = entrySize(entry);
+    if (size > this.#maxBytes) {
+      const reduced = reduceDetail(event.detail, toEntry, this.#maxBytes);
+      if (reduced === undefined) {
+        return { event, reason: `oversized: entry is ${size} bytes and trimming arrays cannot bring it under ${this.#maxBytes}` };
+      }
+      this.#logger?.warn("Event reduced to fit EventBridge's entry limit", {
+        eventId: event.detail.id,
+        type: event.detailType,
+        bytes: size,
+        truncated: truncationsOf(reduced),
+      });
+      detail = reduced;
+      entry = toEntry(reduced);
+      size = entrySize(entry);
     }
-    this.#logger?.warn("Event reduced to fit EventBridge's entry limit", {
-      eventId: event.detail.id,
-      type: event.detailType,
-      bytes: size,
-      truncated: truncationsOf(reduced),
-    });
-    const reducedEntry = toEntry(reduced);
-    return { event, entry: reducedEntry, size: entrySize(reducedEntry) };
+    // Sent, it could fail the whole call rather than its entry, and so the cycle, every cycle.
+    const outside = outOfRangeIntegerIn(entry.Detail ?? "", detail);
+    if (outside !== undefined) {
+      return { event, reason: `integer out of range: ${outside.path} is ${outside.text}, EventBridge takes integers within int64` };
+    }
+    return { event, entry, size };
   }
 
   /** Greedy packing in input order: a new call starts at 10 entries or when the next entry would pass the byte limit. */

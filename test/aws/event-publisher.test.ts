@@ -9,6 +9,7 @@ import { EVENT_TYPES, parseEventDetail, type EventType } from "../../shared/brid
 import type { BridgeEvent, Logger } from "../../shared/bridge/ports.js";
 import { PublishError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
+import { outOfRangeIntegerIn } from "../../shared/aws/event-integers.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf } from "../../shared/aws/event-size.js";
 import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
@@ -644,6 +645,80 @@ describe("EventBridgePublisher", () => {
     expect(result.failed.map((f) => f.reason)).toEqual([expect.stringMatching(/^oversized/)]);
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(0);
   });
+  describe("integers outside int64 (PutEvents takes JSON integers within int64 only)", () => {
+    const takeAll = () =>
+      mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+
+    it("fails an event holding one for good, unsent, naming where, and sends the batch's other events", async () => {
+      takeAll();
+      const result = await publisher().publish([event("ev_1"), event("ev_big", { id: "tx", amount: 1e20 }), event("ev_3")]);
+      expect(result.failed).toEqual([
+        { event: expect.objectContaining({ detail: expect.objectContaining({ id: "ev_big" }) }), reason: "integer out of range: /data/object/amount is 100000000000000000000, EventBridge takes integers within int64" },
+      ]);
+      expect(sentEntries().flatMap(detailIds)).toEqual(["ev_1", "ev_3"]);
+    });
+
+    it.each([
+      // JavaScript writes the shortest digits that read back as the same double: the text is what EventBridge reads.
+      ["at 2**63, int64's maximum as JSON.parse reads it", { custom: { total: JSON.parse("9223372036854775807") as number } }, "/data/object/custom/total", "9223372036854776000"],
+      ["at -(2**63), written below int64's minimum", { refunds: [1, -(2 ** 63)] }, "/data/object/refunds/1", "-9223372036854776000"],
+      ["under a key needing escape", { "a/b~c": [{ n: 1e20 + 2 ** 20 }] }, "/data/object/a~1b~0c/0/n", "100000000000001050000"],
+    ])("finds one %s", async (_, fields, path, text) => {
+      takeAll();
+      const result = await publisher().publish([event("ev_1", { id: "tx", ...fields })]);
+      expect(result.failed.map((f) => [f.reason, f.retryable])).toEqual([[`integer out of range: ${path} is ${text}, EventBridge takes integers within int64`, undefined]]);
+      expect(mock.commandCalls(PutEventsCommand)).toHaveLength(0);
+    });
+
+    it("sends int64's edges, exponent forms and long digit runs inside strings", async () => {
+      takeAll();
+      const object = {
+        id: "tx",
+        // The doubles next to ±2**63, written as 9223372036854775000 and -9223372036854775000.
+        below_max: 2 ** 63 - 1024,
+        above_min: -(2 ** 63) + 1024,
+        nineteen_digits: 1e18,
+        // 1e+21 and up are written in exponent form: a JSON number, not an integer literal.
+        huge: 1e21,
+        tiny: 1.5e-7,
+        memo: "card 12345678901234567890",
+        ref: "ref:12345678901234567890123",
+        refs: [",-99999999999999999999"],
+      };
+      expect(await publisher().publish([event("ev_ok", object)])).toEqual({ failed: [] });
+      const detail = JSON.parse(sentEntries()[0]?.[0]?.Detail ?? "{}") as { data: { object: unknown } };
+      expect(detail.data.object).toEqual(object);
+    });
+
+    it("judges a trimmed event by what it sends: one cut away is no matter, one kept fails it", async () => {
+      takeAll();
+      const lineItems = Array.from({ length: 3_000 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100), amount: i === 2_999 ? 1e20 : i }));
+      const cutAway = event("ev_cut", { id: "tx", line_items: lineItems });
+      const kept = event("ev_kept", { id: "tx", line_items: lineItems, total: -1e20 });
+      const result = await publisher().publish([cutAway, kept]);
+      expect(result.failed.map((f) => [f.event.detail.id, f.reason])).toEqual([
+        ["ev_kept", "integer out of range: /data/object/total is -100000000000000000000, EventBridge takes integers within int64"],
+      ]);
+      const [sent] = sentEntries()[0] ?? [];
+      expect(sent === undefined ? [] : truncationsOf(JSON.parse(sent.Detail ?? "{}") as BridgeEvent["detail"]).map((t) => t.path)).toEqual(["/data/object/line_items"]);
+    });
+
+    it("with the engine, quarantines such a transaction with its reason and acknowledges it, so the next cycle goes on", async () => {
+      takeAll();
+      const rig = makeRig({}, { publisher: publisher(new FakeClock(), 3) });
+      const bad = rig.provider.addTransaction({ loyalty_points: 1e20 });
+      rig.provider.addTransaction();
+      const first = await pollTransactions(rig.deps);
+      expect(first).toMatchObject({ outcome: "complete", quarantined: 1, published: { "transaction.created": 1 } });
+      expect(sentEntries().flat().map(subjectOf)).not.toContain(bad.id);
+      expect([...rig.quarantine.records.values()].map((r) => [r.entityId, r.reason])).toEqual([
+        [bad.id, "publish: integer out of range: /data/object/loyalty_points is 100000000000000000000, EventBridge takes integers within int64"],
+      ]);
+      expect(rig.provider.pending()).toEqual([]);
+      expect(await pollTransactions(rig.deps)).toMatchObject({ outcome: "complete", quarantined: 0 });
+    });
+  });
+
   it("records every trim of an event whose changes share values with its object, as the engine's diff makes them", async () => {
     mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
     const rules = Array.from({ length: 3_000 }, (_, i) => ({ id: `r${i}`, v: "x".repeat(60) }));
@@ -672,6 +747,53 @@ describe("EventBridgePublisher", () => {
     walk(original, sent, "");
     expect(unrecorded).toEqual([]);
     for (const trim of recorded.values()) expect(trim.kept).toBeLessThan(trim.total);
+  });
+});
+
+describe("outOfRangeIntegerIn", () => {
+  // Integers about int64's bounds and the doubles' exponent-form threshold, and digit runs inside strings.
+  const edgeNumber = fc.oneof(
+    fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }).map(Number),
+    fc.constantFrom(2 ** 63, -(2 ** 63), 2 ** 63 - 1024, -(2 ** 63) + 1024, 1e18, -1e18, 1e20, 1e21, -1e21, 9.999999999999999e20),
+    fc.double({ noNaN: true }),
+  );
+  const digitText = fc.tuple(fc.constantFrom("", "ref:", ",", "[", ":-", "x"), fc.bigInt({ min: 0n, max: 10n ** 25n })).map(([p, n]) => `${p}${n}`);
+  const { tree } = fc.letrec((tie) => ({
+    tree: fc.oneof({ depthSize: "small" }, edgeNumber, digitText, fc.array(tie("tree"), { maxLength: 4 }), fc.dictionary(fc.string(), tie("tree"), { maxKeys: 4 })),
+  }));
+  /** Oracle: a number JSON writes as digits outside int64, by the text. */
+  const outside = (value: unknown): boolean => {
+    if (typeof value === "number") {
+      const text = JSON.stringify(value);
+      return /^-?\d+$/.test(text) && (BigInt(text) >= 2n ** 63n || BigInt(text) < -(2n ** 63n));
+    }
+    if (typeof value === "object" && value !== null) return Object.values(value).some(outside);
+    return false;
+  };
+
+  it("finds a 19-digit one at every offset of the text, and no 19-digit integer within int64", () => {
+    for (let pad = 0; pad < 40; pad++) {
+      for (const [value, text] of [[2 ** 63, "9223372036854776000"], [-(2 ** 63), "-9223372036854776000"], [1e18, undefined]] as const) {
+        const detail = event("ev", { id: "tx", pad: "x".repeat(pad), n: value }).detail;
+        expect(outOfRangeIntegerIn(JSON.stringify(detail), detail)?.text).toBe(text);
+      }
+    }
+  });
+
+  it("finds an integer written outside int64 exactly when the detail's text has one, wherever it lies", () => {
+    fc.assert(
+      fc.property(tree, (object) => {
+        const detail = event("ev", { id: "tx", custom: object }).detail;
+        const found = outOfRangeIntegerIn(JSON.stringify(detail), detail);
+        expect(found !== undefined).toBe(outside(object));
+        if (found !== undefined) {
+          const at = found.path.split("/").slice(1).map((token) => token.replace(/~1/g, "/").replace(/~0/g, "~"));
+          const value = at.reduce<unknown>((holder, token) => (holder as Record<string, unknown>)[token], detail);
+          expect(JSON.stringify(value)).toBe(found.text);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
