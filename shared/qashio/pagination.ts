@@ -51,16 +51,32 @@ function tooManyPages(maxPages: number): InvalidResponseError {
   return new InvalidResponseError(`pagination did not end within ${maxPages} pages`);
 }
 
-/** The loop every walker shares: `nextPage` reads the page number to request after `result`, or undefined at the end. */
-async function* walkPages<P>(
+/**
+ * A page answered for another one asked for, while the answer says more follow: a provider that ignores `page` (or
+ * repeats one) would otherwise be walked to `maxPages`, its one page over and over. At the end of a walk the answer may
+ * lawfully be another page: a list that shrank under the walk, answered with its last page for one past it.
+ */
+function notThePageAsked(asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
+  return new InvalidResponseError(`asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
+}
+
+/**
+ * The loop every walker shares: `nextPage` reads the page number to request after `result`, or undefined at the end;
+ * `answeredPage` the page number `result` says it is.
+ */
+async function* walkPages<P extends { readonly requestId?: string }>(
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions,
   nextPage: (result: P, page: number) => number | undefined,
+  answeredPage: (result: P) => number,
 ): AsyncGenerator<P, void, undefined> {
   const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
   let page = options.startPage ?? 1;
   for (let read = 0; read < maxPages; read += 1) {
     const result = await fetchPage(page);
+    // Checked before the page is yielded: its items are another page's, already yielded or still to come.
+    const answered = answeredPage(result);
+    if (answered !== page && nextPage(result, page) !== undefined) throw notThePageAsked(page, answered, result.requestId);
     yield result;
     const next = nextPage(result, page);
     if (next === undefined) return;
@@ -84,11 +100,16 @@ async function* walkPages<P>(
  * await client.acknowledgeTransactions(ids); // after the walk, not page by page
  * ```
  */
-export async function* pagesByHasNext<P extends { readonly pagination: Pagination }>(
+export async function* pagesByHasNext<P extends { readonly pagination: Pagination; readonly requestId?: string }>(
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
-  yield* walkPages(fetchPage, options, (result, page) => (result.pagination.has_next ? page + 1 : undefined));
+  yield* walkPages(
+    fetchPage,
+    options,
+    (result, page) => (result.pagination.has_next ? page + 1 : undefined),
+    (result) => result.pagination.page,
+  );
 }
 
 /**
@@ -99,7 +120,7 @@ export async function* pagesByHasNext<P extends { readonly pagination: Paginatio
  * for await (const page of pagesByNextPage((page) => client.listCoreCards({ page }))) console.log(page.data.length);
  * ```
  */
-export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }>(
+export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo; readonly requestId?: string }>(
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
@@ -108,7 +129,7 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }
     if (next === null || next === undefined) return undefined;
     if (next <= page) throw new InvalidResponseError(`page_info.next_page ${next} does not advance past page ${page}`);
     return next;
-  });
+  }, (result) => result.pageInfo.current_page);
 }
 
 /**
@@ -119,11 +140,16 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo }
  * for await (const page of pagesByTotalPages((page) => client.getStatementsByAccount("AC1", { page }))) console.log(page.data);
  * ```
  */
-export async function* pagesByTotalPages<P extends { readonly page: number; readonly totalPages: number }>(
+export async function* pagesByTotalPages<P extends { readonly page: number; readonly totalPages: number; readonly requestId?: string }>(
   fetchPage: (page: number) => Promise<P>,
   options: WalkOptions = {},
 ): AsyncGenerator<P, void, undefined> {
-  yield* walkPages(fetchPage, options, (result, page) => (page >= result.totalPages ? undefined : page + 1));
+  yield* walkPages(
+    fetchPage,
+    options,
+    (result, page) => (page >= result.totalPages ? undefined : page + 1),
+    (result) => result.page,
+  );
 }
 
 /**

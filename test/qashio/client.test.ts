@@ -618,6 +618,55 @@ describe("QashioClient iterators", () => {
     await expect(strict()).rejects.toThrow("item 0 of page 4 does not match its schema");
   });
 
+  it("stops a has_next walk at once when the provider answers another page than the one asked for (it ignores page)", async () => {
+    const [a, b] = ids(2) as [string, string];
+    const fetch = routedFetch(() => listOf([transactionFixture({ id: a }), transactionFixture({ id: b })], 1, 3));
+    const { client } = clientWith(fetch);
+    const seen: string[] = [];
+    const walk = async () => {
+      for await (const tx of client.iterateTransactions({}, { maxPages: 50 })) seen.push(tx.id);
+    };
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ message: "asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging", requestId: "req-0001" });
+    expect(fetch.calls).toHaveLength(2);
+    expect(seen).toEqual([a, b]);
+  });
+
+  it("yields no period twice when statements by account answer page 1 whatever page is asked for", async () => {
+    const fetch = routedFetch(() =>
+      ok(
+        statementsByAccountFixture({
+          page: 1,
+          total_pages: 3,
+          total: 3,
+          data: [{ statement_period: { month: "2024-01", from: "2024-01-01", to: "2024-01-31" }, opening_balance: 1, closing_balance: 2, currency: "AED" }],
+        }),
+      ),
+    );
+    const { client } = clientWith(fetch);
+    const months: string[] = [];
+    const walk = async () => {
+      for await (const period of client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
+    };
+    await expect(walk()).rejects.toThrow(/asked for page 2 .* answered page 1/);
+    expect(months).toEqual(["2024-01"]);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("ends a has_next walk without error when a list that shrank under it answers its last page for a page past it", async () => {
+    const [a, b, c] = ids(3) as [string, string, string];
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      // Page 1 of three; by page 2 the list holds two pages, and the provider answers its last for any page past it.
+      return page === 1 ? listOf([transactionFixture({ id: a })], 1, 3) : listOf([transactionFixture({ id: b }), transactionFixture({ id: c })], 1, 1);
+    });
+    const { client } = clientWith(fetch);
+    const seen: string[] = [];
+    for await (const tx of client.iterateTransactions()) seen.push(tx.id);
+    expect(seen).toEqual([a, b, c]);
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
