@@ -1,8 +1,9 @@
 /**
- * Property test of the card walk while cards are issued under it: bursts of new cards before each list call push the
- * cards not yet reached by more than the walk remembers (RecentIds: its last few pages), cards change status and limits
- * mid-walk, and walks are cut by their deadline (a container frozen mid-page included) or by crashes, then resumed
- * from their cursor.
+ * Property test of the card walk while cards are issued under it and leave it: bursts of new cards before each list
+ * call push the cards not yet reached by more than the walk remembers (RecentIds: its last few pages), cards removed
+ * from the list pull later ones up (onto a page walked already, or above a cut walk's cursor), cards change status and
+ * limits mid-walk, and walks are cut by their deadline (a container frozen mid-page included) or by crashes, then
+ * resumed from their cursor.
  */
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
@@ -22,11 +23,22 @@ interface CardChange {
   readonly limit: number | null;
 }
 
+/**
+ * Cards that leave the list before list call `call` of a walk: `count` in a row from the card at `pick` (modulo the
+ * list). The spec says nothing of how a card leaves it; the engine must not skip the cards that pulls up.
+ */
+interface CardRemoval {
+  readonly call: number;
+  readonly pick: number;
+  readonly count: number;
+}
+
 interface Walk {
   readonly pageSize: number;
   /** Cards issued before each list call of the walk, in turn (none once used up, so the walk can end). */
   readonly bursts: readonly number[];
   readonly changes: readonly CardChange[];
+  readonly removals: readonly CardRemoval[];
   readonly readFrom: number;
   readonly stop:
     | null
@@ -42,10 +54,13 @@ const changeArb: fc.Arbitrary<CardChange> = fc.record({
   limit: fc.option(fc.constantFrom(100, 200, 300), { nil: null }),
 });
 
+const removalArb: fc.Arbitrary<CardRemoval> = fc.record({ call: fc.nat({ max: 10 }), pick: fc.nat(), count: fc.integer({ min: 1, max: 3 }) });
+
 const walkArb: fc.Arbitrary<Walk> = fc.record({
   pageSize: fc.integer({ min: 1, max: 3 }),
   bursts: fc.array(fc.integer({ min: 0, max: 10 }), { maxLength: 12 }),
   changes: fc.array(changeArb, { maxLength: 4 }),
+  removals: fc.array(removalArb, { maxLength: 3 }),
   readFrom: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
   stop: fc.oneof(
     fc.constant(null),
@@ -60,7 +75,7 @@ function changeOf(event: BridgeEvent): string {
   return canonical([subject.id, subject.sequence, type, data.object, data.changes ?? null]);
 }
 
-describe("card walk with cards issued under it", () => {
+describe("card walk with cards issued and removed under it", () => {
   it("delivers every card's final status and limits, one id per change, every state a complete walk read, no card a round of resumed walks skipped, within bounded list calls and bounded memory", async () => {
     /** RecentIds sizes after each page, and the page size of the walk they were taken in. */
     let remembered: { size: number; pageSize: number }[] = [];
@@ -72,6 +87,8 @@ describe("card walk with cards issued under it", () => {
     });
     let cut = 0;
     let pushed = 0;
+    /** List calls that asked for an earlier page than the walk's last: removals pulled a card not reached onto it. */
+    let stepsBack = 0;
     /** Card states checked as read by a complete walk, and as unchanged through a round of resumed walks. */
     let readsChecked = 0;
     let resumedRoundCards = 0;
@@ -88,6 +105,11 @@ describe("card walk with cards issued under it", () => {
             if (cards.length === 0) return;
             const limits = c.limit === null ? {} : { purchase_limits: { enabled: true, amount: c.limit, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null } };
             rig.provider.changeCard(cards[c.pick % cards.length]?.["id"] as string, { card_nickname: `v${++version}`, status: c.status, ...limits });
+          };
+          /** Removes cards from the list; returns how many went. */
+          const remove = (r: CardRemoval): number => {
+            const { cards } = rig.provider;
+            return cards.length === 0 ? 0 : cards.splice(r.pick % cards.length, r.count).length;
           };
           for (let i = 0; i < initial; i++) issue();
 
@@ -131,6 +153,12 @@ describe("card walk with cards issued under it", () => {
             const { states, walks } = round ?? { states: new Map<string, string>(), walks: 0 };
             const unchanged = [...states].filter(([id, state]) => now.get(id) === state);
             expect(unchanged.filter(([id, state]) => canonical(rig.snapshots.data.get(`card:${id}`)?.object) !== state).map(([id]) => id)).toEqual([]);
+            // And consumers have it: from the card's last event, or (none) from its silent first sighting.
+            const unpublished = unchanged.filter(([id, state]) => {
+              const last = rig.publisher.events.findLast((e) => e.detail.subject.id === id);
+              return last === undefined ? emitCardCreated : canonical(last.detail.data.object) !== state;
+            });
+            expect(unpublished.map(([id]) => id)).toEqual([]);
             if (walks > 1) resumedRoundCards += unchanged.length;
             round = undefined;
           };
@@ -147,14 +175,22 @@ describe("card walk with cards issued under it", () => {
             rig.clock.advance(60_000);
             pageSize = w.pageSize;
             let lists = 0;
+            /** The most cards the list held at a list call, and how many left it, during this walk. */
+            let most = rig.provider.cards.length;
+            let removed = 0;
+            let lastPage = 0;
             const stop = w.stop;
             const deadline = stop?.kind === "deadline" ? rig.clock.now() + stop.calls * 1000 - 500 : undefined;
             rig.provider.beforeCall = (call) => {
               if (call.op !== "listErpCards") return;
               if (lists > 1000) throw new Error("the walk does not end");
               for (const c of w.changes) if (c.call === lists) change(c);
+              for (const r of w.removals) if (r.call === lists) removed += remove(r);
               const burst = w.bursts[lists] ?? 0;
               for (let i = 0; i < burst; i++) issue();
+              most = Math.max(most, rig.provider.cards.length);
+              if (call.query.page < lastPage) stepsBack += 1;
+              lastPage = call.query.page;
               lists += 1;
               // Each list call takes a second; a freeze outlasts the deadline's grace.
               rig.clock.advance(1000);
@@ -179,15 +215,16 @@ describe("card walk with cards issued under it", () => {
               rig.provider.beforeCall = () => undefined;
               freezeAfterPublish = false;
             }
-            // No walk loops: it ends within the list's pages at its end, plus the re-read of a resumed first page.
-            expect(lists).toBeLessThanOrEqual(Math.ceil(rig.provider.cards.length / w.pageSize) + 3);
+            // No walk loops: it ends within the list's pages at its longest, plus the re-read of a resumed first page,
+            // plus, for each card removed, at most a page back and the page it was walking again.
+            expect(lists).toBeLessThanOrEqual(Math.ceil(most / w.pageSize) + 3 + 2 * removed);
             if (w.bursts.some((b) => b > RECENT_BATCHES * w.pageSize)) pushed += 1;
           };
 
           for (const w of walks) await walk(w);
           // Enough walks: until one completes, then one from the top (a resumed walk leaves cards issued above its cursor
           // to the next walk).
-          const clean: Walk = { pageSize: 3, bursts: [], changes: [], readFrom: 0, stop: null };
+          const clean: Walk = { pageSize: 3, bursts: [], changes: [], removals: [], readFrom: 0, stop: null };
           pageSize = 3;
           for (let i = 0; i < 20; i++) {
             startWalk();
@@ -234,5 +271,6 @@ describe("card walk with cards issued under it", () => {
     expect(pushed).toBeGreaterThan(50);
     expect(readsChecked).toBeGreaterThan(1000);
     expect(resumedRoundCards).toBeGreaterThan(100);
+    expect(stepsBack).toBeGreaterThan(20);
   });
 });

@@ -284,6 +284,8 @@ export class FakeProvider implements ProviderPort {
   /** Raw items to serve in place of a transaction, by id (to inject invalid records). */
   readonly rawOverrides = new Map<string, unknown>();
   private counter = 0;
+  /** Cards issued so far: a card's number, never one of a card removed from the list since. */
+  private cardsIssued = 0;
   private clockMs = Date.parse("2025-01-15T09:00:00.000Z");
 
   /** `maxPageSize`: the largest `page_size` either list accepts; a larger one is refused with a 400 naming it. */
@@ -364,7 +366,7 @@ export class FakeProvider implements ProviderPort {
 
   /** Adds a card at the top of the card list. */
   addCard(fields: Record<string, unknown> = {}): Record<string, unknown> {
-    const n = this.cards.length + 1;
+    const n = ++this.cardsIssued;
     const card = {
       id: `CA${String(n).padStart(8, "0")}`,
       card_nickname: `Card ${n}`,
