@@ -46,8 +46,9 @@ const KNOWN_FIELDS = `a poll event has ${POLL_EVENT_FIELDS.join(", ")} (and a sc
 /**
  * The event as an object, or undefined when there is none (no payload, or JSON `null`).
  * @throws PollEventError for a JSON string, number, boolean or array (`'"redrive"'`, `'["redrive"]'`): read as an
- *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked; and
- *   for a key that is none of the fields above (`Action`, `acton`, `cursr`), named with the field nearest to it.
+ *   object it has no field, so it would run a scheduled cycle and answer `completed` in place of what was asked; for a
+ *   key that is none of the fields above (`Action`, `acton`, `cursr`), named with the field nearest to it; and for a
+ *   `detail` that is no object (nor null).
  */
 function eventObject(event: PollEvent | undefined): PollEvent | undefined {
   const value: unknown = event;
@@ -60,6 +61,11 @@ function eventObject(event: PollEvent | undefined): PollEvent | undefined {
       // The poll event's own fields first: of equally near ones, nearest picks the first.
       const meant = nearest(key, [...POLL_EVENT_FIELDS, ...UNREAD_FIELDS]);
       throw new PollEventError(`Poll event field ${key} is no field; ${meant === undefined ? KNOWN_FIELDS : `did you mean ${meant}?`}`, key);
+    }
+    // A detail that is no object (`"suspended-only"`, a quoting slip) has no mode: a full walk would answer `completed`.
+    const { detail } = value as { readonly detail?: unknown };
+    if (detail !== undefined && detail !== null && (typeof detail !== "object" || Array.isArray(detail))) {
+      throw new PollEventError('Poll event field detail must be a JSON object, such as {"mode":"suspended-only"}', "detail");
     }
     return value as PollEvent;
   }
@@ -123,8 +129,8 @@ export function cardModeOf(input: PollEvent | undefined): CardCycleMode {
 /**
  * Refuses an event naming another poller or tenant than the one invoked: a schedule's input (`kind`, `tenant`) given to
  * the wrong function, by hand or by a schedule pointed at it, which would run this function's cycle and answer
- * `completed` while the one asked for never ran; likewise a card `mode` given to the transaction poller. Fields left
- * out are not checked (a hand-made `{}`, a rule event).
+ * `completed` while the one asked for never ran; likewise a card mode (`mode`, `detail.mode`) given to the transaction
+ * poller. Fields left out are not checked (a hand-made `{}`, a rule event).
  * @throws PollEventError naming the field (neither tenant is echoed).
  * @example
  * checkPollTarget({ kind: "transactions", tenant: "falcon" }, "transactions", config.tenant);
@@ -134,9 +140,11 @@ export function checkPollTarget(input: PollEvent | undefined, kind: CycleKind, t
   if (event?.kind !== undefined && event.kind !== kind) {
     throw new PollEventError(`Poll event field kind must be "${kind}" on this poller (invoke the other poller's function for the other kind)`, "kind");
   }
-  // A card mode given to the transaction poller (the wrong function invoked) would run a transaction cycle instead.
-  if (event?.mode !== undefined && kind !== "cards") {
-    throw new PollEventError("Poll event field mode goes only to the card poller (invoke the card poller's function for a card mode)", "mode");
+  // A card mode given to the transaction poller (the wrong function invoked), in the input or a rule event's detail as
+  // cardModeOf reads it, would run a transaction cycle instead.
+  const modeField = event?.mode !== undefined ? "mode" : event?.detail?.mode !== undefined ? "detail.mode" : undefined;
+  if (modeField !== undefined && kind !== "cards") {
+    throw new PollEventError(`Poll event field ${modeField} goes only to the card poller (invoke the card poller's function for a card mode)`, modeField);
   }
   if (event?.tenant !== undefined && event.tenant !== tenant) {
     throw new PollEventError("Poll event field tenant must be this function's TENANT_ID (invoke the other tenant's function)", "tenant");

@@ -182,6 +182,19 @@ describe("cardModeOf", () => {
   });
 
   it.each([
+    ["a string", "suspended-only-SECRET"],
+    ["an array", [{ mode: "SECRET" }]],
+    ["a number", 7],
+  ])("refuses a detail that is %s, which would read as no mode and run a full walk, naming the field without echoing it", (_, detail) => {
+    for (const read of [() => cardModeOf({ detail } as never), () => pollActionOf({ detail } as never, "cards")]) {
+      const error = thrown(read);
+      expect(error).toBeInstanceOf(PollEventError);
+      expect(error).toMatchObject({ field: "detail", message: "Poll event field detail must be a JSON object, such as {\"mode\":\"suspended-only\"}" });
+      expect((error as Error).message).not.toMatch(/SECRET|7/);
+    }
+  });
+
+  it.each([
     [{ mode: "suspend-only-SECRET" }, "mode"],
     [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
     [{ mode: 7 }, "mode"],
@@ -217,6 +230,14 @@ describe("checkPollTarget", () => {
       expect(error).toMatchObject({ field: "mode", message: "Poll event field mode goes only to the card poller (invoke the card poller's function for a card mode)" });
     }
     expect(() => checkPollTarget({ mode } as PollEvent, "cards", "falcon")).not.toThrow();
+  });
+
+  it.each(["suspended-only", "full"])("refuses a card mode (%s) in a rule event's detail on the transaction poller, as one in the input", (mode) => {
+    const error = thrown(() => checkPollTarget({ detail: { mode } } as PollEvent, "transactions", "falcon"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "detail.mode", message: "Poll event field detail.mode goes only to the card poller (invoke the card poller's function for a card mode)" });
+    expect(() => checkPollTarget({ detail: { mode } } as PollEvent, "cards", "falcon")).not.toThrow();
+    expect(() => checkPollTarget({ detail: {} } as PollEvent, "transactions", "falcon")).not.toThrow();
   });
 
   it("refuses the input of another tenant's schedule, naming the field without echoing either tenant", () => {

@@ -1210,6 +1210,17 @@ describe("poll-cards handler", () => {
     expect(h.output.join("\n")).toContain("PollEventError");
   });
 
+  it.each([
+    ["a card mode in a rule event's detail, given to the transaction poller", "transactions", { detail: { mode: "suspended-only" } }, "detail.mode"],
+    ["a detail that is no object, given to the card poller", "cards", { detail: "suspended-only" }, "detail"],
+  ] as const)("refuses %s, which would run another cycle than the one asked for, before any provider call or write", async (_, kind, event, field) => {
+    const result = h.poller(kind)(event as unknown as PollEvent);
+    await expect(result).rejects.toMatchObject({ name: "PollEventError", field });
+    expect(h.published).toEqual([]);
+    expect(h.refreshTokensPresented).toEqual([]);
+    expect(h.output.join("\n")).toContain("PollEventError");
+  });
+
   it("runs the cycle its own schedule's input asks for", async () => {
     const tick = { kind: "transactions", tenant: TENANT, scheduledTime: "2026-01-01T00:00:00Z" } as PollEvent;
     expect(await h.poller("transactions")(tick)).toMatchObject({ kind: "transactions", status: "completed", outcome: "complete" });
