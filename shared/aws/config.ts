@@ -44,6 +44,18 @@ export const TOKEN_LEASE_TTL_MS = DEFAULT_LOCK_TTL_MS;
 export const MIN_CYCLE_BUDGET_MS = TOKEN_LEASE_TTL_MS;
 
 /**
+ * How long before the Lambda timeout middy gives an invocation up (its early timeout; its default is 5 ms). After it, the
+ * timeout's log line, the metrics flush, the tracer's record of the error and the runtime's answer still run, the last
+ * two formatting the error's stack: source-mapped in the bundle (`--enable-source-maps`), the first stack a container
+ * formats parses the bundle's source map, ~100 ms on a fast machine, more on a Lambda's fraction of a vCPU. Should
+ * Lambda's own timeout come first, it resets the execution environment: the page the abandoned cycle holds, to finish
+ * at the next thaw, and a rotated refresh token held in memory go with it. Taken out of the 30 s kept back after the
+ * cycle's deadline (CYCLE_SAFETY_MARGIN_MS), and within the token store's SAVE_END_MARGIN_MS, so a save still stores
+ * the token before middy's end.
+ */
+export const INVOCATION_EARLY_END_MS = 1_000;
+
+/**
  * Largest CYCLE_BUDGET_MS: Lambda's longest timeout, 15 minutes. The remaining time bounds every cycle below it
  * ({@link cycleDeadline}), so a larger budget is never reached: a typo (an extra digit, seconds taken for ms).
  */

@@ -18,7 +18,7 @@ import { redrivenCount, type RedriveReport } from "../bridge/redrive.js";
 import { totalPublished, type CycleReport } from "../bridge/report.js";
 import type { FetchLike } from "../qashio/http.js";
 import { systemClock } from "./clock.js";
-import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, checkPollerTimeout, cycleDeadline, loadConfig, logLevelOf, validTenantOf, type RuntimeConfig } from "./config.js";
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME, INVOCATION_EARLY_END_MS, checkPollerTimeout, cycleDeadline, loadConfig, logLevelOf, validTenantOf, type RuntimeConfig } from "./config.js";
 import { runConformPii, runCycle, runRedrive, type CycleKind, type Leased } from "./cycle.js";
 import { RotationError } from "./errors.js";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "./observability.js";
@@ -200,7 +200,8 @@ class Container {
   /**
    * Wraps a handler body in the Powertools middlewares. The metrics adapter's aggregated (dimensioned) data points are
    * flushed by a middleware used after logMetrics, so its `after` / `onError` run before logMetrics publishes: on
-   * middy's early timeout the body is still running, and a flush in its `finally` would come after the invocation.
+   * middy's early timeout (INVOCATION_EARLY_END_MS before Lambda's) the body is still running, and a flush in its
+   * `finally` would come after the invocation.
    */
   wrap<E, R>(body: (event: E, context: Context, options: { readonly signal: AbortSignal }) => Promise<R>) {
     const flush = () => this.metricsPort.flush();
@@ -214,7 +215,7 @@ class Container {
       }
       flush();
     };
-    return middy(body)
+    return middy(body, { timeoutEarlyInMillis: INVOCATION_EARLY_END_MS })
       .use(captureLambdaHandler(this.tracer))
       .use(injectLambdaContext(this.logger))
       .use(logMetrics(this.metrics, { captureColdStartMetric: true }))

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CYCLE_SAFETY_MARGIN_MS,
+  INVOCATION_EARLY_END_MS,
   MAX_CYCLE_BUDGET_MS,
   MIN_CONFORM_TIMEOUT_MS,
   MIN_CYCLE_BUDGET_MS,
@@ -15,6 +16,7 @@ import {
 } from "../../shared/aws/config.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
+import { SAVE_END_MARGIN_MS } from "../../shared/aws/token-store.js";
 
 const valid = {
   TENANT_ID: "acme",
@@ -344,6 +346,12 @@ describe("REFRESH_TIMEOUT_MARGIN_MS", () => {
     for (const timeoutMs of [MIN_POLLER_TIMEOUT_MS, 300_000]) {
       expect(timeoutMs - (cycleDeadline(0, timeoutMs) + DEFAULT_DEADLINE_GRACE_MS)).toBe(REFRESH_TIMEOUT_MARGIN_MS);
     }
+  });
+});
+
+describe("INVOCATION_EARLY_END_MS", () => {
+  it("ends an invocation middy gives up on after the token store has stored a rotated token, which it does SAVE_END_MARGIN_MS before the timeout", () => {
+    expect(INVOCATION_EARLY_END_MS).toBeLessThan(SAVE_END_MARGIN_MS);
   });
 });
 

@@ -24,8 +24,8 @@ afterEach(async () => h.close());
  * Invokes the transactions poller (a cycle, or the action `event` asks for) with a provider request or table command
  * that hangs until released (`hang`; the cycle's tests: its first acknowledge), so middy's early timeout ends the
  * invocation mid-page. Time as Lambda sees it, and the bridge clock moves with real time. Middy reads
- * the remaining time second (just after it called the handler, whose first step reads it at entry), to time out 5 ms
- * before the end: it is told MIDDY_SEES_MS, so its (real) timer fires then at the latest.
+ * the remaining time second (just after it called the handler, whose first step reads it at entry), to time out
+ * INVOCATION_EARLY_END_MS (1 s) before the end: it is told MIDDY_SEES_MS, so its (real) timer fires 5 s in at the latest.
  * Everything before the hung acknowledge (token refresh, list, DynamoDB, publish) must be done by then: that took up
  * to 1.46 s on a loaded machine (a cold DynamoDB Local), so 1.5 s let the timeout come first now and then; 5 s leaves
  * room. The handler's own reads are told `handlerSeesMs` (minus the time gone), which sets the cycle's deadline
@@ -38,7 +38,7 @@ afterEach(async () => h.close());
  * check is done before that call is sent or after it is released, so how long it hangs before the timeout does not
  * matter; the short wait lets other work in flight (a log line, a metric) settle as it would in the longer one.
  */
-const MIDDY_SEES_MS = 5_000;
+const MIDDY_SEES_MS = 6_000;
 const HANG_SETTLE_MS = 100;
 
 /**
@@ -49,7 +49,7 @@ const HANG_SETTLE_MS = 100;
 function interceptNextTimer() {
   const original = timers.setTimeout;
   let armed = false;
-  let next: { readonly fire: () => void; readonly id: NodeJS.Timeout } | undefined;
+  let next: { readonly fire: () => void; readonly id: NodeJS.Timeout; readonly ms: number } | undefined;
   const intercepting = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
     if (!armed) return original(callback, ms, ...args);
     armed = false;
@@ -60,7 +60,7 @@ function interceptNextTimer() {
       callback();
     };
     const id = original(fire, ms);
-    next = { fire, id };
+    next = { fire, id, ms: ms ?? 0 };
     return id;
   }) as typeof timers.setTimeout;
   timers.setTimeout = intercepting;
@@ -71,6 +71,8 @@ function interceptNextTimer() {
       armed = true;
       queueMicrotask(() => (armed = false));
     },
+    /** The delay middy set its timer to, once set. */
+    delayMs: () => next?.ms,
     /** Fires middy's timer in `ms` (at its due time if that is sooner), unless `over()` by then. */
     fireIn: (ms: number, over: () => boolean) => {
       const timer = next;
@@ -107,11 +109,14 @@ async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: Poll
   let reads = 0;
   let hangingAt: number | undefined;
   const middyTimer = interceptNextTimer();
+  /** The remaining time middy was told when it set its timer. */
+  let middySawMs: number | undefined;
   const middyReads = () => {
     middyTimer.arm();
-    return MIDDY_SEES_MS;
+    middySawMs = MIDDY_SEES_MS - elapsed();
+    return middySawMs;
   };
-  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? middyReads() : handlerSeesMs) - elapsed() };
+  const context = { ...lambdaContext(), getRemainingTimeInMillis: () => (reads++ === 1 ? middyReads() : handlerSeesMs - elapsed()) };
   let ended = false;
   /** The call that hangs was sent: middy's timeout comes HANG_SETTLE_MS later (or when due, if sooner). */
   const hangReached = () => {
@@ -186,7 +191,9 @@ async function timedOutInvocation(handlerSeesMs: number, hang: Hang, event: Poll
   // Said apart from what the tests check: a machine too slow to get there in MIDDY_SEES_MS fails on this, by name.
   const hungInTime = hangingAt !== undefined;
   const reachedHang = () => expect(hungInTime, "the invocation timed out before the call that hangs was sent").toBe(true);
-  return { error, atEnd, calls, windDown, reachedHang };
+  /** How long before Lambda's timeout middy gives the invocation up. */
+  const earlyEndMs = () => (middySawMs ?? 0) - (middyTimer.delayMs() ?? 0);
+  return { error, atEnd, calls, windDown, reachedHang, earlyEndMs };
 }
 
 it("still emits the dimensioned metrics of the work done (EventsPublished by type) when the invocation runs into its timeout", async () => {
@@ -218,6 +225,17 @@ it("logs a structured error when the invocation runs into its timeout, which the
   } finally {
     await windDown();
   }
+}, 20_000);
+
+it("gives the invocation up a second before Lambda's timeout, not middy's default 5 ms: past Lambda's own, it resets the container", async () => {
+  // Between middy's timeout and Lambda's, the timeout's log line, the metrics, the tracer's record of the error and the
+  // runtime's answer run, the last two formatting the error's stack: source-mapped in the bundle, the first such stack
+  // of a container parses the source map. Lambda's own timeout resets the execution environment, dropping the page the
+  // abandoned cycle holds and any rotated refresh token held in memory.
+  const { error, windDown, earlyEndMs } = await timedOutInvocation(MIN_POLLER_TIMEOUT_MS, firstAcknowledge("fails"));
+  await windDown();
+  expect((error as Error).name).toBe("TimeoutError");
+  expect(earlyEndMs()).toBeGreaterThanOrEqual(1_000);
 }, 20_000);
 
 it("stops the cycle the invocation gave up on after its page in hand, rather than go on when the container thaws", async () => {
