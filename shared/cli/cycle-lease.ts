@@ -99,12 +99,20 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
         throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (${how}); otherwise use another state directory`);
       }
       // Base URL, client id, tenant and the snapshot store's id are no secrets: the owner can restore the file as it was.
-      const restore = `printf '%s\\n' ${shellQuoted(JSON.stringify({ ...binding, ...snapshotStoreBindingOf(dir) }))} > ${shellQuoted(error.file ?? join(dir, STATE_FILES.binding))}`;
+      const restore = writeBindingCommand({ ...binding, ...snapshotStoreBindingOf(dir) }, error.file ?? join(dir, STATE_FILES.binding));
       throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
     }
     if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
     throw error;
   }
+}
+
+/**
+ * A POSIX shell command that writes `binding` into `file`, for a message to show. Its umask makes a new file 0600: under
+ * the shell's own (002 on many distributions) it would be 0664, which the next run refuses as writable by its group.
+ */
+function writeBindingCommand(binding: Partial<StateBinding>, file: string): string {
+  return `(umask 077; printf '%s\\n' ${shellQuoted(JSON.stringify(binding))} > ${shellQuoted(file)})`;
 }
 
 /** The id of the directory's snapshot store as a binding records it, if it has a readable one. */
@@ -127,7 +135,7 @@ function snapshotStoreMissing(error: SnapshotStoreMissingError, dir: string): Co
   const snapshots = join(dir, STATE_DIRS.snapshots);
   const { snapshotStoreId: _lost, ...rest } = error.recorded;
   const file = error.file ?? join(dir, STATE_FILES.binding);
-  const startOver = `printf '%s\\n' ${shellQuoted(JSON.stringify(rest))} > ${shellQuoted(file)}`;
+  const startOver = writeBindingCommand(rest, file);
   return new ConfigError(
     [
       {

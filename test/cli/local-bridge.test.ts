@@ -1,5 +1,5 @@
 import { execSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -334,11 +334,14 @@ describe("local bridge cycle", () => {
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     const message = (error as Error).message;
     expect(message).toContain("BRIDGE_STATE_DIR: state directory holds tokens or snapshots but no binding file");
-    // The command it shows restores the file as it was: run as shown, it lets the owner in again.
-    const command = /restore the file \(in a POSIX shell: `(printf [^`]*)`\); otherwise use another state directory/.exec(message)?.[1];
+    // The command it shows restores the file as it was: run as shown, it lets the owner in again, even from a shell
+    // whose umask lets the group write (002, the default of many distributions), which would make a plain
+    // redirection's new file 0664, refused as writable by its group.
+    const command = /restore the file \(in a POSIX shell: `([^`]*)`\); otherwise use another state directory/.exec(message)?.[1];
     expect(command).toBeDefined();
-    execSync(command as string, { shell: "/bin/sh" });
+    execSync(`umask 002; ${command as string}`, { shell: "/bin/sh" });
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
     expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
   });
 
