@@ -48,7 +48,7 @@ import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, UsageError, type SignInAgain } from "./errors.js";
+import { AUTHORIZE_AGAIN, ConfigError, type CliError, CycleFailedError, FailureThenError, TokensLostError, UsageError, type SignInAgain } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -431,6 +431,8 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
     let cards = emptyReport("cards");
     /** The first failure: it ends the run (exit 1 or 3) once the cards walk had its turn, where it may. */
     let failure: unknown;
+    /** The cards walk's own failure after the transactions': named beside it, or its cause would show nowhere. */
+    let cardsFailure: unknown;
     try {
       await bridge.supersedeConformPassOnce();
       transactions = await pollTransactions(bridge.transactions, { deadline: started + Math.floor(budgetMs * TRANSACTIONS_BUDGET_SHARE), ...stop });
@@ -449,11 +451,12 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
         // A token failure or refused credentials outranks the transactions' failure: it ends the run (exit 3 for a
         // revoked family) rather than reading as an outage the next cycle resumes from.
         if (failure === undefined || isTokenFailure(error)) failure = error;
+        else cardsFailure = error;
       }
     }
     if (failure !== undefined) {
       await measureQuarantine(bridge);
-      throw await cliErrorOf(failure, bridge);
+      throw await bothFailures(await cliErrorOf(failure, bridge), cardsFailure === undefined ? undefined : await cliErrorOf(cardsFailure, bridge));
     }
     const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
     const complete = transactions.outcome === "complete" && cards.outcome === "complete";
@@ -468,6 +471,15 @@ export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs
       quarantineSize,
     };
   });
+}
+
+/**
+ * The error of a cycle whose transactions failed, naming the cards walk's failure after it when both are failures for
+ * now (exit 1); otherwise the first, whose exit code the run keeps.
+ */
+function bothFailures(first: CliError, cards: CliError | undefined): CliError {
+  if (!(first instanceof CycleFailedError) || !(cards instanceof CycleFailedError)) return first;
+  return new CycleFailedError(`${first.message}; and ${cards.message}`, { cause: first });
 }
 
 /**

@@ -511,6 +511,21 @@ describe("bridge run --once (in-process)", () => {
     expect(suspended.map((e) => e.detail.subject.id)).toEqual([card.id]);
   });
 
+  it("names the cards walk's own failure too when both cycles fail, rather than only logging it aborted (exit 1)", async () => {
+    const h = await start();
+    expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
+    // Two outages of two endpoints, each past the retries: neither failure may hide the other's cause.
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 500, count: 50 });
+    await h.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 503, count: 50 });
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code).toBe(EXIT.failed);
+    const final = failed.stderr.split("\n").find((line) => line.startsWith("error: ")) ?? "";
+    expect(final, failed.stderr).toMatch(/^error: transactions cycle stopped: list not_synced transactions failed \(ServerError 500/);
+    expect(final, failed.stderr).toMatch(/; and cards cycle stopped: list full cards failed \(ServerError 503/);
+  });
+
   it("asks whether QASHIO_BASE_URL is the provider's API when its token endpoint answers as no OAuth server does", async () => {
     const h = await start();
     // A web server: a page not found (404) for a POST, an HTML page (200) for anything, or a redirect (a site's move to
