@@ -25,6 +25,7 @@ import {
   stateDirProblem,
   stateDirUnderEventsFile,
   statOf,
+  uncheckedProblem,
 } from "./path-checks.js";
 import { durationRangeProblem, parseDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
@@ -651,7 +652,7 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
   try {
     return check() !== false;
   } catch (error) {
-    r.problem(setting, `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`);
+    r.problem(setting, uncheckedProblem(path, error));
     return false;
   }
 }

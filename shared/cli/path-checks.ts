@@ -243,7 +243,7 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     try {
       stats = statOf(path);
     } catch (error) {
-      return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${path}`;
+      return uncheckedProblem(path, error);
     }
     if (stats === undefined) continue;
     if (stats.isDirectory() !== directory) return `${path} must be a ${directory ? "directory" : "file"}, but is ${directory ? "a file" : "a directory"}`;
@@ -278,7 +278,7 @@ function unreadableFileIn(dir: string): string | undefined {
   try {
     names = readdirSync(dir);
   } catch (error) {
-    return `cannot be checked by this user (${(error as NodeJS.ErrnoException).code ?? "error"}): ${dir}`;
+    return uncheckedProblem(dir, error);
   }
   for (const name of names) {
     // A temporary file of an interrupted write is never read: it is swept.
@@ -298,6 +298,50 @@ export type OwnerAndMode = Pick<Stats, "mode" | "uid">;
 /** Permission bits as `ls` and `chmod` write them: four octal digits. */
 export function octal(mode: number): string {
   return mode.toString(8).padStart(4, "0");
+}
+
+/**
+ * The problem of a path this user could not check (a stat or a listing refused with `error`'s code). For EACCES it
+ * names the directory on the way that this user may not enter and the way in: "cannot be checked" alone leaves the
+ * person to guess which level of the path shuts them out.
+ *
+ * @example
+ * uncheckedProblem("/root/state", eacces); // "cannot be checked by this user (EACCES): /root/state: this user may not enter /root (mode 0700, owned by uid 0); ..."
+ */
+export function uncheckedProblem(path: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code ?? "error";
+  const problem = `cannot be checked by this user (${code}): ${path}`;
+  const closed = code === "EACCES" ? closedDirectoryOn(path) : undefined;
+  if (closed === undefined) return problem;
+  const own = closed.stats.uid === process.getuid?.();
+  const mode = `mode ${octal(closed.stats.mode & 0o7777)}${own ? "" : `, owned by uid ${closed.stats.uid}`}`;
+  const way = own ? `run \`chmod u+rwx ${shellWord(closed.dir)}\`` : "use a path this user may enter, or run as its owner";
+  return `${problem}: this user may not enter ${closed.dir} (${mode}); ${way}`;
+}
+
+/** The first directory from the root down to `path` (itself included) that this user may not enter, if any. */
+function closedDirectoryOn(path: string): { readonly dir: string; readonly stats: Stats } | undefined {
+  const levels: string[] = [];
+  for (let dir = resolve(path); ; dir = dirname(dir)) {
+    levels.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of levels) {
+    let stats: Stats;
+    try {
+      stats = statSync(dir);
+    } catch {
+      // Gone, or a loop: for the caller's own message. (Levels below a closed one are never reached.)
+      return undefined;
+    }
+    if (!stats.isDirectory()) return undefined;
+    try {
+      accessSync(dir, constants.X_OK);
+    } catch {
+      return { dir, stats };
+    }
+  }
+  return undefined;
 }
 
 /** `text` as one word of a POSIX shell: single-quoted, each `'` closed, escaped and reopened. */

@@ -183,4 +183,18 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     expect(stderr).toContain(`BRIDGE_EVENTS_FILE: cannot be checked by this user (EACCES): ${join(dir, "closed", "events.jsonl")}`);
     expect(stderr).not.toMatch(/unexpected|never-printed/);
   });
+
+  it("names the directory this user may not enter, and the way in, when a setting's path cannot be checked, exit 2", async () => {
+    // The user's own state directory, closed to itself (chmod 000); an events file under root's private directory.
+    const own = join(dir, "own-closed-state");
+    await mkdir(own);
+    await chown(own, NOBODY, NOBODY);
+    await chmod(own, 0o000);
+    const { code, stderr } = await runOnceAsNobody(["own-closed-state"], ["closed", "events.jsonl"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`BRIDGE_STATE_DIR: cannot be checked by this user (EACCES): ${own}: this user may not enter ${own} (mode 0000); run \`chmod u+rwx ${own}\``);
+    expect(stderr).toContain(
+      `BRIDGE_EVENTS_FILE: cannot be checked by this user (EACCES): ${join(dir, "closed", "events.jsonl")}: this user may not enter ${join(dir, "closed")} (mode 0700, owned by uid 0); use a path this user may enter, or run as its owner`,
+    );
+  });
 });
