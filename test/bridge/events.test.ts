@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
@@ -100,12 +101,50 @@ function catalogExamples(catalog: string): CatalogExample[] {
   return [...catalog.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as CatalogExample);
 }
 
+/**
+ * The contract each `schema_version` stands for: sha-256 of the committed docs/events/*.json with their prose (`title`,
+ * which names the version, and every `description`) left out. A schema change under the same version fails here: bump
+ * SCHEMA_VERSION (docs/events.md, Versioning: a minor only adds) and pin the new version's digest beside the old.
+ */
+const CONTRACT_DIGESTS: Readonly<Record<string, string>> = {
+  "1.1": "97ad1c145f173822c149fa7d25cbfa1d127eef11504e8e734556a374f7b3a60b",
+};
+
+/** {@link CONTRACT_DIGESTS}'s digest of rendered schema files (name to text). */
+function contractDigest(files: ReadonlyMap<string, string>): string {
+  // The keywords only: a member named `title` or `description` (a key of `properties`) is contract.
+  const withoutProse = (node: unknown, keysAreMembers = false): unknown => {
+    if (Array.isArray(node)) return node.map((item) => withoutProse(item));
+    if (typeof node !== "object" || node === null) return node;
+    const kept = Object.entries(node).filter(([key]) => keysAreMembers || (key !== "title" && key !== "description"));
+    const sorted = kept.sort(([a], [b]) => (a < b ? -1 : 1));
+    return Object.fromEntries(sorted.map(([key, value]) => [key, withoutProse(value, !keysAreMembers && (key === "properties" || key === "$defs"))]));
+  };
+  const contract = [...files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, text]) => [name, withoutProse(JSON.parse(text))]);
+  return createHash("sha256").update(JSON.stringify(contract)).digest("hex");
+}
+
 describe("event schemas", () => {
   it("match the committed JSON Schema files in docs/events (regenerate: npx tsx shared/bridge/events/json-schema.ts)", async () => {
     const rendered = renderEventJsonSchemas();
     const committed = (await readdir(path.join(docs, "events"))).filter((f) => f.endsWith(".json")).sort();
     expect(committed).toEqual([...rendered.keys()].sort());
     for (const [name, text] of rendered) expect(await readFile(path.join(docs, "events", name), "utf8"), name).toBe(text);
+  });
+
+  it("change only with schema_version: the committed schemas' contract is the one pinned for the current version", () => {
+    const digest = contractDigest(renderEventJsonSchemas());
+    expect(CONTRACT_DIGESTS, `pin ${SCHEMA_VERSION}'s digest`).toHaveProperty([SCHEMA_VERSION]);
+    expect(digest, `the event schemas changed under schema_version ${SCHEMA_VERSION}: bump SCHEMA_VERSION and pin the new digest`).toBe(
+      CONTRACT_DIGESTS[SCHEMA_VERSION],
+    );
+    // Prose is no contract: a description edited alone keeps the digest, a member added changes it.
+    const [name, text] = [...renderEventJsonSchemas()][0]!;
+    const schema = JSON.parse(text) as { description: string; properties: Record<string, unknown> };
+    const reworded = { ...schema, description: `${schema.description}, reworded` };
+    const extended = { ...schema, properties: { ...schema.properties, trace_id: { type: "string" } } };
+    expect(contractDigest(new Map([...renderEventJsonSchemas(), [name, JSON.stringify(reworded)]]))).toBe(digest);
+    expect(contractDigest(new Map([...renderEventJsonSchemas(), [name, JSON.stringify(extended)]]))).not.toBe(digest);
   });
 
   it("are each documented in docs/events.md: every example an envelope as the bridge writes it, its detail as the engine emits it", async () => {
