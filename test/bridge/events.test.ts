@@ -547,41 +547,124 @@ describe("docs/events.md, PII modes, hash", () => {
 });
 
 /**
- * Whether an EventBridge event pattern matches `event`, for the pattern forms docs/events.md suggests: each leaf a list
- * of exact values (one must equal the event's value, or an element of it when it is an array), each object a pattern
- * of the event's member. Any other form (prefix, anything-but, ...) is refused, so a doc that starts using one must
- * extend this first.
+ * Whether an EventBridge event pattern matches `event`, for the pattern forms docs/events.md suggests, as EventBridge
+ * documents them: each leaf a list of values or filters (one must match the event's value, or an element of it when it
+ * is an array): an exact value, `numeric` (JSON numbers only), `prefix` (text, also with `equals-ignore-case`); each
+ * object a pattern of the event's member, or of any element of it when it is an array (EventBridge matches inside
+ * arrays of objects); `$or` a list of patterns of which one must match. Any other form (anything-but, wildcard, ...) is
+ * refused, so a doc that starts using one must extend this first.
  */
 function matchesPattern(pattern: Record<string, unknown>, event: Record<string, unknown>): boolean {
   return Object.entries(pattern).every(([key, rule]) => {
+    if (key === "$or") return (rule as Record<string, unknown>[]).some((alternative) => matchesPattern(alternative, event));
     const value = event[key];
     if (Array.isArray(rule)) {
-      for (const allowed of rule) if (typeof allowed === "object" && allowed !== null) throw new Error(`unsupported pattern form at ${key}: ${JSON.stringify(allowed)}`);
       const values = Array.isArray(value) ? (value as unknown[]) : [value];
-      return values.some((v) => rule.includes(v));
+      return values.some((v) => rule.some((allowed) => matchesLeaf(allowed, v, key)));
     }
     if (typeof rule !== "object" || rule === null) throw new Error(`${key}: a pattern leaf must be a list of values`);
-    return typeof value === "object" && value !== null && !Array.isArray(value) && matchesPattern(rule as Record<string, unknown>, value as Record<string, unknown>);
+    const members = Array.isArray(value) ? (value as unknown[]) : [value];
+    return members.some((m) => typeof m === "object" && m !== null && !Array.isArray(m) && matchesPattern(rule as Record<string, unknown>, m as Record<string, unknown>));
   });
+}
+
+/** Whether one value of a pattern leaf (see {@link matchesPattern}) matches one value of the event. */
+function matchesLeaf(allowed: unknown, value: unknown, key: string): boolean {
+  if (typeof allowed !== "object" || allowed === null) return allowed === value;
+  const [[filter, argument] = [], ...more] = Object.entries(allowed);
+  if (more.length === 0 && filter === "numeric" && Array.isArray(argument)) {
+    if (typeof value !== "number") return false;
+    const holds: Record<string, (a: number, b: number) => boolean> = { "<": (a, b) => a < b, "<=": (a, b) => a <= b, "=": (a, b) => a === b, ">=": (a, b) => a >= b, ">": (a, b) => a > b };
+    for (let i = 0; i < argument.length; i += 2) {
+      const test = holds[argument[i] as string];
+      if (!test || typeof argument[i + 1] !== "number") throw new Error(`${key}: unsupported numeric filter ${JSON.stringify(argument)}`);
+      if (!test(value, argument[i + 1] as number)) return false;
+    }
+    return true;
+  }
+  if (more.length === 0 && filter === "prefix") {
+    if (typeof value !== "string") return false;
+    if (typeof argument === "string") return value.startsWith(argument);
+    const ignoringCase = (argument as Record<string, unknown> | null)?.["equals-ignore-case"];
+    if (typeof ignoringCase === "string" && Object.keys(argument as object).length === 1) return value.toLowerCase().startsWith(ignoringCase.toLowerCase());
+  }
+  throw new Error(`unsupported pattern form at ${key}: ${JSON.stringify(allowed)}`);
+}
+
+/** The rule patterns of docs/events.md's Subscribing section, in the order it gives them. */
+async function subscriptionPatterns(): Promise<Record<string, unknown>[]> {
+  const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+  const start = catalog.indexOf("## Subscribing");
+  const section = catalog.slice(start, catalog.indexOf("\n## ", start + 1));
+  return [...section.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
+}
+
+/** `events` as a rule target receives them: envelopes, in their JSON form. */
+function asEnvelopes(events: BridgeEvent[]): Record<string, unknown>[] {
+  return events.map((e) => JSON.parse(JSON.stringify(toEventBridgeEnvelope(e, { account: "123456789012", region: "eu-west-1", id: "x" }))) as Record<string, unknown>);
 }
 
 describe("docs/events.md, Subscribing", () => {
   it("suggests a rule pattern that matches the tenant's transaction events alone: not its cards, another tenant's or another source's", async () => {
-    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
-    const start = catalog.indexOf("## Subscribing");
-    const block = /```text\n([\s\S]*?)```/.exec(catalog.slice(start, catalog.indexOf("\n## ", start + 1)))![1]!;
-    const pattern = JSON.parse(block) as Record<string, unknown>;
-    const envelopes = (events: BridgeEvent[]) =>
-      events.map((e) => toEventBridgeEnvelope(e, { account: "123456789012", region: "eu-west-1", id: "x" }) as unknown as Record<string, unknown>);
-    const acme = envelopes(await oneOfEachType(undefined, { tenant: "acme", source: "acme.qashio.bridge" }));
+    const pattern = (await subscriptionPatterns())[0]!;
+    const acme = asEnvelopes(await oneOfEachType(undefined, { tenant: "acme", source: "acme.qashio.bridge" }));
     expect(new Set(acme.map((e) => e["detail-type"]))).toEqual(new Set(EVENT_TYPES));
     const matched = acme.filter((e) => matchesPattern(pattern, e)).map((e) => e["detail-type"]);
     expect(new Set(matched)).toEqual(new Set(["transaction.created", "transaction.changed"]));
     expect(matched.length).toBe(acme.filter((e) => String(e["detail-type"]).startsWith("transaction.")).length);
     // Another tenant on the bus (its own source), and one publishing as acme's source but not acme: neither matches.
-    const globex = envelopes(await oneOfEachType(undefined, { tenant: "globex", source: "globex.qashio.bridge" }));
-    const impostor = envelopes(await oneOfEachType(undefined, { tenant: "globex", source: "acme.qashio.bridge" }));
-    const defaultSource = envelopes(await oneOfEachType(undefined, { tenant: "acme" }));
+    const globex = asEnvelopes(await oneOfEachType(undefined, { tenant: "globex", source: "globex.qashio.bridge" }));
+    const impostor = asEnvelopes(await oneOfEachType(undefined, { tenant: "globex", source: "acme.qashio.bridge" }));
+    const defaultSource = asEnvelopes(await oneOfEachType(undefined, { tenant: "acme" }));
     expect([...globex, ...impostor, ...defaultSource].filter((e) => matchesPattern(pattern, e))).toEqual([]);
+  });
+
+  it("suggests a rule per common need that matches just its events: cards suspended, transactions over an amount, approval_status moves", async () => {
+    const patterns = await subscriptionPatterns();
+    const suggested = (marker: string): Record<string, unknown> => {
+      const found = patterns.filter((p) => JSON.stringify(p).includes(marker));
+      expect(found, `one rule with ${marker}`).toHaveLength(1);
+      return found[0]!;
+    };
+    const [suspended, overAmount, approval] = [suggested('"card.suspended"'), suggested('"numeric"'), suggested('"/approval_status"')];
+    const rig = makeRig({ emitCardCreated: true }, { source: "acme.qashio.bridge" });
+    // Through the real client, which makes a numeric string a number (numeric filters take JSON numbers only).
+    const deps = { ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) };
+    const large = rig.provider.addTransaction({ billing_amount: 12000, approval_status: "pending" });
+    const atThreshold = rig.provider.addTransaction({ billing_amount: "10000.00" });
+    const small = rig.provider.addTransaction({ billing_amount: 50, approval_status: "pending" });
+    rig.provider.addTransaction({ billing_amount: 60, approval_status: "approved" });
+    const watched = rig.provider.addCard()["id"] as string;
+    // First seen suspended, in another letter case and with a blank: no move the bridge saw, so card.created.
+    const alreadySuspended = rig.provider.addCard({ status: "suspended " })["id"] as string;
+    const renamed = rig.provider.addCard()["id"] as string;
+    await pollTransactions(deps);
+    await pollCards(deps);
+    rig.provider.changeTransaction(large.id, { memo: "offsite" });
+    rig.provider.changeTransaction(small.id, { approval_status: "approved" });
+    rig.provider.changeCard(watched, { status: "Suspended" });
+    rig.provider.changeCard(renamed, { card_nickname: "Travel" });
+    await pollTransactions(deps);
+    await pollCards(deps);
+    rig.provider.changeCard(watched, { status: "Active" });
+    await pollCards(deps);
+    const events = asEnvelopes(rig.publisher.events);
+    expect(new Set(events.map((e) => e["detail-type"]))).toEqual(new Set(EVENT_TYPES));
+    const matched = (pattern: Record<string, unknown>): string[] =>
+      events
+        .filter((e) => matchesPattern(pattern, e))
+        .map((e) => {
+          const { type, subject } = e["detail"] as BridgeEvent["detail"];
+          return `${type} ${subject.id}`;
+        })
+        .sort();
+    expect(matched(suspended)).toEqual([`card.created ${alreadySuspended}`, `card.suspended ${watched}`].sort());
+    expect(matched(overAmount)).toEqual(
+      [`transaction.created ${large.id}`, `transaction.changed ${large.id}`, `transaction.created ${atThreshold.id}`].sort(),
+    );
+    expect(matched(approval)).toEqual([`transaction.changed ${small.id}`]);
+    // Another tenant's events, under its own source, match none of them.
+    const globex = asEnvelopes(await oneOfEachType(undefined, { tenant: "globex", source: "globex.qashio.bridge" }));
+    for (const pattern of [suspended, overAmount, approval]) expect(globex.filter((e) => matchesPattern(pattern, e))).toEqual([]);
   });
 });
