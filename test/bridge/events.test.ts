@@ -475,6 +475,33 @@ describe("docs/events.md", () => {
     expect(object).toMatch(/kept as sent[^.]*`custom_segments`[^.]*`7` stays `7`/);
   });
 
+  it("say how to read a changes path across an array: a token is an element's id, escaped, which a JSON Pointer library takes for an index", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction({ line_items: [{ id: "1", amount: 5 }, { id: "0", amount: 6 }, { id: "a/b", amount: 1 }] });
+    await pollTransactions(rig.deps);
+    rig.provider.changeTransaction(txn.id, { line_items: [{ id: "1", amount: 5 }, { id: "0", amount: 7 }, { id: "a/b", amount: 2 }] });
+    await pollTransactions(rig.deps);
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    const { object, changes } = changed!.detail.data;
+    const byPath = new Map(changes!.map((c) => [c.path, c]));
+    expect([...byPath.keys()]).toEqual(expect.arrayContaining(["/line_items/0/amount", "/line_items/a~1b/amount"]));
+    // RFC 6901 evaluation, as a JSON Pointer library does it, reads the token "0" as an index: another element.
+    const evaluate = (at: unknown, pointer: string): unknown =>
+      pointer
+        .split("/")
+        .slice(1)
+        .map((token) => token.replace(/~1/g, "/").replace(/~0/g, "~"))
+        .reduce<unknown>((node, token) => (node as Record<string, unknown> | undefined)?.[token], at);
+    expect(evaluate(object, "/line_items/0/amount")).toBe(5);
+    expect(byPath.get("/line_items/0/amount")!.after).toBe(7);
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    const start = catalog.indexOf("- `data.changes`:");
+    const bullet = catalog.slice(start, catalog.indexOf(" - `data.parent`", start));
+    expect(bullet).toMatch(/JSON Pointer (library|libraries|evaluator)/);
+    expect(bullet).toContain("`~1`");
+    expect(bullet).toMatch(/`id`[^.]*as text/);
+  });
+
   it("names only settings an operator can set: local-mode variables and tenants-file keys, not the pollers' own environment", async () => {
     const catalog = await readFile(path.join(docs, "events.md"), "utf8");
     // Environment-variable-like names, `NAME` or `NAME=value`, in code spans.
