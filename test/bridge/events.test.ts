@@ -694,4 +694,30 @@ describe("docs/events.md, Subscribing", () => {
     const globex = asEnvelopes(await oneOfEachType(undefined, { tenant: "globex", source: "globex.qashio.bridge" }));
     for (const pattern of [suspended, overAmount, approval]) expect(globex.filter((e) => matchesPattern(pattern, e))).toEqual([]);
   });
+
+  it("suggests rules whose every member the catalog's examples show, in the type the rule filters on", async () => {
+    const examples = catalogExamples(await readFile(path.join(docs, "events.md"), "utf8")) as unknown as Record<string, unknown>[];
+    /** Each leaf of a pattern: its path of members (through `$or` alternatives) and its list of values or filters. */
+    const leaves = (pattern: Record<string, unknown>, at: string[] = []): { at: string[]; rule: unknown[] }[] =>
+      Object.entries(pattern).flatMap(([key, rule]) => {
+        if (key === "$or") return (rule as Record<string, unknown>[]).flatMap((alternative) => leaves(alternative, at));
+        return Array.isArray(rule) ? [{ at: [...at, key], rule }] : leaves(rule as Record<string, unknown>, [...at, key]);
+      });
+    /** The values at `at` in `event`, through arrays of objects as EventBridge goes. */
+    const valuesAt = (node: unknown, at: string[]): unknown[] => {
+      if (at.length === 0) return Array.isArray(node) ? node : [node];
+      if (Array.isArray(node)) return node.flatMap((element) => valuesAt(element, at));
+      if (typeof node !== "object" || node === null || !Object.hasOwn(node, at[0]!)) return [];
+      return valuesAt((node as Record<string, unknown>)[at[0]!], at.slice(1));
+    };
+    for (const pattern of await subscriptionPatterns()) {
+      for (const { at, rule } of leaves(pattern)) {
+        const shown = examples.flatMap((example) => valuesAt(example, at));
+        expect(shown.length, `${at.join(".")}: in no example`).toBeGreaterThan(0);
+        // A numeric or text filter needs a value of its type; the source and tenant are the examples' own.
+        const wanted = rule.some((r) => typeof r === "object" && r !== null && "numeric" in r) ? "number" : "string";
+        expect(shown.some((value) => typeof value === wanted), `${at.join(".")}: no ${wanted} shown`).toBe(true);
+      }
+    }
+  });
 });
