@@ -20,13 +20,47 @@ export const MIN_INTERVAL_MS = 1_000;
 /** Longest duration accepted: Node timers overflow above 2^31-1 ms (about 24.8 days) and then fire at once. */
 export const MAX_DURATION_MS = 2 ** 31 - 1;
 
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+/** Milliseconds of each unit, largest first: the order a duration writes them in. */
+const UNIT_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+const UNITS = Object.keys(UNIT_MS);
+
+/** Milliseconds of a duration's text without its sign, or what is wrong with its form. */
+type DurationReading = { readonly ms: number } | { readonly problem: string };
+
+/**
+ * Reads `magnitude` (a duration's text without its sign). Each unit may come once, largest first (`1h30m`): `1h1h`
+ * or `30s1h` is more likely a slip than a way to write 2h or 1h30s, and summing it would hide the slip. A sum past
+ * what a number holds is Infinity: a duration too long, which the range check names, not a wrong form.
+ */
+function readMagnitude(magnitude: string): DurationReading {
+  if (/^0+(?:\.0+)?$/.test(magnitude)) return { ms: 0 };
+  // A number alone is no duration: 30 could mean seconds or minutes.
+  if (/^\d+(?:\.\d+)?$/.test(magnitude)) return { problem: `no unit; write e.g. ${magnitude}s or ${magnitude}m` };
+  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  const seen: string[] = [];
+  for (let match = part.exec(magnitude); match; match = part.exec(magnitude)) {
+    const unit = match[2] ?? "";
+    const previous = seen.at(-1);
+    if (previous !== undefined && UNITS.indexOf(unit) <= UNITS.indexOf(previous)) {
+      const slip = seen.includes(unit) ? `${unit} is given twice` : `${unit} comes after ${previous}`;
+      return { problem: `${slip}; give each unit once, largest first (e.g. 1h30m)` };
+    }
+    seen.push(unit);
+    total += Number(match[1]) * (UNIT_MS[unit] ?? Number.NaN);
+    consumed = part.lastIndex;
+  }
+  if (magnitude === "" || consumed !== magnitude.length) return { problem: "use a number with a unit, e.g. 30s, 5m, 1h, 1m30s" };
+  return { ms: Math.round(total) };
+}
 
 /**
  * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds. A bare `0` is one (zero in any
  * unit), and a leading minus gives a negative duration: both are durations that are too short rather than no
  * durations, so the range check (durationRangeProblem) names the minimum instead of the format. Likewise a sum too
  * large for a number comes back as Infinity (-Infinity with the minus), for the range check to report as too long.
+ * Each unit comes once, largest first: `1h1h` and `30s1h` are refused.
  *
  * @example
  * parseDuration("5m"); // 300000
@@ -36,22 +70,9 @@ const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, 
 export function parseDuration(text: string): number {
   const trimmed = text.trim();
   const negative = trimmed.startsWith("-");
-  const magnitude = negative ? trimmed.slice(1) : trimmed;
-  if (/^0+(?:\.0+)?$/.test(magnitude)) return 0;
-  // A number alone is no duration: 30 could mean seconds or minutes.
-  if (/^\d+(?:\.\d+)?$/.test(magnitude)) throw new UsageError(`invalid duration "${text}": no unit; write e.g. ${magnitude}s or ${magnitude}m`);
-  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0;
-  let consumed = 0;
-  for (let match = part.exec(magnitude); match; match = part.exec(magnitude)) {
-    total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
-    consumed = part.lastIndex;
-  }
-  // A sum past what a number holds is Infinity: a duration too long, which the range check names, not a wrong form.
-  if (magnitude === "" || consumed !== magnitude.length) {
-    throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`);
-  }
-  return negative ? -Math.round(total) : Math.round(total);
+  const reading = readMagnitude(negative ? trimmed.slice(1) : trimmed);
+  if ("problem" in reading) throw new UsageError(`invalid duration "${text}": ${reading.problem}`);
+  return negative ? -reading.ms : reading.ms;
 }
 
 /**
@@ -178,6 +199,7 @@ Commands:
   help                                            this text
 
 Durations: 30s, 5m, 1h, 1m30s, 1500ms; run --interval and authorize --timeout take at least 1s.
+A duration gives each unit once, largest first: 1h30m, not 30m1h or 1h1h.
 Settings come from the environment and .env (see README).`;
 
 /** Largest `bench --latency-ms`: every provider call must still answer within the client's 10 s attempt timeout. */

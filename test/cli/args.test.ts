@@ -20,6 +20,25 @@ describe("parseDuration", () => {
   it.each(["", "30", "5 minutes", "m5", "10x", "5m-", "-", "--5s"])("rejects %j with a usage error", (text) => {
     expect(() => parseDuration(text)).toThrow(UsageError);
   });
+
+  it.each([
+    ["1h30m", 5_400_000],
+    ["1h30m15s500ms", 5_415_500],
+    ["1h15s", 3_615_000],
+  ])("reads %s, its units each once and largest first, as %i ms", (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  // 1h1h was read as 2h, and 30s1h as 1h30s: more likely a slip than a way to write either.
+  it.each([
+    ["1h1h", 'invalid duration "1h1h": h is given twice; give each unit once, largest first (e.g. 1h30m)'],
+    ["5m30s5m", 'invalid duration "5m30s5m": m is given twice; give each unit once, largest first (e.g. 1h30m)'],
+    ["30s1h", 'invalid duration "30s1h": h comes after s; give each unit once, largest first (e.g. 1h30m)'],
+    ["500ms1s", 'invalid duration "500ms1s": s comes after ms; give each unit once, largest first (e.g. 1h30m)'],
+  ])("refuses %j naming the unit given twice or out of order", (text, message) => {
+    expect(() => parseDuration(text)).toThrow(UsageError);
+    expect(() => parseDuration(text)).toThrow(message);
+  });
 });
 
 describe("parseCommand", () => {
@@ -101,6 +120,17 @@ describe("parseCommand", () => {
   ])("answers %j with the real problem", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(UsageError);
     expect(() => parseCommand(argv)).toThrow(message);
+  });
+
+  it.each([
+    ["run", "--interval"],
+    ["authorize", "--timeout"],
+    ["demo", "--interval"],
+  ])("refuses %s %s with a unit given twice, naming the value, rather than adding them up", (command, flag) => {
+    expect(() => parseCommand([command as string, flag as string, "1h1h"])).toThrow(
+      `${flag}: invalid duration "1h1h": h is given twice; give each unit once, largest first (e.g. 1h30m)`,
+    );
+    expect(parseCommand([command as string, flag as string, "1h30m"])).toMatchObject({ args: { [command === "authorize" ? "timeoutMs" : "intervalMs"]: 5_400_000 } });
   });
 
   it("takes demo --interval 0 (no pause between the demo's cycles)", () => {

@@ -144,6 +144,16 @@ describe("readLocalSettings", () => {
     ]);
   });
 
+  it("refuses a BRIDGE_CYCLE_BUDGET with a unit given twice or out of order, as the options do", () => {
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "5m5m" }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be a duration such as 30s, 5m, 1h" },
+    ]);
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "30s4m" }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be a duration such as 30s, 5m, 1h" },
+    ]);
+    expect(readLocalSettings({ ...valid, BRIDGE_CYCLE_BUDGET: "4m30s" }, "/work").cycleBudgetMs).toBe(270_000);
+  });
+
   it("refuses a BRIDGE_CYCLE_BUDGET under one second: every cycle would stop before its first page, forever", () => {
     for (const budget of ["0s", "500ms"]) {
       expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: budget }).issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at least 1s" }]);
