@@ -24,18 +24,20 @@ export const MAX_DURATION_MS = 2 ** 31 - 1;
 const UNIT_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
 const UNITS = Object.keys(UNIT_MS);
 
-/** Milliseconds of a duration's text without its sign, or what is wrong with its form. */
-type DurationReading = { readonly ms: number } | { readonly problem: string };
+/** Milliseconds of a duration's text, or what is wrong with its form, worded for a prefix that names the value or not. */
+export type DurationReading = { readonly ms: number } | { readonly problem: string };
 
 /**
  * Reads `magnitude` (a duration's text without its sign). Each unit may come once, largest first (`1h30m`): `1h1h`
  * or `30s1h` is more likely a slip than a way to write 2h or 1h30s, and summing it would hide the slip. A sum past
  * what a number holds is Infinity: a duration too long, which the range check names, not a wrong form.
  */
-function readMagnitude(magnitude: string): DurationReading {
+function readMagnitude(magnitude: string, echo: boolean): DurationReading {
   if (/^0+(?:\.0+)?$/.test(magnitude)) return { ms: 0 };
   // A number alone is no duration: 30 could mean seconds or minutes.
-  if (/^\d+(?:\.\d+)?$/.test(magnitude)) return { problem: `no unit; write e.g. ${magnitude}s or ${magnitude}m` };
+  if (/^\d+(?:\.\d+)?$/.test(magnitude)) {
+    return { problem: `no unit; ${echo ? `write e.g. ${magnitude}s or ${magnitude}m` : "put s (seconds) or m (minutes) after the number"}` };
+  }
   const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
   let total = 0;
   let consumed = 0;
@@ -56,23 +58,38 @@ function readMagnitude(magnitude: string): DurationReading {
 }
 
 /**
- * Parses a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds. A bare `0` is one (zero in any
- * unit), and a leading minus gives a negative duration: both are durations that are too short rather than no
- * durations, so the range check (durationRangeProblem) names the minimum instead of the format. Likewise a sum too
- * large for a number comes back as Infinity (-Infinity with the minus), for the range check to report as too long.
- * Each unit comes once, largest first: `1h1h` and `30s1h` are refused.
+ * Reads a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds, or says what is wrong with its
+ * form: the one wording of a duration's problem for the options (which quote the value before it) and the settings
+ * (which never echo a value). Only `echo` tells them apart: with it, a number without a unit is written back with
+ * units ("write e.g. 300s or 300m"). A bare `0` is one (zero in any unit), and a leading minus gives a negative
+ * duration: both are durations that are too short rather than no durations, so the range check
+ * (durationRangeProblem) names the minimum instead of the format. Likewise a sum too large for a number comes back as
+ * Infinity (-Infinity with the minus), for the range check to report as too long. Each unit comes once, largest
+ * first: `1h1h` and `30s1h` are refused.
+ *
+ * @example
+ * readDuration("1m30s", { echo: false }); // { ms: 90000 }
+ * readDuration("300", { echo: false }); // { problem: "no unit; put s (seconds) or m (minutes) after the number" }
+ */
+export function readDuration(text: string, { echo }: { readonly echo: boolean }): DurationReading {
+  const trimmed = text.trim();
+  const negative = trimmed.startsWith("-");
+  const reading = readMagnitude(negative ? trimmed.slice(1) : trimmed, echo);
+  return negative && "ms" in reading ? { ms: -reading.ms } : reading;
+}
+
+/**
+ * {@link readDuration} for a value the message may quote: its milliseconds, or a {@link UsageError} naming it.
  *
  * @example
  * parseDuration("5m"); // 300000
- * parseDuration("1m30s"); // 90000
  * parseDuration("-5s"); // -5000
+ * parseDuration("1h1h"); // throws 'invalid duration "1h1h": h is given twice; ...'
  */
 export function parseDuration(text: string): number {
-  const trimmed = text.trim();
-  const negative = trimmed.startsWith("-");
-  const reading = readMagnitude(negative ? trimmed.slice(1) : trimmed);
+  const reading = readDuration(text, { echo: true });
   if ("problem" in reading) throw new UsageError(`invalid duration "${text}": ${reading.problem}`);
-  return negative ? -reading.ms : reading.ms;
+  return reading.ms;
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   statOf,
   uncheckedProblem,
 } from "./path-checks.js";
-import { durationRangeProblem, parseDuration } from "./args.js";
+import { durationRangeProblem, readDuration } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
@@ -691,15 +691,15 @@ function readPii(r: Reader): Pick<StateSettings, "piiMode" | "piiSalt"> {
 function readBudget(r: Reader): number {
   const budgetText = r.raw("BRIDGE_CYCLE_BUDGET");
   if (budgetText === undefined) return DEFAULT_CYCLE_BUDGET_MS;
-  try {
-    const budget = parseDuration(budgetText);
-    const problem = durationRangeProblem(budget, 1_000);
-    if (problem !== undefined) r.problem("BRIDGE_CYCLE_BUDGET", problem);
-    return budget;
-  } catch {
-    r.problem("BRIDGE_CYCLE_BUDGET", "must be a duration such as 30s, 5m, 1h");
+  // Worded as the options' refusal, less the value: a setting's value is never echoed.
+  const reading = readDuration(budgetText, { echo: false });
+  if ("problem" in reading) {
+    r.problem("BRIDGE_CYCLE_BUDGET", `invalid duration: ${reading.problem}`);
     return DEFAULT_CYCLE_BUDGET_MS;
   }
+  const problem = durationRangeProblem(reading.ms, 1_000);
+  if (problem !== undefined) r.problem("BRIDGE_CYCLE_BUDGET", problem);
+  return reading.ms;
 }
 
 /**

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseCommand } from "../../shared/cli/args.js";
 import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 import { looseAccessProblem } from "../../shared/cli/path-checks.js";
@@ -146,12 +147,34 @@ describe("readLocalSettings", () => {
 
   it("refuses a BRIDGE_CYCLE_BUDGET with a unit given twice or out of order, as the options do", () => {
     expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "5m5m" }).issues).toEqual([
-      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be a duration such as 30s, 5m, 1h" },
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "invalid duration: m is given twice; give each unit once, largest first (e.g. 1h30m)" },
     ]);
     expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "30s4m" }).issues).toEqual([
-      { setting: "BRIDGE_CYCLE_BUDGET", problem: "must be a duration such as 30s, 5m, 1h" },
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "invalid duration: m comes after s; give each unit once, largest first (e.g. 1h30m)" },
     ]);
     expect(readLocalSettings({ ...valid, BRIDGE_CYCLE_BUDGET: "4m30s" }, "/work").cycleBudgetMs).toBe(270_000);
+  });
+
+  it("tells a BRIDGE_CYCLE_BUDGET without a unit that it lacks one, without echoing the value", () => {
+    const error = issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "300" });
+    expect(error.issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "invalid duration: no unit; put s (seconds) or m (minutes) after the number" }]);
+    expect(error.message).not.toContain("300");
+  });
+
+  // One function words the problem for the setting and the options: only the value the option quotes differs.
+  it.each(["soon", "5 minutes", "1h1h", "30s1h"])("words a BRIDGE_CYCLE_BUDGET of %j as --interval's refusal, without the value", (text) => {
+    const option = (() => {
+      try {
+        parseCommand(["run", "--interval", text]);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "accepted";
+    })();
+    expect(option.startsWith(`--interval: invalid duration "${text}": `)).toBe(true);
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: text }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: option.replace(`--interval: invalid duration "${text}": `, "invalid duration: ") },
+    ]);
   });
 
   it("refuses a BRIDGE_CYCLE_BUDGET under one second: every cycle would stop before its first page, forever", () => {
