@@ -74,6 +74,24 @@ export function endsList(page: ProviderPage, held: number, above: number | undef
   return held === 0 || (!(page.pagination?.has_next ?? true) && !listsMore(page, held, above));
 }
 
+/**
+ * The page a list answer names in `pagination.page` when it is another than `asked` while the answer says pages follow
+ * it (`has_next`, or a `total_pages` past it): a provider ignoring `page` (answering page 1 to every call) or skipping
+ * one. A walk cannot go on past such an answer: read on by page number, it meets that page again up to its page bound
+ * (card details read anew each time), or ends on pages it never saw. Undefined when the answer names no page, the page
+ * asked, or a last page (a list that shrank under a walk may answer its last page for one past it).
+ */
+export function otherPageAnswered(answer: ProviderPage, asked: number): number | undefined {
+  const pagination = answer.pagination;
+  const named = pagination?.page;
+  if (typeof named !== "number" || named === asked) return undefined;
+  const totalPages = pagination?.total_pages;
+  return pagination?.has_next === true || (typeof totalPages === "number" && totalPages > named) ? named : undefined;
+}
+
+/** What a walk logs when it stops at an {@link otherPageAnswered} answer (with the list, the page asked and the one answered). */
+export const NOT_PAGING = "provider answered another page than asked while saying more follow: it is not paging; the walk stops there";
+
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */
 export interface RejectedItem {
   /** Position in the page's `data` as the provider sent it. */

@@ -17,7 +17,7 @@ import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, heldBy, listedTotal, listsMore, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -352,6 +352,13 @@ class TransactionRun extends CycleRun {
         inHand = await readPage(page, passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
+        // Past page 1 the walk needs the page it asks for: one answered in its place stops the pass (see otherPageAnswered).
+        const answered = otherPageAnswered(inHand, page);
+        if (answered !== undefined) {
+          this.deps.logger.warn(NOT_PAGING, { list: status, asked: page, answered });
+          this.leftBehind(inHand, handled);
+          return "page_limit";
+        }
       }
       // `let`: the page's objects are dropped below before the awaits, see there.
       let result: ProviderPage | undefined = inHand;
@@ -413,8 +420,17 @@ class TransactionRun extends CycleRun {
         continue;
       }
       if (next) {
-        inHand = await next;
-        fromReadAhead = true;
+        const read = await next;
+        if (otherPageAnswered(read, page + 1) === undefined) {
+          inHand = read;
+          fromReadAhead = true;
+          continue;
+        }
+        // A provider ignoring `page` answers page 1 to a read ahead too: dropped, the rest of the pass re-reads plainly
+        // (page 1 shows the next batch once the last is acknowledged, which is all such a provider can be walked by).
+        this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: status, asked: page + 1 });
+        readAhead = false;
+        this.leftBehind(read, handled);
         continue;
       }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.

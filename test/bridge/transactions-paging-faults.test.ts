@@ -1,0 +1,89 @@
+/**
+ * The transaction cycle against a provider that misbehaves at paging: an answer naming another page than the one asked
+ * for while saying more follow (a provider ignoring `page`, or skipping one). The walk re-reads page 1 as acknowledged
+ * items leave it, so such a provider still drains what page 1 shows; past it, the walk stops at once, naming the fault,
+ * instead of reading page 1 again up to the page bound, or reporting a list complete whose pages it never saw.
+ */
+import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
+import { makeRig, type TestRig } from "./fakes.js";
+
+/** Listed under the 100 a page the cycle asks; the newest {@link KEPT} stay listed whatever is acknowledged. */
+const LISTED = 250;
+const KEPT = 150;
+
+/** A rig listing {@link LISTED} new transactions, the newest `kept` of which the provider keeps listing despite their acknowledge. */
+function rigKeeping(kept: number): { rig: TestRig; keptIds: Set<string>; list: TestRig["provider"]["listTransactions"] } {
+  const rig = makeRig();
+  for (let i = 0; i < LISTED; i++) rig.provider.addTransaction();
+  const keptIds = new Set(rig.provider.transactions.slice(0, kept).map((t) => t.id));
+  const acknowledge = rig.provider.acknowledgeTransactions.bind(rig.provider);
+  rig.provider.acknowledgeTransactions = (ids) => acknowledge(ids.filter((id) => !keptIds.has(id))).then(() => ({ acknowledged: ids.length }));
+  return { rig, keptIds, list: rig.provider.listTransactions.bind(rig.provider) };
+}
+
+/** Answers every list call as `answer` tells, given the query and the list's true answer to a query. */
+function answerAs(rig: TestRig, list: TestRig["provider"]["listTransactions"], answer: (query: TransactionListQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage>): void {
+  rig.provider.listTransactions = (query) => answer(query, (page) => list({ ...query, page }));
+}
+
+function acknowledgedIds(rig: TestRig): string[] {
+  return rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
+}
+
+describe("transaction cycle against a provider answering another page than asked while saying more follow", () => {
+  it("stops a walk that must go past page 1 of a provider ignoring page at once, naming the fault, and the next cycle delivers the rest once it pages", async () => {
+    for (const readAhead of [false, true]) {
+      const { rig, keptIds, list } = rigKeeping(KEPT);
+      answerAs(rig, list, (_query, page) => page(1));
+      const report = await pollTransactions(rig.deps, { readAhead });
+      const label = `readAhead ${readAhead}`;
+      expect(report.outcome, label).toBe("page_limit");
+      // Page 1 read again until it holds nothing new, one page past it: not the 10,000 the page bound allows per list.
+      expect(rig.provider.count("listTransactions"), label).toBeLessThanOrEqual(8);
+      expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
+        expect.objectContaining({ list: "not_synced", asked: 2, answered: 1 }),
+      );
+      // Each transaction acknowledged once at most: no storm of acknowledges of page 1 read again.
+      expect(new Set(acknowledgedIds(rig)).size, label).toBe(acknowledgedIds(rig).length);
+
+      rig.provider.listTransactions = list;
+      const next = await pollTransactions(rig.deps, { readAhead });
+      expect(next.outcome, label).toBe("complete");
+      expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id)).size, label).toBe(LISTED);
+      expect(rig.publisher.events, label).toHaveLength(LISTED);
+      expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...keptIds].toSorted());
+    }
+  });
+
+  it("drains a provider ignoring page that never needs to go past page 1, dropping its read-ahead answers", async () => {
+    for (const readAhead of [false, true]) {
+      const { rig, list } = rigKeeping(0);
+      answerAs(rig, list, (_query, page) => page(1));
+      const report = await pollTransactions(rig.deps, { readAhead });
+      const label = `readAhead ${readAhead}`;
+      expect(report.outcome, label).toBe("complete");
+      expect(rig.provider.pending(), label).toEqual([]);
+      expect(rig.publisher.events, label).toHaveLength(LISTED);
+      expect(new Set(acknowledgedIds(rig)).size, label).toBe(LISTED);
+      expect(acknowledgedIds(rig), label).toHaveLength(LISTED);
+    }
+  });
+
+  it("does not report complete a list whose page the provider skipped, answering the one after it", async () => {
+    for (const readAhead of [false, true]) {
+      const { rig, list } = rigKeeping(0);
+      answerAs(rig, list, (query, page) => page(query.page + 1));
+      const report = await pollTransactions(rig.deps, { readAhead });
+      const label = `readAhead ${readAhead}`;
+      expect(report.outcome === "complete" ? rig.provider.pending() : [], label).toEqual([]);
+      expect(report.outcome, label).toBe("page_limit");
+
+      rig.provider.listTransactions = list;
+      expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
+      expect(rig.provider.pending(), label).toEqual([]);
+      expect(rig.publisher.events, label).toHaveLength(LISTED);
+    }
+  });
+});
