@@ -14,7 +14,7 @@ import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, heldBy, listedTotal, listsMore, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -321,6 +321,8 @@ class CardRun extends CycleRun {
         this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
       let result;
       let renumbering: Renumbering | undefined;
+      /** A resumed walk's first page is past the list (see resumedPastEnd, and below): the walk starts afresh. */
+      let pastEnd = false;
       try {
         result = await this.listPage(
           `list ${mode} cards`,
@@ -330,7 +332,18 @@ class CardRun extends CycleRun {
           },
           resumedPastEnd,
         );
-        renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
+        // Before its cards are walked or read in detail: they are another page's (see otherPageAnswered). The walk
+        // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
+        // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
+        const answered = otherPageAnswered(result, page);
+        if (answered !== undefined) {
+          this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
+          if (read > 0 || page === 1) {
+            this.report.outcome = "page_limit";
+            break;
+          }
+          pastEnd = true;
+        } else renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
       } catch (err) {
         if (this.outOfTime(err)) {
           this.report.outcome = "deadline";
@@ -338,6 +351,9 @@ class CardRun extends CycleRun {
         }
         // A check of the page that failed is not the page refused: it was read (see renumberedIn).
         if (result !== undefined || !resumedPastEnd(err)) throw err;
+        pastEnd = true;
+      }
+      if (pastEnd || result === undefined) {
         this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
         offset = 0;
         offsetTotal = undefined;

@@ -1,0 +1,91 @@
+/**
+ * The card walk against a provider answering another page than the one asked for while saying more follow (a provider
+ * ignoring `page`, or skipping one): the walk stops at that page, naming the fault, with its cursor there, instead of
+ * walking page 1 again (its card details read anew each time) up to the page bound, or ending `complete` over cards it
+ * never saw; once the provider pages, the next walks reach every card.
+ */
+import { describe, expect, it } from "vitest";
+import { pollCards, type CardCycleMode } from "../../shared/bridge/cards.js";
+import type { CardListQuery, ProviderPage } from "../../shared/bridge/provider.js";
+import { makeRig, type TestRig } from "./fakes.js";
+
+const CARDS = 250;
+
+/**
+ * A rig whose {@link CARDS} cards an earlier walk recorded, all suspended since, its card list answering as `answer`
+ * tells (given the query and the list's true answer to a page); returns the list's true answer too.
+ */
+async function suspendedUnder(
+  cardDetails: boolean,
+  answer: (query: CardListQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage>,
+): Promise<{ rig: TestRig; list: TestRig["provider"]["listErpCards"] }> {
+  const rig = makeRig({}, { cardDetails });
+  for (let i = 0; i < CARDS; i++) rig.provider.addCard();
+  expect((await pollCards(rig.deps)).outcome).toBe("complete");
+  for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+  const list = rig.provider.listErpCards.bind(rig.provider);
+  rig.provider.listErpCards = (query) => answer(query, (page) => list({ ...query, page }));
+  rig.provider.calls.length = 0;
+  return { rig, list };
+}
+
+/** Runs walks of `mode` against the paging provider until one completes; checks every suspension was published once. */
+async function expectEverySuspensionOnce(rig: TestRig, list: TestRig["provider"]["listErpCards"], mode: CardCycleMode, label: string): Promise<void> {
+  rig.provider.listErpCards = list;
+  let outcome;
+  for (let cycle = 0; cycle < 5 && outcome !== "complete"; cycle++) outcome = (await pollCards(rig.deps, { mode })).outcome;
+  expect(outcome, label).toBe("complete");
+  const suspended = rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id);
+  expect(suspended.toSorted(), label).toEqual(rig.provider.cards.map((c) => c["id"] as string).toSorted());
+}
+
+describe("card walk against a provider answering another page than asked while saying more follow", () => {
+  it("stops at page 2 of a provider ignoring page, naming the fault, its detail reads one per card walked, and the next walks reach every card", async () => {
+    for (const mode of ["full", "suspended-only"] as const) {
+      for (const cardDetails of [false, true]) {
+        const label = `${mode}, details ${cardDetails}`;
+        const { rig, list } = await suspendedUnder(cardDetails, (_query, page) => page(1));
+        const report = await pollCards(rig.deps, { mode, maxPages: 50 });
+        expect(report.outcome, label).toBe("page_limit");
+        // Page 1, then page 2 answered as page 1: not the page bound's worth of list calls.
+        expect(rig.provider.count("listErpCards"), label).toBe(2);
+        expect(rig.provider.count("readErpCard"), label).toBe(cardDetails ? 100 : 0);
+        expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
+          expect.objectContaining({ list: `${mode} cards`, asked: 2, answered: 1 }),
+        );
+        await expectEverySuspensionOnce(rig, list, mode, label);
+      }
+    }
+  });
+
+  it("does not end complete over a page the provider skipped, answering the one after it", async () => {
+    for (const mode of ["full", "suspended-only"] as const) {
+      const label = mode;
+      const { rig, list } = await suspendedUnder(false, (query, page) => page(query.page + 1));
+      const report = await pollCards(rig.deps, { mode });
+      expect(report.outcome, label).toBe("page_limit");
+      expect(rig.publisher.ofType("card.suspended"), label).toEqual([]);
+      await expectEverySuspensionOnce(rig, list, mode, label);
+    }
+  });
+
+  it("starts afresh, as for a 400 or 404, when a resumed walk's first page is answered with page 1: a cursor past a list that shrank", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 700; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps)).outcome).toBe("complete");
+    expect((await pollCards(rig.deps, { maxPages: 6 })).outcome).toBe("page_limit");
+    // 450 cards removed: the cursor (offset 600, page 7) is past the 3 pages left, which the provider answers with page 1.
+    rig.provider.cards.splice(0, 450);
+    for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    rig.provider.listErpCards = async (query) => {
+      const answer = await list(query);
+      return answer.data.length === 0 ? list({ ...query, page: 1 }) : answer;
+    };
+    let outcome;
+    for (let cycle = 0; cycle < 3 && outcome !== "complete"; cycle++) outcome = (await pollCards(rig.deps)).outcome;
+    expect(outcome).toBe("complete");
+    const suspended = rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id);
+    expect(suspended.toSorted()).toEqual(rig.provider.cards.map((c) => c["id"] as string).toSorted());
+  });
+});
