@@ -14,7 +14,7 @@ import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage, type WalkedPage } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
@@ -300,6 +300,8 @@ class CardRun extends CycleRun {
      * cycle there for good.
      */
     let unsure: UnsureStart | undefined = cursor.unsure;
+    /** The page the walk last read as asked: a provider answering its cards again for the next one repeats it. */
+    let walked: WalkedPage | undefined;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
@@ -310,6 +312,7 @@ class CardRun extends CycleRun {
         break;
       }
       let page = 1;
+      let size = this.pageSize;
       // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
       // (cards removed since) with a 400 or a 404 (both listed for this endpoint), start afresh rather than fail every
       // cycle on it. A page size it refuses is not that. Page 1 refused the same way fails the walk as before.
@@ -326,7 +329,8 @@ class CardRun extends CycleRun {
       try {
         result = await this.listPage(
           `list ${mode} cards`,
-          (size, call) => {
+          (asked, call) => {
+            size = asked;
             page = Math.floor(offset / size) + 1;
             return listAt({ page, page_size: size }, call);
           },
@@ -336,6 +340,7 @@ class CardRun extends CycleRun {
         // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
         // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
         const answered = otherPageAnswered(result, page);
+        const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => idOf(raw)) };
         if (answered !== undefined) {
           this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
           if (read > 0 || page === 1) {
@@ -343,7 +348,15 @@ class CardRun extends CycleRun {
             break;
           }
           pastEnd = true;
-        } else renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
+        } else if (!endsList(result, thisPage.keys.length, undefined) && repeatsPage(thisPage, walked)) {
+          // The cards of the page walked last, the page asked named (see repeatsPage): stopped as above.
+          this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, repeats: page - 1 });
+          this.report.outcome = "page_limit";
+          break;
+        } else {
+          walked = thisPage;
+          renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
+        }
       } catch (err) {
         if (this.outOfTime(err)) {
           this.report.outcome = "deadline";

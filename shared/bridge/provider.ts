@@ -89,7 +89,31 @@ export function otherPageAnswered(answer: ProviderPage, asked: number): number |
   return pagination?.has_next === true || (typeof totalPages === "number" && totalPages > named) ? named : undefined;
 }
 
-/** What a walk logs when it stops at an {@link otherPageAnswered} answer (with the list, the page asked and the one answered). */
+/** A page a walk read as asked: its number, the size asked, the list's `total_records` then, its rows' keys in order. */
+export interface WalkedPage {
+  readonly page: number;
+  readonly size: number;
+  readonly total: number | undefined;
+  /** Undefined for a row naming no item: such rows are alike on any page, and tell nothing. */
+  readonly keys: readonly (string | undefined)[];
+}
+
+/**
+ * True when `read` holds the rows of `before`, the page before it, at the same size and count: a provider answering one
+ * page whatever page is asked, naming the page asked, so {@link otherPageAnswered} cannot tell. Judged by the caller on
+ * an answer that says more follow only. A page asked again in another size, a walk moved back, or a list whose count
+ * changed (a whole page's worth issued between the two calls shifts it so) is no evidence.
+ */
+export function repeatsPage(read: WalkedPage, before: WalkedPage | undefined): boolean {
+  if (before === undefined || read.page !== before.page + 1 || read.size !== before.size || read.total !== before.total) return false;
+  const { keys } = read;
+  return keys.length > 0 && keys.length === before.keys.length && keys.every((key, i) => key !== undefined && key === before.keys[i]);
+}
+
+/**
+ * What a walk logs when it stops at an {@link otherPageAnswered} answer (with the list, the page asked and the one
+ * answered) or a {@link repeatsPage} one (the page whose rows it repeats).
+ */
 export const NOT_PAGING = "provider answered another page than asked while saying more follow: it is not paging; the walk stops there";
 
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */

@@ -17,7 +17,7 @@ import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey, StoreCallOptions } from "./ports.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, type PageEntry, type ProviderPage, type PullStatus } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, type PageEntry, type ProviderPage, type PullStatus, type WalkedPage } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
 
@@ -325,6 +325,8 @@ class TransactionRun extends CycleRun {
     let page = 1;
     /** Items on the pages the walk moved past in this pass (they stayed listed): listed above the page it is at. */
     let passed = 0;
+    /** The page the walk last moved past: a provider answering its rows again for the next one repeats it. */
+    let movedPast: WalkedPage | undefined;
     let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
@@ -378,6 +380,13 @@ class TransactionRun extends CycleRun {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
         if (isLast) return complete();
+        // Keys of a page moved past only, off the hot path (pages of new transactions).
+        const read: WalkedPage = { page, size: this.pageSize, total: listedTotal(result), keys: items.map((entry) => itemKey(entry.raw)) };
+        if (repeatsPage(read, movedPast)) {
+          this.deps.logger.warn(NOT_PAGING, { list: status, asked: page, repeats: page - 1 });
+          return "page_limit";
+        }
+        movedPast = read;
         passed += items.length;
         page += 1;
         continue;

@@ -88,4 +88,26 @@ describe("card walk against a provider answering another page than asked while s
     const suspended = rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id);
     expect(suspended.toSorted()).toEqual(rig.provider.cards.map((c) => c["id"] as string).toSorted());
   });
+
+  it("stops at page 2 of a provider answering page 1's cards to every page, naming the page asked, and the next walks reach every card", async () => {
+    for (const mode of ["full", "suspended-only"] as const) {
+      for (const cardDetails of [false, true]) {
+        const label = `${mode}, details ${cardDetails}`;
+        let calls = 0;
+        const { rig, list } = await suspendedUnder(cardDetails, async (query, page) => {
+          const first = await page(1);
+          return { ...first, pagination: { ...first.pagination, page: query.page, total_pages: query.page + ++calls, has_next: true } };
+        });
+        const report = await pollCards(rig.deps, { mode, maxPages: 50 });
+        expect(report.outcome, label).toBe("page_limit");
+        expect(rig.provider.count("listErpCards"), label).toBe(2);
+        expect(rig.provider.count("readErpCard"), label).toBe(cardDetails ? 100 : 0);
+        expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
+          expect.objectContaining({ list: `${mode} cards`, asked: 2, repeats: 1 }),
+        );
+        await expectEverySuspensionOnce(rig, list, mode, label);
+      }
+    }
+  });
 });
+

@@ -86,4 +86,30 @@ describe("transaction cycle against a provider answering another page than asked
       expect(rig.publisher.events, label).toHaveLength(LISTED);
     }
   });
+
+  it("stops a walk past page 1 of a provider answering page 1's transactions to every page, naming the page asked, and the next cycle delivers the rest", async () => {
+    for (const readAhead of [false, true]) {
+      const { rig, keptIds, list } = rigKeeping(KEPT);
+      // Named the page asked, and more always said to follow, in pages it counts ever more of.
+      let calls = 0;
+      answerAs(rig, list, async (query, page) => {
+        const first = await page(1);
+        return { ...first, pagination: { ...first.pagination, page: query.page, total_pages: query.page + ++calls, has_next: true } };
+      });
+      const report = await pollTransactions(rig.deps, { readAhead });
+      const label = `readAhead ${readAhead}`;
+      expect(report.outcome, label).toBe("page_limit");
+      expect(rig.provider.count("listTransactions"), label).toBeLessThanOrEqual(8);
+      expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
+        expect.objectContaining({ list: "not_synced", asked: 2, repeats: 1 }),
+      );
+      expect(new Set(acknowledgedIds(rig)).size, label).toBe(acknowledgedIds(rig).length);
+
+      rig.provider.listTransactions = list;
+      expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
+      expect(rig.publisher.events, label).toHaveLength(LISTED);
+      expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...keptIds].toSorted());
+    }
+  });
 });
+
