@@ -41,3 +41,16 @@ export const statedSizeShapes = {
   withCountOnly: (_query, page) => keeping(page, ["page_size", "total_records"]),
   withHasNextOnly: (_query, page) => keeping(page, ["page_size", "has_next"]),
 } satisfies Record<string, PageShape>;
+
+/**
+ * A provider answering page 1 to every page asked, naming the page asked and saying more follow, in pages it counts
+ * ever more of (`total_pages` growing every call); `list` is the list's own answer to a page. One per walk: it counts
+ * its calls.
+ */
+export function repeatingFirstPage(): (query: PageQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage> {
+  let calls = 0;
+  return async (query, list) => {
+    const first = await list(1);
+    return { ...first, pagination: { ...first.pagination, page: query.page, total_pages: query.page + ++calls, has_next: true } };
+  };
+}

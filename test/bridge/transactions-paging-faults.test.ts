@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
+import { repeatingFirstPage } from "./page-shapes.js";
 
 /** Listed under the 100 a page the cycle asks; the newest {@link KEPT} stay listed whatever is acknowledged. */
 const LISTED = 250;
@@ -23,8 +24,11 @@ function rigKeeping(kept: number): { rig: TestRig; keptIds: Set<string>; list: T
   return { rig, keptIds, list: rig.provider.listTransactions.bind(rig.provider) };
 }
 
-/** Answers every list call as `answer` tells, given the query and the list's true answer to a query. */
-function answerAs(rig: TestRig, list: TestRig["provider"]["listTransactions"], answer: (query: TransactionListQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage>): void {
+/** How a provider answers a list query, given the list's true answer to a page. */
+type Answer = (query: TransactionListQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage>;
+
+/** Answers every list call as `answer` tells. */
+function answerAs(rig: TestRig, list: TestRig["provider"]["listTransactions"], answer: Answer): void {
   rig.provider.listTransactions = (query) => answer(query, (page) => list({ ...query, page }));
 }
 
@@ -32,29 +36,37 @@ function acknowledgedIds(rig: TestRig): string[] {
   return rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
 }
 
+/**
+ * Runs a cycle over {@link LISTED} transactions, the newest {@link KEPT} staying listed, whose list answers as `answerer`
+ * makes it (one per cycle run), with and without read-ahead: the pass stops past page 1 naming the fault as `logged`
+ * says, at a few list calls and no acknowledge twice; the next cycle, the provider paging, delivers the rest.
+ */
+async function expectStopsPastPage1(answerer: () => Answer, logged: Record<string, number>): Promise<void> {
+  for (const readAhead of [false, true]) {
+    const { rig, keptIds, list } = rigKeeping(KEPT);
+    answerAs(rig, list, answerer());
+    const report = await pollTransactions(rig.deps, { readAhead });
+    const label = `readAhead ${readAhead}`;
+    expect(report.outcome, label).toBe("page_limit");
+    // Page 1 read again until it holds nothing new, one page past it: not the 10,000 the page bound allows per list.
+    expect(rig.provider.count("listTransactions"), label).toBeLessThanOrEqual(8);
+    expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
+      expect.objectContaining({ list: "not_synced", asked: 2, ...logged }),
+    );
+    // Each transaction acknowledged once at most: no storm of acknowledges of page 1 read again.
+    expect(new Set(acknowledgedIds(rig)).size, label).toBe(acknowledgedIds(rig).length);
+
+    rig.provider.listTransactions = list;
+    expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
+    expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id)).size, label).toBe(LISTED);
+    expect(rig.publisher.events, label).toHaveLength(LISTED);
+    expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...keptIds].toSorted());
+  }
+}
+
 describe("transaction cycle against a provider answering another page than asked while saying more follow", () => {
   it("stops a walk that must go past page 1 of a provider ignoring page at once, naming the fault, and the next cycle delivers the rest once it pages", async () => {
-    for (const readAhead of [false, true]) {
-      const { rig, keptIds, list } = rigKeeping(KEPT);
-      answerAs(rig, list, (_query, page) => page(1));
-      const report = await pollTransactions(rig.deps, { readAhead });
-      const label = `readAhead ${readAhead}`;
-      expect(report.outcome, label).toBe("page_limit");
-      // Page 1 read again until it holds nothing new, one page past it: not the 10,000 the page bound allows per list.
-      expect(rig.provider.count("listTransactions"), label).toBeLessThanOrEqual(8);
-      expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
-        expect.objectContaining({ list: "not_synced", asked: 2, answered: 1 }),
-      );
-      // Each transaction acknowledged once at most: no storm of acknowledges of page 1 read again.
-      expect(new Set(acknowledgedIds(rig)).size, label).toBe(acknowledgedIds(rig).length);
-
-      rig.provider.listTransactions = list;
-      const next = await pollTransactions(rig.deps, { readAhead });
-      expect(next.outcome, label).toBe("complete");
-      expect(new Set(rig.publisher.events.map((e) => e.detail.subject.id)).size, label).toBe(LISTED);
-      expect(rig.publisher.events, label).toHaveLength(LISTED);
-      expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...keptIds].toSorted());
-    }
+    await expectStopsPastPage1(() => (_query, page) => page(1), { answered: 1 });
   });
 
   it("drains a provider ignoring page that never needs to go past page 1, dropping its read-ahead answers", async () => {
@@ -88,28 +100,7 @@ describe("transaction cycle against a provider answering another page than asked
   });
 
   it("stops a walk past page 1 of a provider answering page 1's transactions to every page, naming the page asked, and the next cycle delivers the rest", async () => {
-    for (const readAhead of [false, true]) {
-      const { rig, keptIds, list } = rigKeeping(KEPT);
-      // Named the page asked, and more always said to follow, in pages it counts ever more of.
-      let calls = 0;
-      answerAs(rig, list, async (query, page) => {
-        const first = await page(1);
-        return { ...first, pagination: { ...first.pagination, page: query.page, total_pages: query.page + ++calls, has_next: true } };
-      });
-      const report = await pollTransactions(rig.deps, { readAhead });
-      const label = `readAhead ${readAhead}`;
-      expect(report.outcome, label).toBe("page_limit");
-      expect(rig.provider.count("listTransactions"), label).toBeLessThanOrEqual(8);
-      expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked")).map((l) => l.attributes), label).toContainEqual(
-        expect.objectContaining({ list: "not_synced", asked: 2, repeats: 1 }),
-      );
-      expect(new Set(acknowledgedIds(rig)).size, label).toBe(acknowledgedIds(rig).length);
-
-      rig.provider.listTransactions = list;
-      expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
-      expect(rig.publisher.events, label).toHaveLength(LISTED);
-      expect(rig.provider.pending().map((t) => t.id).toSorted(), label).toEqual([...keptIds].toSorted());
-    }
+    await expectStopsPastPage1(repeatingFirstPage, { repeats: 1 });
   });
 });
 
