@@ -301,8 +301,9 @@ export class FileLock implements Lock {
     const file = this.file(base, next);
     if (!(await createFileOnce(file, this.leaseText(token, ttlMs), { mode: 0o600 }))) return undefined;
     // A contender that read an older generation, or raced us past another foreign entry, may have created a lease
-    // above the one we read: only one of us keeps its own.
-    if (!this.noLeaseAbove(base, generation, next)) {
+    // above the one we read: only one of us keeps its own. And the lease we read expired may have been renewed since
+    // (our read answered late): its holder's check after that write may have come before our file, so we give way.
+    if (!this.noLeaseAbove(base, generation, next) || (await this.renewedSince(base, generation))) {
       await unlink(file).catch(() => undefined);
       return undefined;
     }
@@ -407,6 +408,16 @@ export class FileLock implements Lock {
     return "none";
   }
 
+  /**
+   * Whether generation `generation` (-1: none) holds a lease in force now, of a holder that has not exited: one its
+   * holder renewed after a contender read it expired.
+   */
+  private async renewedSince(base: string, generation: number): Promise<boolean> {
+    if (generation < 0) return false;
+    const entry = await readLease(this.file(base, generation));
+    return entry !== undefined && entry !== FOREIGN && !this.expired(entry) && !holderHasExited(entry);
+  }
+
   /** Deletes superseded generations (never the highest one). */
   private async removeBelow(base: string, generation: number): Promise<void> {
     for (const g of await this.generations(base)) {
@@ -452,10 +463,13 @@ export class FileLock implements Lock {
     };
     return {
       renew: async (ttlMs) => {
-        // Nobody takes over an unexpired highest generation, so checking then replacing is safe.
+        // Nobody takes over an unexpired highest generation, so checking then replacing is safe while the write lands
+        // before the expiry. One that lands after it (a slow disk, a stalled process) may follow a contender's lease
+        // above ours: lost, whatever our file says. A contender that read ours expired before this write gives way
+        // once it finds it renewed (see renewedSince), so at most one of the two holds.
         if (!(await held())) return false;
         await write(ttlMs);
-        return true;
+        return this.noLeaseAbove(base, generation, generation);
       },
       release: async () => {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow.

@@ -6,7 +6,7 @@
  */
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
-import { existsSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
@@ -25,6 +25,11 @@ const faults = vi.hoisted(() => ({
   failedRead: undefined as { suffix: string; code: string } | undefined,
   /** Listings (readdir and readdirSync) of a directory whose path ends with `suffix` fail with `code`. */
   failedList: undefined as { suffix: string; code: string } | undefined,
+  /**
+   * Runs once just before a rename onto a path ending with `suffix`: what another process does while this one's write
+   * is still on its way to the disk (the rename itself is synchronous, so no other work of this process can come then).
+   */
+  beforeRename: undefined as { suffix: string; run: () => void } | undefined,
 }));
 
 /** Throws as the system would when `fault` names `file`. */
@@ -50,7 +55,15 @@ vi.mock("node:fs", async (importOriginal) => {
     failFor(faults.failedList, dir);
     return (fs.readdirSync as (dir: nodeFs.PathLike, ...rest: unknown[]) => unknown)(dir, ...rest);
   }) as typeof fs.readdirSync;
-  return { ...fs, default: { ...fs, readFileSync, readdirSync }, readFileSync, readdirSync };
+  const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+    const before = faults.beforeRename;
+    if (before !== undefined && String(to).endsWith(before.suffix)) {
+      faults.beforeRename = undefined;
+      before.run();
+    }
+    fs.renameSync(from, to);
+  }) as typeof fs.renameSync;
+  return { ...fs, default: { ...fs, readFileSync, readdirSync, renameSync }, readFileSync, readdirSync, renameSync };
 });
 
 vi.mock("node:fs/promises", async (importOriginal) => {
@@ -87,6 +100,7 @@ beforeEach(async () => {
   faults.slowRead = undefined;
   faults.failedRead = undefined;
   faults.failedList = undefined;
+  faults.beforeRename = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -122,6 +136,54 @@ describe("FileLock with a contender slower than the others", () => {
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock.2`]);
     expect(await holder!.renew(TTL)).toBe(true);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+});
+
+/** A FileLock whose wall clock reads `at.now` (no monotonic clock): the test says when each process looks. */
+function lockAt(at: { now: number }): FileLock {
+  return new FileLock(dir, { clock: { now: () => at.now } });
+}
+
+describe("FileLock when a renewal lands as the lease runs out (a slow disk, a stalled holder)", () => {
+  it("tells a holder whose renewal was written after a contender took the lease that it lost it", async () => {
+    const holderTime = { now: 0 };
+    const holder = await lockAt(holderTime).tryAcquire(LOCK, 1_000);
+    const locks = path.join(dir, "locks");
+    // The holder finds its lease held just before it expires; its write reaches the disk only after the lease ran out
+    // and another process took the next generation, as a contender does (created whole, then the one below removed).
+    holderTime.now = 999;
+    faults.beforeRename = {
+      suffix: `${path.sep}${LOCK}.lock`,
+      run: () => {
+        const lease = { token: "other", pid: 1, expiresAt: Number.MAX_SAFE_INTEGER };
+        writeFileSync(path.join(locks, `${LOCK}.lock.1`), JSON.stringify(lease), { flag: "wx" });
+        unlinkSync(path.join(locks, `${LOCK}.lock`));
+      },
+    };
+
+    // Its write put a generation below the other's back: it renewed nothing anybody reads as the lease.
+    expect(await holder!.renew(1_000)).toBe(false);
+    expect(faults.beforeRename).toBeUndefined();
+    expect(await holder!.confirm!(1_000)).toBe(false);
+    expect(await lockAt({ now: 1_001 }).tryAcquire(LOCK, 1_000)).toBeUndefined();
+  });
+
+  it("does not let a contender that read the lease expired keep a new one when its holder renewed it meanwhile", async () => {
+    const holderTime = { now: 0 };
+    const holder = await lockAt(holderTime).tryAcquire(LOCK, 1_000);
+    // The contender reads the lease once it ran out; its read answers only after the holder renewed it.
+    const slow = slowLeaseRead(`${LOCK}.lock`);
+    const contender = lockAt({ now: 1_001 }).tryAcquire(LOCK, 1_000);
+    await slow.reached;
+    holderTime.now = 999;
+    expect(await holder!.renew(1_000)).toBe(true);
+
+    slow.finish();
+
+    // Both holding would let two processes refresh the token family at once.
+    expect(await contender).toBeUndefined();
+    expect(await holder!.confirm!(1_000)).toBe(true);
+    expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
   });
 });
 
