@@ -246,6 +246,23 @@ function freeAbove(generations: readonly number[], above: number): number {
 const LISTINGS_PER_CHECK = 3;
 
 /**
+ * Whether the lease file just created at `file` may be kept, as `allowed` says; removed when not, and when that cannot be
+ * told (`allowed` throws, and so does this): left there, held by no handle, it would read as another's lease until it
+ * ran out, refusing every attempt (this process's own too) and making its holder's checks find its lease lost.
+ */
+async function keptIfAllowed(file: string, allowed: () => boolean | Promise<boolean>): Promise<boolean> {
+  let kept: boolean;
+  try {
+    kept = await allowed();
+  } catch (err) {
+    unlinkQuietly(file);
+    throw err;
+  }
+  if (!kept) unlinkQuietly(file);
+  return kept;
+}
+
+/**
  * File lock for local mode: `<stateDir>/locks/<name>.lock[.<generation>]`. Rules that make it safe:
  * the lease is the highest generation holding one; a foreign entry (see {@link FOREIGN}) is skipped, wherever it lies,
  * and a failed read of any entry on the way throws (deny by default). A generation file is only created exclusively;
@@ -303,8 +320,7 @@ export class FileLock implements Lock {
     // A contender that read an older generation, or raced us past another foreign entry, may have created a lease
     // above the one we read: only one of us keeps its own. And the lease we read expired may have been renewed since
     // (our read answered late): its holder's check after that write may have come before our file, so we give way.
-    if (!this.noLeaseAbove(base, generation, next) || (await this.renewedSince(base, generation))) {
-      await unlink(file).catch(() => undefined);
+    if (!(await keptIfAllowed(file, async () => this.noLeaseAbove(base, generation, next) && !(await this.renewedSince(base, generation))))) {
       return undefined;
     }
     await this.removeBelow(base, next);
@@ -418,9 +434,13 @@ export class FileLock implements Lock {
     return entry !== undefined && entry !== FOREIGN && !this.expired(entry) && !holderHasExited(entry);
   }
 
-  /** Deletes superseded generations (never the highest one). */
+  /**
+   * Deletes superseded generations (never the highest one). A clean-up only: a listing that fails leaves them to the
+   * next holder, and the lease taken stands.
+   */
   private async removeBelow(base: string, generation: number): Promise<void> {
-    for (const g of await this.generations(base)) {
+    const generations = await this.generations(base).catch(() => []);
+    for (const g of generations) {
       if (g < generation) await unlink(this.file(base, g)).catch(() => undefined);
     }
   }
@@ -453,10 +473,7 @@ export class FileLock implements Lock {
       // now either loses or wins outright.
       const next = freeAbove(this.generationsNow(base), generation);
       if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
-      if (!this.noLeaseAbove(base, generation, next)) {
-        unlinkQuietly(this.file(base, next));
-        return false;
-      }
+      if (!(await keptIfAllowed(this.file(base, next), () => this.noLeaseAbove(base, generation, next)))) return false;
       unlinkQuietly(this.file(base, generation));
       generation = next;
       return true;

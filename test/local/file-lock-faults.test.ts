@@ -30,7 +30,21 @@ const faults = vi.hoisted(() => ({
    * is still on its way to the disk (the rename itself is synchronous, so no other work of this process can come then).
    */
   beforeRename: undefined as { suffix: string; run: () => void } | undefined,
+  /**
+   * Listings of a directory whose path ends with `suffix` fail with `code` once `skip` of them went through, either
+   * kind (`sync`: readdirSync, the checks after a contender created its lease; else readdir): a listing that fails after
+   * the ones before it answered (out of file descriptors midway).
+   */
+  laterList: undefined as { suffix: string; code: string; sync: boolean; skip: number } | undefined,
 }));
+
+/** Throws as the system would for a listing `laterList` fails (see there). */
+function failLaterList(dir: unknown, sync: boolean): void {
+  const later = faults.laterList;
+  if (later === undefined || later.sync !== sync || !String(dir).endsWith(later.suffix)) return;
+  if (later.skip-- > 0) return;
+  failFor(later, dir);
+}
 
 /** Throws as the system would when `fault` names `file`. */
 function failFor(fault: { suffix: string; code: string } | undefined, file: unknown): void {
@@ -53,6 +67,7 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.readFileSync;
   const readdirSync = ((dir: nodeFs.PathLike, ...rest: unknown[]) => {
     failFor(faults.failedList, dir);
+    failLaterList(dir, true);
     return (fs.readdirSync as (dir: nodeFs.PathLike, ...rest: unknown[]) => unknown)(dir, ...rest);
   }) as typeof fs.readdirSync;
   const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
@@ -84,6 +99,7 @@ vi.mock("node:fs/promises", async (importOriginal) => {
   }) as typeof fs.readFile;
   const readdir = (async (dir: nodeFs.PathLike, ...rest: unknown[]) => {
     failFor(faults.failedList, dir);
+    failLaterList(dir, false);
     return (fs.readdir as (dir: nodeFs.PathLike, ...rest: unknown[]) => Promise<unknown>)(dir, ...rest);
   }) as typeof fs.readdir;
   return { ...fs, default: { ...fs, readFile, readdir }, readFile, readdir };
@@ -101,6 +117,7 @@ beforeEach(async () => {
   faults.failedRead = undefined;
   faults.failedList = undefined;
   faults.beforeRename = undefined;
+  faults.laterList = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -184,6 +201,49 @@ describe("FileLock when a renewal lands as the lease runs out (a slow disk, a st
     expect(await contender).toBeUndefined();
     expect(await holder!.confirm!(1_000)).toBe(true);
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
+  });
+});
+
+describe("FileLock when a listing fails after a contender created its lease", () => {
+  it("leaves no lease of its own behind when the check that it may keep it cannot list the locks directory", async () => {
+    const lock = new FileLock(dir);
+    await (await lock.tryAcquire(LOCK, TTL))!.release();
+    // The check after the creation (synchronous) fails: whether it may keep the lease is unknown.
+    faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 0 };
+    await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(/EMFILE/);
+    faults.laterList = undefined;
+
+    // Left there, held by nobody, it would refuse every attempt (this process's own included) until it ran out.
+    const next = await lock.tryAcquire(LOCK, TTL);
+    expect(next).toBeDefined();
+    expect(await next!.renew(TTL)).toBe(true);
+  });
+
+  it("leaves no new generation behind when a holder taking its lapsed lease again cannot list the locks directory", async () => {
+    const time = { now: 0 };
+    const holder = await lockAt(time).tryAcquire(LOCK, 1_000);
+    time.now = 2_000;
+    // Its own check and the listing for the next number answer; the check after creating that generation fails.
+    faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 2 };
+    await expect(holder!.confirm!(1_000)).rejects.toThrow(/EMFILE/);
+    faults.laterList = undefined;
+
+    // Left there, its own new generation would read as another's lease above its own: lost, though nobody took it.
+    expect(await holder!.confirm!(1_000)).toBe(true);
+    expect(await lockAt(time).tryAcquire(LOCK, 1_000)).toBeUndefined();
+  });
+
+  it("keeps a lease it may keep when only the clean-up of older generations cannot list the locks directory", async () => {
+    const lock = new FileLock(dir);
+    await (await lock.tryAcquire(LOCK, TTL))!.release();
+    // The first listing (finding the lease) answers; the clean-up's, after the checks, fails.
+    faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: false, skip: 1 };
+    const handle = await lock.tryAcquire(LOCK, TTL);
+    faults.laterList = undefined;
+
+    expect(handle).toBeDefined();
+    expect(await handle!.renew(TTL)).toBe(true);
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
   });
 });
 
