@@ -7,6 +7,7 @@ import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByCl
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
+import { unreadableProblem } from "./path-checks.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";
@@ -17,7 +18,11 @@ import { spendingRefreshes } from "./token-spending.js";
  * under a heading that blames the file, not the settings.
  */
 export function stateFileProblem(error: LocalStateError, dir: string, fallbackFile: string, advice: string): ConfigError {
-  const problem = `${error.message} (${error.file ?? fallbackFile}); ${advice}`;
+  return stateFileError(`${error.message} (${error.file ?? fallbackFile}); ${advice}`, error, dir);
+}
+
+/** The error of {@link stateFileProblem}, worded by `problem`. */
+function stateFileError(problem: string, error: LocalStateError, dir: string): ConfigError {
   return new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem }], { cause: error, heading: `A file in the state directory (${dir}) cannot be used` });
 }
 
@@ -98,7 +103,19 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
   if (lease !== undefined) return leaseUnreadableProblem(lease, stateDir);
   // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
   const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
-  return state === undefined ? undefined : stateFileProblem(state, stateDir, "a file in it", "restore it or move it aside");
+  if (state === undefined) return undefined;
+  return unreadableStateFileProblem(state, stateDir) ?? stateFileProblem(state, stateDir, "a file in it", "restore it or move it aside");
+}
+
+/**
+ * A state file whose read this user was refused (EACCES, EPERM: another user's file, such as one a run under sudo
+ * wrote while a loop ran), if `error` is one: exit 2, naming its mode, owner and the fix. Never "move it aside": its
+ * bytes are most likely fine, and moved aside, its snapshots (or quarantined records) would be lost.
+ */
+function unreadableStateFileProblem(error: LocalStateError, stateDir: string): ConfigError | undefined {
+  const code = systemErrorCode(error.cause);
+  if (error.file === undefined || (code !== "EACCES" && code !== "EPERM")) return undefined;
+  return stateFileError(unreadableProblem(error.file, error.cause), error, stateDir);
 }
 
 /**

@@ -309,14 +309,62 @@ export function octal(mode: number): string {
  * uncheckedProblem("/root/state", eacces); // "cannot be checked by this user (EACCES): /root/state: this user may not enter /root (mode 0700, owned by uid 0); ..."
  */
 export function uncheckedProblem(path: string, error: unknown): string {
+  return deniedProblem(path, error, "checked");
+}
+
+/**
+ * As {@link uncheckedProblem}, for a file this user could not read (`error`'s code): for EACCES, the directory on the
+ * way this user may not enter, else the file itself, with its mode and owner and the way in. Not a corrupt file: its
+ * bytes may be fine, and moving it aside would lose them.
+ *
+ * @example
+ * unreadableProblem("/state/snapshots/seg-….log", eacces); // "cannot be read by this user (EACCES): /state/…: this user may not read /state/… (mode 0600, owned by uid 0); ..."
+ */
+export function unreadableProblem(file: string, error: unknown): string {
+  return deniedProblem(file, error, "read");
+}
+
+/** "cannot be <verb> by this user (<code>): <path>", and for EACCES what shuts this user out (see {@link deniedAccessOf}). */
+function deniedProblem(path: string, error: unknown, verb: "checked" | "read"): string {
   const code = (error as NodeJS.ErrnoException).code ?? "error";
-  const problem = `cannot be checked by this user (${code}): ${path}`;
-  const closed = code === "EACCES" ? closedDirectoryOn(path) : undefined;
-  if (closed === undefined) return problem;
-  const own = closed.stats.uid === process.getuid?.();
-  const mode = `mode ${octal(closed.stats.mode & 0o7777)}${own ? "" : `, owned by uid ${closed.stats.uid}`}`;
-  const way = own ? `run \`chmod u+rwx ${shellWord(closed.dir)}\`` : "use a path this user may enter, or run as its owner";
-  return `${problem}: this user may not enter ${closed.dir} (${mode}); ${way}`;
+  const problem = `cannot be ${verb} by this user (${code}): ${path}`;
+  const denied = code === "EACCES" ? deniedAccessOf(path) : undefined;
+  return denied === undefined ? problem : `${problem}: ${denied}`;
+}
+
+/**
+ * What shuts this user out of `path`, which refused it EACCES, and the way in: the first directory on the way it may
+ * not enter, else the file itself (its permission bits are all that is left to refuse it); undefined when neither can
+ * be stat'ed. Modes are reported, never changed.
+ *
+ * @example
+ * deniedAccessOf("/root/.env"); // "this user may not enter /root (mode 0700, owned by uid 0); use a path this user may enter, or run as its owner"
+ */
+export function deniedAccessOf(path: string): string | undefined {
+  const closed = closedDirectoryOn(path);
+  if (closed !== undefined) {
+    const way = ownedByThisUser(closed.stats) ? `run \`chmod u+rwx ${shellWord(closed.dir)}\`` : "use a path this user may enter, or run as its owner";
+    return `this user may not enter ${closed.dir} (${modeAndOwner(closed.stats)}); ${way}`;
+  }
+  let stats: Stats;
+  try {
+    stats = statSync(path);
+  } catch {
+    return undefined;
+  }
+  const word = shellWord(path);
+  const way = ownedByThisUser(stats) ? `run \`chmod u+r ${word}\`` : `run as its owner, or give it to this user (\`sudo chown ${process.getuid?.() ?? "$(id -u)"} ${word}\`)`;
+  return `this user may not read ${path} (${modeAndOwner(stats)}); ${way}`;
+}
+
+/** Whether this process's user owns what `stats` describe. */
+function ownedByThisUser(stats: OwnerAndMode): boolean {
+  return stats.uid === process.getuid?.();
+}
+
+/** "mode 0700", with ", owned by uid N" when another user owns it. */
+function modeAndOwner(stats: OwnerAndMode): string {
+  return `mode ${octal(stats.mode & 0o7777)}${ownedByThisUser(stats) ? "" : `, owned by uid ${stats.uid}`}`;
 }
 
 /** The first directory from the root down to `path` (itself included) that this user may not enter, if any. */

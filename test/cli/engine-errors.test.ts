@@ -1,6 +1,10 @@
+import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
+import { CorruptStateError } from "../../shared/local/errors.js";
 import { cliErrorOf } from "../../shared/cli/engine-errors.js";
 import { AUTHORIZE_AGAIN, AuthorizeAgainError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge } from "../../shared/cli/local-bridge.js";
@@ -81,5 +85,27 @@ describe("cliErrorOf: a provider call that got no answer", () => {
   it("says nothing of the sandbox for a loopback address that reset the connection, which a running one may do", async () => {
     const error = await cliErrorOf(unanswered("ECONNRESET"), { ...bridgeWith(false), baseUrl: "http://127.0.0.1:4010" } as LocalBridge);
     expect(error.message).not.toContain("sandbox");
+  });
+});
+
+describe("cliErrorOf: a snapshot segment this user may not read", () => {
+  it.runIf(process.getuid?.() === 0)("names the file, its mode and owner and the fix, not a corrupt file to move aside, exit 2", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "engine-errors-"));
+    try {
+      // Written by a run as another user (uid 1001), private to it: the read this process tried was refused.
+      const segment = join(dir, "snapshots", "seg-000000000001-0123abcd.log");
+      await mkdir(join(dir, "snapshots"));
+      await writeFile(segment, "", { mode: 0o600 });
+      await chown(segment, 1001, 1001);
+      const denied = Object.assign(new Error(`EACCES: permission denied, open '${segment}'`), { code: "EACCES" });
+      const bridge = { settings: { stateDir: dir } } as unknown as LocalBridge;
+      const error = await cliErrorOf(new CorruptStateError("Snapshot segment header is unreadable", { file: segment }, { cause: denied }), bridge);
+      expect(error.exitCode).toBe(EXIT.usage);
+      expect(error.message).toContain(`BRIDGE_STATE_DIR: cannot be read by this user (EACCES): ${segment}: this user may not read ${segment} (mode 0600, owned by uid 1001)`);
+      expect(error.message).toContain(`run as its owner, or give it to this user (\`sudo chown ${process.getuid?.()} ${segment}\`)`);
+      expect(error.message).not.toContain("move it aside");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import { chmod, chown, lchown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,10 +20,16 @@ const canStage =
     stdio: "ignore",
   }).status === 0;
 
-/** Runs `bridge.ts <args>` as `nobody`; settings come from `env` only. */
-function runAsNobody(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+/** A run of `bridge.ts` as `nobody`: its standard error so far, and its exit code with all of it once it exits. */
+interface RunAsNobody {
+  readonly stderr: () => string;
+  readonly exited: Promise<{ code: number | null; stderr: string }>;
+}
+
+/** Starts `bridge.ts <args>` as `nobody` in `cwd` (the staging directory unless given); settings come from `env` (and a `.env` in `cwd`) only. */
+function startAsNobody(args: readonly string[], env: Record<string, string>, cwd = dir): RunAsNobody {
   const child = spawn(process.execPath, ["--import", TSX_LOADER, join(ROOT, "bridge.ts"), ...args], {
-    cwd: dir,
+    cwd,
     env: { PATH: process.env["PATH"] ?? "", HOME: dir, ...env },
     uid: NOBODY,
     gid: NOBODY,
@@ -30,7 +37,12 @@ function runAsNobody(args: readonly string[], env: Record<string, string>): Prom
   });
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr })));
+  return { stderr: () => stderr, exited: new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr }))) };
+}
+
+/** Runs `bridge.ts <args>` as `nobody` to its end (see {@link startAsNobody}). */
+function runAsNobody(args: readonly string[], env: Record<string, string>, cwd = dir): Promise<{ code: number | null; stderr: string }> {
+  return startAsNobody(args, env, cwd).exited;
 }
 
 /** `run --once` as `nobody` with the given state directory and events file (paths inside the staging directory). */
@@ -197,4 +209,25 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
       `BRIDGE_EVENTS_FILE: cannot be checked by this user (EACCES): ${join(dir, "closed", "events.jsonl")}: this user may not enter ${join(dir, "closed")} (mode 0700, owned by uid 0); use a path this user may enter, or run as its owner`,
     );
   });
+
+  it("names a snapshot segment another user's run wrote while a loop ran as unreadable by this user, with its mode, owner and fix, not as corrupt, exit 2", async () => {
+    // The user's own state directory with a seeded token: each cycle fails at the provider (127.0.0.1:9), and the loop goes on.
+    const state = join(dir, "loop-state");
+    await mkdir(state, { mode: 0o700 });
+    await writeFile(join(state, "binding.json"), JSON.stringify({ baseUrl: settings.QASHIO_BASE_URL, clientId: settings.QASHIO_CLIENT_ID, tenant: settings.BRIDGE_TENANT }));
+    for (const entry of ["", "binding.json"]) await chown(join(state, entry), NOBODY, NOBODY);
+    const loop = startAsNobody(["run", "--interval", "1s"], { ...settings, BRIDGE_STATE_DIR: state, BRIDGE_EVENTS_FILE: join(state, "events.jsonl") });
+    for (let waited = 0; !loop.stderr().includes("cycle 1 failed") && waited < 20_000; waited += 100) await sleep(100);
+    expect(loop.stderr()).toContain("cycle 1 failed");
+    // A run under sudo meanwhile: a segment of root's, private to it (0600). The next cycle reloads the snapshots.
+    const segment = join(state, "snapshots", "seg-000000000001-0123abcd.log");
+    await writeFile(segment, '{"v":1,"entries":[]}\n', { mode: 0o600 });
+    const { code, stderr } = await loop.exited;
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `BRIDGE_STATE_DIR: cannot be read by this user (EACCES): ${segment}: this user may not read ${segment} (mode 0600, owned by uid 0); ` +
+        `run as its owner, or give it to this user (\`sudo chown ${NOBODY} ${segment}\`)`,
+    );
+    expect(stderr).not.toMatch(/move it aside|unexpected|never-printed/);
+  }, 30_000);
 });
