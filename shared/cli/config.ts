@@ -16,6 +16,7 @@ import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
 import { nearest } from "../nearest.js";
 import {
+  deniedAccessOf,
   eventsFileAccessProblem,
   eventsFileProblem,
   eventsFileTakesState,
@@ -344,6 +345,15 @@ function malformedProblem(lines: readonly number[]): string {
 }
 
 /**
+ * What to do about a `.env` whose read failed with `code`, past "fix or remove it" where more is known: a directory by
+ * that name (EISDIR), or a file this user may not read (EACCES: its mode and owner, and the way in).
+ */
+function envReadRemedy(path: string, code: string | undefined): string | undefined {
+  if (code === "EISDIR") return "it is a directory, not a file: rename it, or start the bridge in another working directory";
+  return code === "EACCES" ? deniedAccessOf(path) : undefined;
+}
+
+/**
  * Reads `.env` in `cwd` (when present) and overlays the given environment: a variable set in
  * the environment wins over the same one in `.env`. A blank variable counts as unset (as everywhere in the
  * settings), so it does not hide the `.env` value; it is kept where `.env` has none, so a required setting set blank
@@ -372,7 +382,7 @@ export async function loadEnv(env: Env, cwd: string, file = ENV_FILE, wait: EnvP
       throw new EnvFileError(path, "a link to a missing target", { cause: error });
     }
     if (code === "ENOENT") return { ...env };
-    throw new EnvFileError(path, code ?? (error as Error).name, { cause: error });
+    throw new EnvFileError(path, code ?? (error as Error).name, { cause: error, remedy: envReadRemedy(path, code) });
   }
   if (bytes === undefined) throw new EnvFileError(path, `larger than ${MAX_ENV_FILE_BYTES / (1024 * 1024)} MiB, which no settings file is`);
   // Read as UTF-8, every line of it would be "malformed", in a file an editor shows as fine.

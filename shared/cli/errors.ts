@@ -207,9 +207,13 @@ export class EnvFileError extends CliError {
   override name = "EnvFileError";
   readonly file: string;
 
-  /** @param reason - the system error code (EISDIR, EACCES) or what is wrong, never the file's contents. */
-  constructor(file: string, reason: string, options?: ErrorOptions) {
-    super(`cannot read the settings file ${file} (${reason}): fix or remove it`, EXIT.usage, options);
+  /**
+   * @param reason - the system error code (EISDIR, EACCES) or what is wrong, never the file's contents.
+   * @param options.remedy - what to do about it, when more can be said than "fix or remove it".
+   */
+  constructor(file: string, reason: string, options: ErrorOptions & { readonly remedy?: string } = {}) {
+    const { remedy = "fix or remove it", ...errorOptions } = options;
+    super(`cannot read the settings file ${file} (${reason}): ${remedy}`, EXIT.usage, errorOptions);
     this.file = file;
   }
 }

@@ -1523,11 +1523,13 @@ describe("loadEnv", () => {
     expect(env).toMatchObject({ BRIDGE_TENANT: "acme", QASHIO_CLIENT_ID: "cid" });
   });
 
-  it("names an unreadable .env (here a directory) with exit 2", async () => {
+  it("names a .env that is a directory as one, with exit 2", async () => {
     await mkdir(join(dir, ".env"));
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EnvFileError);
     expect((error as EnvFileError).exitCode).toBe(2);
-    expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (EISDIR): fix or remove it`);
+    expect((error as EnvFileError).message).toBe(
+      `cannot read the settings file ${join(dir, ".env")} (EISDIR): it is a directory, not a file: rename it, or start the bridge in another working directory`,
+    );
   });
 });

@@ -230,4 +230,18 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     );
     expect(stderr).not.toMatch(/move it aside|unexpected|never-printed/);
   }, 30_000);
+
+  it("names a .env this user may not read with its mode, owner and fix, exit 2", async () => {
+    // The working directory of a bridge run as `nobody`, holding root's private settings file.
+    const cwd = join(dir, "closed-env");
+    await mkdir(cwd, { mode: 0o755 });
+    const env = join(cwd, ".env");
+    await writeFile(env, "BRIDGE_TENANT=acme\n", { mode: 0o600 });
+    const { code, stderr } = await runAsNobody(["run", "--once"], settings, cwd);
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `cannot read the settings file ${env} (EACCES): this user may not read ${env} (mode 0600, owned by uid 0); run as its owner, or give it to this user (\`sudo chown ${NOBODY} ${env}\`)`,
+    );
+    expect(stderr).not.toMatch(/fix or remove it|unexpected|never-printed/);
+  });
 });
