@@ -208,6 +208,9 @@ const StatementsByAccountDataSchema = StatementsByAccountSchema.extend({ data: z
 /** Keys the iterators yield an item once by (see `itemsOf`). */
 const byId = (item: { readonly id: string }): string => item.id;
 
+/** The iterators' walk options, naming the list read (`GET` of `path`) in the walk's errors. */
+const walkOf = (path: string, options: WalkOptions = {}): WalkOptions => ({ ...options, list: { method: "GET", path } });
+
 /**
  * Client of the provider API for one tenant (the token is the company context).
  *
@@ -430,42 +433,50 @@ export class QashioClient {
    * `client_sync_status` list under the walk, which then misses the items moving up past it.
    */
   iterateTransactions(query: Omit<TransactionsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Transaction> {
-    return itemsOf(pagesByHasNext((page) => this.listTransactions({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.transactions, options);
+    return itemsOf(pagesByHasNext((page) => this.listTransactions({ ...query, page }), walk), walk, byId);
   }
 
   /** Every ERP card matching `query`. */
   iterateErpCards(query: Omit<ErpCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ErpCard> {
-    return itemsOf(pagesByHasNext((page) => this.listErpCards({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.erpCards, options);
+    return itemsOf(pagesByHasNext((page) => this.listErpCards({ ...query, page }), walk), walk, byId);
   }
 
   /** Every pool account matching `query`. */
   iteratePoolAccounts(query: Omit<PoolAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<PoolAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listPoolAccounts({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.poolAccounts, options);
+    return itemsOf(pagesByHasNext((page) => this.listPoolAccounts({ ...query, page }), walk), walk, byId);
   }
 
   /** Every bank account matching `query`. */
   iterateBankAccounts(query: Omit<BankAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<BankAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listBankAccounts({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.bankAccounts, options);
+    return itemsOf(pagesByHasNext((page) => this.listBankAccounts({ ...query, page }), walk), walk, byId);
   }
 
   /** Every ledger account matching `query`. */
   iterateChartOfAccounts(query: Omit<ChartOfAccountsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<ChartOfAccount> {
-    return itemsOf(pagesByHasNext((page) => this.listChartOfAccounts({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.chartOfAccounts, options);
+    return itemsOf(pagesByHasNext((page) => this.listChartOfAccounts({ ...query, page }), walk), walk, byId);
   }
 
   /** Every tax rate matching `query`. */
   iterateTaxRates(query: Omit<TaxRatesQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<TaxRate> {
-    return itemsOf(pagesByHasNext((page) => this.listTaxRates({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.taxRates, options);
+    return itemsOf(pagesByHasNext((page) => this.listTaxRates({ ...query, page }), walk), walk, byId);
   }
 
   /** Every supplier matching `query`. */
   iterateSuppliers(query: Omit<SuppliersQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<Supplier> {
-    return itemsOf(pagesByHasNext((page) => this.listSuppliers({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.suppliers, options);
+    return itemsOf(pagesByHasNext((page) => this.listSuppliers({ ...query, page }), walk), walk, byId);
   }
 
   /** Every statement summary matching `query`. */
   iterateStatements(query: Omit<StatementsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<StatementSummary> {
-    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), options), options);
+    const walk = walkOf(PATHS.statements, options);
+    return itemsOf(pagesByHasNext((page) => this.listStatements({ ...query, page }), walk), walk);
   }
 
   /** Every period of one account's statements, walking the inner `page` / `total_pages`. */
@@ -474,12 +485,14 @@ export class QashioClient {
     query: Omit<StatementsByAccountQuery, "page"> = {},
     options?: WalkOptions,
   ): AsyncGenerator<StatementPeriodBalance> {
-    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), options), options);
+    const walk = walkOf(`${PATHS.statements}/{statementAccountId}`, options);
+    return itemsOf(pagesByTotalPages((page) => this.getStatementsByAccount(accountId, { ...query, page }), walk), walk);
   }
 
   /** Every core card visible to the token's user, walking `page_info.next_page`. */
   iterateCoreCards(query: Omit<CoreCardsQuery, "page"> = {}, options?: WalkOptions): AsyncGenerator<CoreCard> {
-    return itemsOf(pagesByNextPage((page) => this.listCoreCards({ ...query, page }), options), options, byId);
+    const walk = walkOf(PATHS.coreCards, options);
+    return itemsOf(pagesByNextPage((page) => this.listCoreCards({ ...query, page }), walk), walk, byId);
   }
 
   // ---- internals ----

@@ -3,7 +3,7 @@
  * the core card list's `page_info.next_page`, and the inner `page` / `total_pages` of statements-by-account.
  */
 import type { Pagination, PageInfo } from "./schemas/index.js";
-import { InvalidResponseError } from "./errors.js";
+import { InvalidResponseError, type ResponseIssue } from "./errors.js";
 import type { InvalidItem } from "./parse.js";
 
 /** One page of a list answered with a `pagination` block. */
@@ -33,6 +33,13 @@ export interface InnerPage<T> {
   readonly invalid: readonly InvalidItem[];
 }
 
+/** The request a walk pages through, named in its errors: the walker sees only a `fetchPage` closure. */
+export interface WalkedList {
+  readonly method: string;
+  /** Path only: never a query string. */
+  readonly path: string;
+}
+
 export interface WalkOptions {
   /** First page to read. @default 1 */
   readonly startPage?: number;
@@ -43,12 +50,20 @@ export interface WalkOptions {
    * an invalid item ends the walk with `InvalidResponseError` rather than being dropped silently.
    */
   readonly onInvalid?: (item: InvalidItem, page: number) => void;
+  /** Named in the walk's errors, which otherwise cannot say which list misbehaved. The client's iterators set it. */
+  readonly list?: WalkedList;
 }
 
 export const DEFAULT_MAX_PAGES = 10_000;
 
-function tooManyPages(maxPages: number): InvalidResponseError {
-  return new InvalidResponseError(`pagination did not end within ${maxPages} pages`);
+/** An error of a walk over `list`: its message starts with the method and path, which it also carries. */
+function walkError(list: WalkedList | undefined, message: string, context: { requestId?: string; issues?: readonly ResponseIssue[] } = {}): InvalidResponseError {
+  if (list === undefined) return new InvalidResponseError(message, context);
+  return new InvalidResponseError(`${list.method} ${list.path}: ${message}`, { ...context, method: list.method, path: list.path });
+}
+
+function tooManyPages(list: WalkedList | undefined, maxPages: number): InvalidResponseError {
+  return walkError(list, `pagination did not end within ${maxPages} pages`);
 }
 
 /**
@@ -56,8 +71,8 @@ function tooManyPages(maxPages: number): InvalidResponseError {
  * repeats one) would otherwise be walked to `maxPages`, its one page over and over. At the end of a walk the answer may
  * lawfully be another page: a list that shrank under the walk, answered with its last page for one past it.
  */
-function notThePageAsked(asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
-  return new InvalidResponseError(`asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
+function notThePageAsked(list: WalkedList | undefined, asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
+  return walkError(list, `asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
 }
 
 /**
@@ -76,13 +91,13 @@ async function* walkPages<P extends { readonly requestId?: string }>(
     const result = await fetchPage(page);
     // Checked before the page is yielded: its items are another page's, already yielded or still to come.
     const answered = answeredPage(result);
-    if (answered !== page && nextPage(result, page) !== undefined) throw notThePageAsked(page, answered, result.requestId);
+    if (answered !== page && nextPage(result, page) !== undefined) throw notThePageAsked(options.list, page, answered, result.requestId);
     yield result;
     const next = nextPage(result, page);
     if (next === undefined) return;
     page = next;
   }
-  throw tooManyPages(maxPages);
+  throw tooManyPages(options.list, maxPages);
 }
 
 /**
@@ -127,7 +142,7 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo; 
   yield* walkPages(fetchPage, options, (result, page) => {
     const next = result.pageInfo.next_page;
     if (next === null || next === undefined) return undefined;
-    if (next <= page) throw new InvalidResponseError(`page_info.next_page ${next} does not advance past page ${page}`);
+    if (next <= page) throw walkError(options.list, `page_info.next_page ${next} does not advance past page ${page}`, { requestId: result.requestId });
     return next;
   }, (result) => result.pageInfo.current_page);
 }
@@ -168,7 +183,7 @@ export async function* pagesByTotalPages<P extends { readonly page: number; read
  */
 export async function* itemsOf<T>(
   pages: AsyncIterable<{ readonly data: T[]; readonly invalid: readonly InvalidItem[] }>,
-  options: Pick<WalkOptions, "onInvalid" | "startPage"> = {},
+  options: Pick<WalkOptions, "onInvalid" | "startPage" | "list"> = {},
   keyOf?: (item: T) => string,
 ): AsyncGenerator<T, void, undefined> {
   // The walkers read consecutive pages from startPage (a core card list's next_page is the next one too).
@@ -178,7 +193,7 @@ export async function* itemsOf<T>(
     number += 1;
     for (const item of page.invalid) {
       if (!options.onInvalid) {
-        throw new InvalidResponseError(`item ${item.index} of page ${number} does not match its schema`, { issues: item.issues });
+        throw walkError(options.list, `item ${item.index} of page ${number} does not match its schema`, { issues: item.issues });
       }
       options.onInvalid(item, number);
     }

@@ -543,7 +543,9 @@ describe("QashioClient iterators", () => {
     const walk = async () => {
       for await (const _ of client.iterateCoreCards()) void _;
     };
-    await expect(walk()).rejects.toBeInstanceOf(InvalidResponseError);
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ message: "GET /public/v1/core/cards: page_info.next_page 1 does not advance past page 1", method: "GET", path: "/public/v1/core/cards", requestId: "req-0001" });
     expect(fetch.calls).toHaveLength(1);
   });
 
@@ -615,7 +617,7 @@ describe("QashioClient iterators", () => {
     const strict = async () => {
       for await (const _ of client.iterateTransactions({}, { startPage: 3 })) void _;
     };
-    await expect(strict()).rejects.toThrow("item 0 of page 4 does not match its schema");
+    await expect(strict()).rejects.toThrow("GET /public/v1/erp/transactions: item 0 of page 4 does not match its schema");
   });
 
   it("stops a has_next walk at once when the provider answers another page than the one asked for (it ignores page)", async () => {
@@ -628,7 +630,12 @@ describe("QashioClient iterators", () => {
     };
     const error = await walk().then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidResponseError);
-    expect(error).toMatchObject({ message: "asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging", requestId: "req-0001" });
+    expect(error).toMatchObject({
+      message: "GET /public/v1/erp/transactions: asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging",
+      requestId: "req-0001",
+      method: "GET",
+      path: "/public/v1/erp/transactions",
+    });
     expect(fetch.calls).toHaveLength(2);
     expect(seen).toEqual([a, b]);
   });
@@ -649,7 +656,7 @@ describe("QashioClient iterators", () => {
     const walk = async () => {
       for await (const period of client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
     };
-    await expect(walk()).rejects.toThrow(/asked for page 2 .* answered page 1/);
+    await expect(walk()).rejects.toThrow(/^GET \/public\/v1\/erp\/statements\/\{statementAccountId\}: asked for page 2 .* answered page 1/);
     expect(months).toEqual(["2024-01"]);
     expect(fetch.calls).toHaveLength(2);
   });
@@ -673,7 +680,7 @@ describe("QashioClient iterators", () => {
     const walk = async () => {
       for await (const _ of client.iterateSuppliers({}, { maxPages: 4 })) void _;
     };
-    await expect(walk()).rejects.toThrow(/4 pages/);
+    await expect(walk()).rejects.toThrow("GET /public/v1/erp/suppliers: pagination did not end within 4 pages");
     expect(fetch.calls).toHaveLength(4);
   });
 
