@@ -353,13 +353,13 @@ export function deniedAccessOf(path: string): string | undefined {
     return undefined;
   }
   const word = shellWord(path);
-  const way = ownedByThisUser(stats) ? `run \`chmod u+r ${word}\`` : `run as its owner, or give it to this user (\`sudo chown ${process.getuid?.() ?? "$(id -u)"} ${word}\`)`;
+  const way = ownedByThisUser(stats) ? `run \`chmod u+r ${word}\`` : `run as its owner, or give it to this user (\`sudo chown ${modeCheckingUid() ?? "$(id -u)"} ${word}\`)`;
   return `this user may not read ${path} (${modeAndOwner(stats)}); ${way}`;
 }
 
-/** Whether this process's user owns what `stats` describe. */
+/** Whether this process's user owns what `stats` describe: the effective uid, which permission checks use (as {@link modeCheckingUid}). */
 function ownedByThisUser(stats: OwnerAndMode): boolean {
-  return stats.uid === process.getuid?.();
+  return stats.uid === modeCheckingUid();
 }
 
 /** "mode 0700", with ", owned by uid N" when another user owns it. */
