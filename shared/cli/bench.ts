@@ -243,7 +243,7 @@ export async function benchCommand(args: BenchArgs, io: CliIo): Promise<number> 
           `none for ${Math.round(wallMs - busyDuringDrain)} ms (the bridge working alone)`,
         cpuSplitNote(args.transactions, cpu, threads),
         ...(baseline?.threads === undefined ? [] : [baselineSplitNote(args.transactions, baseline.threads)]),
-        // Each fault maps a page of fresh memory: cheap on most machines, ~12 us on the development VM (README, Benchmark).
+        // Each fault maps a page of fresh memory: cheap on most machines, ~12 us on the development VM (docs/benchmark.md).
         `minor page faults during the drain: ${faults} (${(faults / args.transactions).toFixed(2)} per transaction)`,
         `acknowledged ${acknowledged}; not_synced left on the provider: ${remaining}`,
       ],
