@@ -80,6 +80,10 @@ export function endsList(page: ProviderPage, held: number, above: number | undef
  * one. A walk cannot go on past such an answer: read on by page number, it meets that page again up to its page bound
  * (card details read anew each time), or ends on pages it never saw. Undefined when the answer names no page, the page
  * asked, or a last page (a list that shrank under a walk may answer its last page for one past it).
+ *
+ * Not the client walkers' rule (shared/qashio/pagination.ts), on purpose: they end where their own next-page signal
+ * does, so only it says more follow. These walks go on past `has_next` false (see {@link endsList}) and take ports that
+ * leave it out, so a `total_pages` past the page answered says more follow too.
  */
 export function otherPageAnswered(answer: ProviderPage, asked: number): number | undefined {
   const pagination = answer.pagination;
@@ -102,7 +106,8 @@ export interface WalkedPage {
  * True when `read` holds the rows of `before`, the page before it, at the same size and count: a provider answering one
  * page whatever page is asked, naming the page asked, so {@link otherPageAnswered} cannot tell. Judged by the caller on
  * an answer that says more follow only. A page asked again in another size, a walk moved back, or a list whose count
- * changed (a whole page's worth issued between the two calls shifts it so) is no evidence.
+ * changed (a whole page's worth issued between the two calls shifts it so) is no evidence. The client's check that
+ * `page_info.next_page` advances is another rule (a pointer, not rows): the `pagination` block has no such pointer.
  */
 export function repeatsPage(read: WalkedPage, before: WalkedPage | undefined): boolean {
   if (before === undefined || read.page !== before.page + 1 || read.size !== before.size || read.total !== before.total) return false;

@@ -70,6 +70,11 @@ function tooManyPages(list: WalkedList | undefined, maxPages: number): InvalidRe
  * A page answered for another one asked for, while the answer says more follow: a provider that ignores `page` (or
  * repeats one) would otherwise be walked to `maxPages`, its one page over and over. At the end of a walk the answer may
  * lawfully be another page: a list that shrank under the walk, answered with its last page for one past it.
+ *
+ * Not the engine's `otherPageAnswered` (shared/bridge/provider.ts), on purpose: "more follow" here is the walker's own
+ * next-page signal, as the walk ends where it says. The engine's walks go on past `has_next` false (a count saying
+ * more) and take ports that leave it out, so they also read a `total_pages` past the page answered; that rule here
+ * would throw on answers these walks take as their last page (`has_next` false, or the inner shape's last page asked).
  */
 function notThePageAsked(list: WalkedList | undefined, asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
   return walkError(list, `asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
@@ -142,6 +147,7 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo; 
   yield* walkPages(fetchPage, options, (result, page) => {
     const next = result.pageInfo.next_page;
     if (next === null || next === undefined) return undefined;
+    // A pointer check, not the engine's `repeatsPage` (rows compared): the engine's pages carry no `next_page`.
     if (next <= page) throw walkError(options.list, `page_info.next_page ${next} does not advance past page ${page}`, { requestId: result.requestId });
     return next;
   }, (result) => result.pageInfo.current_page);

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { pollCards, type CardCycleMode } from "../../shared/bridge/cards.js";
 import type { CardListQuery, ProviderPage } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
-import { repeatingFirstPage } from "./page-shapes.js";
+import { repeatingFirstPage, withoutHasNext } from "./page-shapes.js";
 
 const CARDS = 250;
 
@@ -62,20 +62,32 @@ async function expectStopsAtPage2(answerer: () => Answer, logged: Record<string,
   }
 }
 
+/**
+ * Runs walks of either mode whose list answers each page asked with the one after it, told as `tell` makes it: the walk
+ * stops (page_limit) before publishing a card, not complete over the page it never saw; the next walks reach every card.
+ */
+async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage): Promise<void> {
+  for (const mode of ["full", "suspended-only"] as const) {
+    const label = mode;
+    const { rig, list } = await suspendedUnder(false, async (query, page) => tell(await page(query.page + 1)));
+    const report = await pollCards(rig.deps, { mode });
+    expect(report.outcome, label).toBe("page_limit");
+    expect(rig.publisher.ofType("card.suspended"), label).toEqual([]);
+    await expectEverySuspensionOnce(rig, list, mode, label);
+  }
+}
+
 describe("card walk against a provider answering another page than asked while saying more follow", () => {
   it("stops at page 2 of a provider ignoring page, naming the fault, its detail reads one per card walked, and the next walks reach every card", async () => {
     await expectStopsAtPage2(() => (_query, page) => page(1), { answered: 1 });
   });
 
   it("does not end complete over a page the provider skipped, answering the one after it", async () => {
-    for (const mode of ["full", "suspended-only"] as const) {
-      const label = mode;
-      const { rig, list } = await suspendedUnder(false, (query, page) => page(query.page + 1));
-      const report = await pollCards(rig.deps, { mode });
-      expect(report.outcome, label).toBe("page_limit");
-      expect(rig.publisher.ofType("card.suspended"), label).toEqual([]);
-      await expectEverySuspensionOnce(rig, list, mode, label);
-    }
+    await expectSkippedPageStops((answer) => answer);
+  });
+
+  it("does not end complete over a page the provider skipped, saying more follow by total_pages alone (no has_next)", async () => {
+    await expectSkippedPageStops(withoutHasNext);
   });
 
   it("starts afresh, as for a 400 or 404, when a resumed walk's first page is answered with page 1: a cursor past a list that shrank", async () => {

@@ -54,3 +54,12 @@ export function repeatingFirstPage(): (query: PageQuery, list: (page: number) =>
     return { ...first, pagination: { ...first.pagination, page: query.page, total_pages: query.page + ++calls, has_next: true } };
   };
 }
+
+/**
+ * `answer` without its `has_next`: a provider port saying more follow by `total_pages` alone (QashioClient refuses
+ * such an answer; the engine's walks must not).
+ */
+export function withoutHasNext(answer: ProviderPage): ProviderPage {
+  const { has_next: _dropped, ...pagination } = answer.pagination ?? {};
+  return { ...answer, pagination };
+}

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
 import { makeRig, type TestRig } from "./fakes.js";
-import { repeatingFirstPage } from "./page-shapes.js";
+import { repeatingFirstPage, withoutHasNext } from "./page-shapes.js";
 
 /** Listed under the 100 a page the cycle asks; the newest {@link KEPT} stay listed whatever is acknowledged. */
 const LISTED = 250;
@@ -64,6 +64,27 @@ async function expectStopsPastPage1(answerer: () => Answer, logged: Record<strin
   }
 }
 
+/**
+ * Runs a cycle, with and without read-ahead, whose list answers each page asked with the one after it, told as `tell`
+ * makes it: the pass stops (page_limit), not complete over the page it never saw; the next cycle, the provider paging,
+ * delivers every transaction.
+ */
+async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage): Promise<void> {
+  for (const readAhead of [false, true]) {
+    const { rig, list } = rigKeeping(0);
+    answerAs(rig, list, async (query, page) => tell(await page(query.page + 1)));
+    const report = await pollTransactions(rig.deps, { readAhead });
+    const label = `readAhead ${readAhead}`;
+    expect(report.outcome === "complete" ? rig.provider.pending() : [], label).toEqual([]);
+    expect(report.outcome, label).toBe("page_limit");
+
+    rig.provider.listTransactions = list;
+    expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
+    expect(rig.provider.pending(), label).toEqual([]);
+    expect(rig.publisher.events, label).toHaveLength(LISTED);
+  }
+}
+
 describe("transaction cycle against a provider answering another page than asked while saying more follow", () => {
   it("stops a walk that must go past page 1 of a provider ignoring page at once, naming the fault, and the next cycle delivers the rest once it pages", async () => {
     await expectStopsPastPage1(() => (_query, page) => page(1), { answered: 1 });
@@ -84,19 +105,11 @@ describe("transaction cycle against a provider answering another page than asked
   });
 
   it("does not report complete a list whose page the provider skipped, answering the one after it", async () => {
-    for (const readAhead of [false, true]) {
-      const { rig, list } = rigKeeping(0);
-      answerAs(rig, list, (query, page) => page(query.page + 1));
-      const report = await pollTransactions(rig.deps, { readAhead });
-      const label = `readAhead ${readAhead}`;
-      expect(report.outcome === "complete" ? rig.provider.pending() : [], label).toEqual([]);
-      expect(report.outcome, label).toBe("page_limit");
+    await expectSkippedPageStops((answer) => answer);
+  });
 
-      rig.provider.listTransactions = list;
-      expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
-      expect(rig.provider.pending(), label).toEqual([]);
-      expect(rig.publisher.events, label).toHaveLength(LISTED);
-    }
+  it("does not report complete a list whose page the provider skipped, saying more follow by total_pages alone (no has_next)", async () => {
+    await expectSkippedPageStops(withoutHasNext);
   });
 
   it("stops a walk past page 1 of a provider answering page 1's transactions to every page, naming the page asked, and the next cycle delivers the rest", async () => {
