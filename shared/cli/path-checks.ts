@@ -23,17 +23,26 @@ export function statOf(path: string): Stats | undefined {
   }
 }
 
-/** Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. */
-function notWritable(path: string, mode: number, what = "writable"): string | undefined {
+/** The error access(2) answers for `mode` on `path`, or undefined when this process has that access. */
+function accessRefusal(path: string, mode: number): NodeJS.ErrnoException | undefined {
   try {
     accessSync(path, mode);
     return undefined;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    // Not the user's rights: nobody writes there until it is mounted read-write.
-    if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
-    return `is not ${what} by this user (${code ?? "error"}): ${path}`;
+    return error as NodeJS.ErrnoException;
   }
+}
+
+/**
+ * Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. `hint`
+ * (a likely cause) follows the path when the refusal is this user's rights.
+ */
+function notWritable(path: string, mode: number, what = "writable", hint = ""): string | undefined {
+  const code = accessRefusal(path, mode)?.code;
+  if (code === undefined) return undefined;
+  // Not the user's rights: nobody writes there until it is mounted read-write.
+  if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
+  return `is not ${what} by this user (${code}): ${path}${hint}`;
 }
 
 /**
@@ -260,12 +269,25 @@ function stateEntriesProblem(stateDir: string): string | undefined {
       );
     }
     // Files are read, and replaced by a rename in the directory: reading is all they need.
-    const problem =
-      (directory ? notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable") : notWritable(path, constants.R_OK, "readable")) ??
-      (directory && name !== STATE_DIRS.locks ? unreadableFileIn(path) : undefined);
-    if (problem !== undefined) return `${problem} (left by a run as another user, such as under sudo?)`;
+    const problem = directory
+      ? (notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable", LEFT_BY_ANOTHER_USER) ??
+        (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
+      : unreadableStateFileProblem(path);
+    if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/** The likeliest cause of a state entry this user may not use, said right after its path. */
+const LEFT_BY_ANOTHER_USER = " (left by a run as another user, such as under sudo?)";
+
+/**
+ * Why this user may not read `file` of the state directory, worded as the cycle's own read errors word it
+ * ({@link unreadableProblem}: mode, owner and the fix) with {@link LEFT_BY_ANOTHER_USER}; undefined when it may.
+ */
+function unreadableStateFileProblem(file: string): string | undefined {
+  const refusal = accessRefusal(file, constants.R_OK);
+  return refusal === undefined ? undefined : deniedProblem(file, refusal, "read", LEFT_BY_ANOTHER_USER);
 }
 
 /**
@@ -278,14 +300,14 @@ function unreadableFileIn(dir: string): string | undefined {
   try {
     names = readdirSync(dir);
   } catch (error) {
-    return uncheckedProblem(dir, error);
+    return deniedProblem(dir, error, "checked", LEFT_BY_ANOTHER_USER);
   }
   for (const name of names) {
     // A temporary file of an interrupted write is never read: it is swept.
     if (name.endsWith(TEMP_SUFFIX)) continue;
     const path = join(dir, name);
     if (statOf(path)?.isFile() !== true) continue;
-    const problem = notWritable(path, constants.R_OK, "readable");
+    const problem = unreadableStateFileProblem(path);
     // Gone since the listing (a running loop compacted a segment or settled a record): nothing left to read.
     if (problem !== undefined && statOf(path) !== undefined) return problem;
   }
@@ -324,10 +346,13 @@ export function unreadableProblem(file: string, error: unknown): string {
   return deniedProblem(file, error, "read");
 }
 
-/** "cannot be <verb> by this user (<code>): <path>", and for EACCES what shuts this user out (see {@link deniedAccessOf}). */
-function deniedProblem(path: string, error: unknown, verb: "checked" | "read"): string {
+/**
+ * "cannot be <verb> by this user (<code>): <path>", `hint` (a likely cause) right after the path, and for EACCES what
+ * shuts this user out (see {@link deniedAccessOf}).
+ */
+function deniedProblem(path: string, error: unknown, verb: "checked" | "read", hint = ""): string {
   const code = (error as NodeJS.ErrnoException).code ?? "error";
-  const problem = `cannot be ${verb} by this user (${code}): ${path}`;
+  const problem = `cannot be ${verb} by this user (${code}): ${path}${hint}`;
   const denied = code === "EACCES" ? deniedAccessOf(path) : undefined;
   return denied === undefined ? problem : `${problem}: ${denied}`;
 }

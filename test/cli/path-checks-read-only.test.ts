@@ -4,7 +4,7 @@
  * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -62,9 +62,21 @@ describe("path checks of paths this user may not read", () => {
     await mkdir(state);
     const tokens = join(state, "tokens.json");
     await writeFile(tokens, "{}");
+    await chmod(tokens, 0o200);
     readOnly.unreadable.add(tokens);
-    expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${tokens} (left by a run as another user, such as under sudo?)`);
+    expect(stateDirProblem(state)).toBe(unreadableMessage(tokens, "0200"));
   });
+
+  /**
+   * What the cycle's own read errors say of `file` (unreadableProblem), the hint right after the path: the file is this
+   * user's own (the test made it), so its mode alone and the chmod that lets this user read it.
+   */
+  function unreadableMessage(file: string, mode: string): string {
+    return (
+      `cannot be read by this user (EACCES): ${file} (left by a run as another user, such as under sudo?): ` +
+      `this user may not read ${file} (mode ${mode}); run \`chmod u+r ${file}\``
+    );
+  }
 
   /** A state directory holding `<sub>/<name>`, which this user cannot read. */
   async function unreadableStateFile(sub: string, name: string): Promise<{ state: string; file: string }> {
@@ -72,6 +84,7 @@ describe("path checks of paths this user may not read", () => {
     await mkdir(join(state, sub), { recursive: true });
     const file = join(state, sub, name);
     await writeFile(file, "{}");
+    await chmod(file, 0o200);
     readOnly.unreadable.add(file);
     return { state, file };
   }
@@ -81,7 +94,7 @@ describe("path checks of paths this user may not read", () => {
     ["a quarantine record", "quarantine", "transaction%3Atx-1.json"],
   ])("name %s left unreadable, before any provider call, not as a corrupt file once a cycle reads it", async (_what, sub, name) => {
     const { state, file } = await unreadableStateFile(sub, name);
-    expect(stateDirProblem(state)).toBe(`is not readable by this user (EACCES): ${file} (left by a run as another user, such as under sudo?)`);
+    expect(stateDirProblem(state)).toBe(unreadableMessage(file, "0200"));
   });
 
   it.each([

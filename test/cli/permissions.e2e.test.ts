@@ -123,8 +123,10 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
   it("names a file in the state directory this user cannot read and write (left by a run under sudo), exit 2", async () => {
     const { code, stderr } = await runOnceAsNobody(["shared-state"], ["shared-events", "events.jsonl"]);
     expect(code).toBe(2);
+    const tokens = join(dir, "shared-state", "tokens.json");
     expect(stderr).toContain(
-      `BRIDGE_STATE_DIR: is not readable by this user (EACCES): ${join(dir, "shared-state", "tokens.json")} (left by a run as another user, such as under sudo?)`,
+      `BRIDGE_STATE_DIR: cannot be read by this user (EACCES): ${tokens} (left by a run as another user, such as under sudo?): ` +
+        `this user may not read ${tokens} (mode 0600, owned by uid 0); run as its owner, or give it to this user (\`sudo chown ${NOBODY} ${tokens}\`)`,
     );
     // And, apart, that anyone may write into it: any local user could plant tokens or snapshots there.
     expect(stderr).toContain(`BRIDGE_STATE_DIR: is writable by its group and others (mode 0777): ${join(dir, "shared-state")}; `);
