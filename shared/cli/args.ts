@@ -475,6 +475,22 @@ export function repeatedOption(argv: readonly string[], options: Options): strin
   return undefined;
 }
 
+/**
+ * The refusal of an option given without its value, from parseArgs' message, or undefined for another message. At the
+ * end of the line parseArgs says "argument missing", and before another option "argument is ambiguous" with advice to
+ * write `--interval=-XYZ`: either way the value was forgotten, so the refusal names the one the usage gives the option.
+ *
+ * @example
+ * missingValueOf("run", "Option '--interval <value>' argument missing"); // "run: --interval needs a value: --interval <duration>"
+ */
+function missingValueOf(command: string, message: string): string | undefined {
+  const flag = /^Option '(--[\w-]+)(?: <value>)?' argument (?:missing|is ambiguous)/.exec(message)?.[1];
+  if (flag === undefined) return undefined;
+  // The option as the command's usage line writes it: `[--interval <duration>]`.
+  const value = new RegExp(`\\[${flag} ([^\\]]+)\\]`).exec(usageOf(command) ?? "")?.[1] ?? "<value>";
+  return `${command}: ${flag} needs a value: ${flag} ${value}`;
+}
+
 function strictParse(command: string, argv: string[], options: Options): OptionValues {
   const repeated = repeatedOption(argv, options);
   if (repeated !== undefined) throw new UsageError(`${command}: ${repeated}`);
@@ -482,6 +498,8 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
     const { values } = parseArgs({ args: joinDashValues(argv, options), options, strict: true, allowPositionals: false });
     return { values: values as OptionValues["values"] };
   } catch (error) {
+    const valueless = missingValueOf(command, (error as Error).message);
+    if (valueless !== undefined) throw new UsageError(valueless, { cause: error });
     // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command, and name a near option.
     const unknown = /^Unknown option '(--[^']+)'/.exec((error as Error).message)?.[1];
     const near = unknown === undefined ? undefined : nearest(unknown, Object.keys(options).map((name) => `--${name}`));

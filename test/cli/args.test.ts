@@ -61,7 +61,7 @@ describe("parseCommand", () => {
   });
 
   it.each([
-    [["conform-pii", "--cursor"], /conform-pii: Option '--cursor <value>' argument missing/],
+    [["conform-pii", "--cursor"], "conform-pii: --cursor needs a value: --cursor <cursor>"],
     [["conform-pii", "--cursor", " "], /--cursor must not be empty/],
     [["conform-pii", "--all"], /conform-pii: Unknown option '--all'/],
     [["conform-pii", "now"], /conform-pii: Unexpected argument 'now'/],
@@ -97,6 +97,19 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["demo", "--cycles", "-1"])).toThrow(/--cycles must be at least 1, got -1/);
     // A flag after a string option is still a missing value, not taken as the value.
     expect(() => parseCommand(["run", "--interval", "--once"])).toThrow(UsageError);
+  });
+
+  // parseArgs said "argument missing" at the end, and before another option "argument is ambiguous", with advice to
+  // write `--interval=-XYZ`: the value was forgotten, and the fix is the value the usage names.
+  it.each([
+    [["run", "--interval"], "run: --interval needs a value: --interval <duration>"],
+    [["run", "--interval", "--once"], "run: --interval needs a value: --interval <duration>"],
+    [["authorize", "--port", "--no-open"], "authorize: --port needs a value: --port <p>"],
+    [["authorize", "--scope"], 'authorize: --scope needs a value: --scope "<scopes>"'],
+    [["demo", "--cycles"], "demo: --cycles needs a value: --cycles <n>"],
+    [["bench", "--sink", "--json"], "bench: --sink needs a value: --sink jsonl|null"],
+  ])("refuses %j, an option without its value, naming the value the usage gives it", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(new UsageError(message));
   });
 
   it("rejects an interval without a unit, saying it lacks one", () => {
