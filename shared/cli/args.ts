@@ -176,6 +176,10 @@ export type ParsedCommand =
   | { readonly command: "bench"; readonly args: BenchArgs }
   | { readonly command: "help"; readonly topic?: string };
 
+/** What a `<duration>` is: in the whole usage, and in the usage of each command whose options take one. */
+export const DURATIONS_HELP = `Durations: 30s, 5m, 1h, 1m30s, 1500ms; run --interval and authorize --timeout take at least 1s.
+A duration gives each unit once, largest first: 1h30m, not 30m1h or 1h1h.`;
+
 export const USAGE = `Usage: npm run bridge -- <command> [options]
 
 Commands:
@@ -215,8 +219,7 @@ Commands:
                                                   --baseline: also measure a minimal client's CPU)
   help                                            this text
 
-Durations: 30s, 5m, 1h, 1m30s, 1500ms; run --interval and authorize --timeout take at least 1s.
-A duration gives each unit once, largest first: 1h30m, not 30m1h or 1h1h.
+${DURATIONS_HELP}
 Settings come from the environment and .env (see README).`;
 
 /** Largest `bench --latency-ms`: every provider call must still answer within the client's 10 s attempt timeout. */

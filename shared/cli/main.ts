@@ -2,7 +2,7 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
+import { DURATIONS_HELP, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS } from "./config.js";
 import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -21,7 +21,9 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       // `help run` (or `run --help`): that command only; none (or `help help`), the whole usage. parseCommand refuses
       // a topic that is no command.
       const one = parsed.topic === undefined || parsed.topic === "help" ? undefined : usageOf(parsed.topic);
-      const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}`;
+      // `run --help` alone must say what its `--interval <duration>` takes, as the whole usage does.
+      const durations = one?.includes("<duration>") === true ? `\n\n${DURATIONS_HELP}` : "";
+      const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}${durations}`;
       // demo and bench run their own sandbox with settings of their own: the settings block would only mislead there.
       const settings = parsed.topic === "demo" || parsed.topic === "bench" ? "" : `\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`;
       line(io.stdout, `${usage}${settings}`);

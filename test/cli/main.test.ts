@@ -43,6 +43,18 @@ describe("bridge.ts main", () => {
     expect(bogus.stderr).toContain('error: help: unknown command "bogus". Commands: run,');
   });
 
+  it("says what a duration is in the usage of each command taking one, as the whole usage does, and only there", async () => {
+    const durations = /^Durations: .+\nA duration gives each unit once.+$/m.exec((await runInProcess(["help"], {})).stdout)?.[0];
+    expect(durations).toBeDefined();
+    for (const command of ["run", "authorize", "demo"]) {
+      const { code, stdout } = await runInProcess([command, "--help"], {});
+      expect(code).toBe(EXIT.ok);
+      expect(stdout).toContain(`<duration>`);
+      expect(stdout).toContain(`\n\n${durations}\n`);
+    }
+    for (const command of ["redrive", "conform-pii", "bench"]) expect((await runInProcess(["help", command], {})).stdout).not.toContain("Durations:");
+  });
+
   it("answers help --help with the whole usage, exit 0", async () => {
     const { code, stdout, stderr } = await runInProcess(["help", "--help"], {});
     expect(code).toBe(EXIT.ok);
