@@ -535,6 +535,7 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
   if ((COMMANDS as readonly string[]).includes(name) && rest.some(isHelpFlag)) {
     return { command: "help", topic: name };
   }
+  if (name.startsWith("-")) throw commandLeftOut(argv);
   assertNotKeptByNpm(name, rest, env);
   switch (name) {
     case "run": {
@@ -618,6 +619,20 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     default:
       throw unknownCommand(name);
   }
+}
+
+/**
+ * The refusal of a command line that starts with an option (`--once`): the command was left out, so the refusal names
+ * the commands taking that option and the line with the first of them, rather than calling the option an unknown command.
+ */
+function commandLeftOut(argv: readonly string[]): UsageError {
+  const flag = (argv[0] ?? "").split("=")[0] ?? "";
+  const takers = Object.entries(OPTIONS)
+    .filter(([, options]) => flag.startsWith("--") && Object.hasOwn(options, flag.slice(2)))
+    .map(([command]) => command);
+  if (takers.length === 0) return new UsageError(`no command given before ${flag}. Commands: ${COMMANDS.join(", ")}`);
+  const names = takers.length === 1 ? takers[0] : `${takers.slice(0, -1).join(", ")} and ${takers.at(-1)}`;
+  return new UsageError(`no command given before ${flag}, an option of ${names}: put the command first, as in \`npm run bridge -- ${[takers[0], ...argv].join(" ")}\``);
 }
 
 /** Whether `arg` asks for the usage (`--help`, `-h`). */

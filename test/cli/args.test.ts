@@ -222,6 +222,16 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["--help", "foo"])).toThrow(new UsageError(`help: unknown command "foo". Commands: ${COMMANDS.join(", ")}`));
   });
 
+  // `bridge --once` was refused as `unknown command "--once"`: an option, not a command, and the command was left out.
+  it.each([
+    [["--once"], 'no command given before --once, an option of run: put the command first, as in `npm run bridge -- run --once`'],
+    [["--interval", "5m"], "no command given before --interval, an option of run and demo: put the command first, as in `npm run bridge -- run --interval 5m`"],
+    [["--cycles=3"], "no command given before --cycles, an option of demo: put the command first, as in `npm run bridge -- demo --cycles=3`"],
+    [["--bogus"], "no command given before --bogus. Commands: run, authorize, demo, bench, redrive, conform-pii, help"],
+  ])("refuses %j, an option where the command goes, naming the commands that take it", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(new UsageError(message));
+  });
+
   it("answers help --help (or -h) with the usage, as any command's --help, not as an unknown command", () => {
     expect(parseCommand(["help", "--help"])).toEqual({ command: "help", topic: undefined });
     expect(parseCommand(["-h", "--help"])).toEqual({ command: "help", topic: undefined });
