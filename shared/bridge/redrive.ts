@@ -9,7 +9,8 @@ import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
 import type { Quarantine, QuarantineRecord, StoreCallOptions } from "./ports.js";
 import type { CycleReport } from "./report.js";
-import { isAcknowledgeableId, reprocessTransactions, type ReprocessedChunk, type TransactionRef, type UnconfirmedRef } from "./transactions.js";
+import { reprocessTransactions, type ReprocessedChunk, type TransactionRef, type UnconfirmedRef } from "./reprocess.js";
+import { isAcknowledgeableId } from "./transaction-ids.js";
 import { lastModified } from "./versions.js";
 import { isJsonObject } from "../json-object.js";
 
@@ -128,7 +129,7 @@ const UNCONFIRMED_MISS = "not found by its qashio_id, which no publish record co
 
 /**
  * Why a read by an unconfirmed qashio_id keeps records that a later chunk's delivery of their transaction settles (its
- * snapshot check covers them as transactions.ts `settledBySnapshot` does): the reference, maybe glitched, told nothing.
+ * snapshot check covers them as reprocess.ts `settledBySnapshot` does): the reference, maybe glitched, told nothing.
  */
 const UNCONFIRMED_UNFOUND: ReadonlySet<KeptRecord["why"]> = new Set([
   UNCONFIRMED_MISS,

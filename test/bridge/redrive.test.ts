@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { pollTransactions, REDRIVE_READ_PAGES } from "../../shared/bridge/transactions.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
+import { REDRIVE_READ_PAGES } from "../../shared/bridge/reprocess.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
