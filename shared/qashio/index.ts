@@ -20,7 +20,6 @@ export {
   DEFAULT_TIMEOUT_MS,
   systemClock,
   parseRetryAfter,
-  redactSecrets,
   type Clock,
   type ClientLogger,
   type FetchInit,
@@ -34,6 +33,7 @@ export {
   type RetryMode,
   type RetryOptions,
 } from "./http.js";
+export { redactSecrets } from "./redact.js";
 export { nodeHttpFetch, TransportError } from "./node-transport.js";
 export {
   AUTHORIZE_URL_ENV_VAR,

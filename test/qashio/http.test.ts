@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, parseRetryAfter, realSleep, redactSecrets, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
+import { HttpCore, parseRetryAfter, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
+import { redactSecrets } from "../../shared/qashio/redact.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
