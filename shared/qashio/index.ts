@@ -19,7 +19,6 @@ export {
   DEFAULT_RETRY,
   DEFAULT_TIMEOUT_MS,
   systemClock,
-  parseRetryAfter,
   type Clock,
   type ClientLogger,
   type FetchInit,
@@ -34,6 +33,7 @@ export {
   type RetryOptions,
 } from "./http.js";
 export { redactSecrets } from "./redact.js";
+export { parseRetryAfter } from "./retry-after.js";
 export { nodeHttpFetch, TransportError } from "./node-transport.js";
 export {
   AUTHORIZE_URL_ENV_VAR,

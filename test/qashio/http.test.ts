@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, parseRetryAfter, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
+import { HttpCore, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
 import { redactSecrets } from "../../shared/qashio/redact.js";
+import { parseRetryAfter } from "../../shared/qashio/retry-after.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import {
   BadRequestError,
