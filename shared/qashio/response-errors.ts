@@ -101,7 +101,7 @@ export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
  * The OAuth-style error code (`error`, else `code`) of a token-endpoint body: itself when in {@link OAUTH_ERROR_CODES},
  * `unknown_error` for any other string, undefined when the body has none.
  */
-export function oauthErrorCodeOf(body: unknown): string | undefined {
+function oauthErrorCodeOf(body: unknown): string | undefined {
   if (!isJsonObject(body)) return undefined;
   const code = body.error ?? body.code;
   if (typeof code !== "string" || code === "") return undefined;
