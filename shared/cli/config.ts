@@ -28,7 +28,7 @@ import {
   statOf,
   uncheckedProblem,
 } from "./path-checks.js";
-import { durationRangeProblem, readDuration } from "./args.js";
+import { durationRangeProblem, readDuration, type CommandName } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
 
 export const DEFAULT_STATE_DIR = ".state";
@@ -78,32 +78,46 @@ export interface LocalSettings extends ProviderSettings, StateSettings {
   readonly cardDetails: boolean;
 }
 
+/** The commands that read settings (demo and bench set up their own). */
+export type SettingsCommand = Extract<CommandName, "run" | "redrive" | "conform-pii" | "authorize">;
+
 /**
- * One row of the settings table: `help` prints it, and a test checks README's table against it. What each setting
- * means is README's to say (a copy here drifted from it unseen).
+ * One row of the settings table: `help` prints it (each command's own help the rows naming that command), and a test
+ * checks README's table against it. What each setting means is README's to say (a copy here drifted from it unseen).
  */
 export interface SettingDoc {
   readonly name: string;
+  /** `yes`, `no`, or when it is required: `with \`hash\``, `except for \`<command>\``. */
   readonly required: string;
   readonly default: string;
+  /**
+   * The commands that read it: each refuses a bad value of it. `authorize` also looks at BRIDGE_EVENTS_FILE, but only
+   * so that the events file `run` keeps in the state directory is no foreign entry there: it never refuses it.
+   */
+  readonly commands: readonly SettingsCommand[];
 }
 
+const LOCAL: readonly SettingsCommand[] = ["run", "redrive"];
+const PROVIDER: readonly SettingsCommand[] = [...LOCAL, "authorize"];
+const STATE: readonly SettingsCommand[] = [...LOCAL, "conform-pii"];
+const EVERY: readonly SettingsCommand[] = [...STATE, "authorize"];
+
 export const SETTINGS: readonly SettingDoc[] = [
-  { name: "QASHIO_BASE_URL", required: "except for `conform-pii`", default: "" },
-  { name: "QASHIO_CLIENT_ID", required: "except for `conform-pii`", default: "" },
-  { name: "QASHIO_CLIENT_SECRET", required: "except for `conform-pii`", default: "" },
-  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "" },
-  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL" },
-  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "" },
-  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR },
-  { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE },
-  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE },
-  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "" },
-  { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE },
-  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false" },
-  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false" },
-  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m" },
-  { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info" },
+  { name: "QASHIO_BASE_URL", required: "yes", default: "", commands: PROVIDER },
+  { name: "QASHIO_CLIENT_ID", required: "yes", default: "", commands: PROVIDER },
+  { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", commands: PROVIDER },
+  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", commands: LOCAL },
+  { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", commands: ["authorize"] },
+  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY },
+  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, commands: EVERY },
+  { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, commands: LOCAL },
+  { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, commands: STATE },
+  { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", commands: STATE },
+  { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, commands: LOCAL },
+  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", commands: LOCAL },
+  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", commands: LOCAL },
+  { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", commands: STATE },
+  { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", commands: STATE },
 ];
 
 /** A variable name as a shell writes it: only such a name is ever printed. */

@@ -3,16 +3,34 @@
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
 import { DURATIONS_HELP, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
-import { SETTINGS } from "./config.js";
+import { SETTINGS, type SettingDoc } from "./config.js";
 import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { secondStopNotice } from "./stop-at-once.js";
 
-function settingsHelp(): string {
-  const width = Math.max(...SETTINGS.map((s) => s.name.length));
-  const need = (s: (typeof SETTINGS)[number]) =>
-    s.required === "yes" ? "required" : s.required === "no" ? `default ${s.default || "-"}` : `required ${s.required.replaceAll("`", "")}`;
-  return SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${need(s)}`).join("\n");
+/**
+ * The settings block of `help`: every setting with the commands that read it, or, for one command (`run --help`),
+ * only the settings it reads, each with what that command needs of it; empty for a command that reads none (demo and
+ * bench set up their own).
+ */
+function settingsHelp(command?: string): string {
+  const rows = SETTINGS.filter((s) => command === undefined || (s.commands as readonly string[]).includes(command));
+  if (rows.length === 0) return "";
+  const width = Math.max(...rows.map((s) => s.name.length));
+  const needs = rows.map((s) => needOf(s, command));
+  const needWidth = Math.max(...needs.map((need) => need.length));
+  const lines = rows.map((s, i) => `  ${s.name.padEnd(width)}  ${command === undefined ? `${needs[i]?.padEnd(needWidth)}  ${s.commands.join(", ")}` : needs[i]}`);
+  const heading = command === undefined ? "Settings (environment or .env), and the commands that read them:" : `Settings ${command} reads (environment or .env):`;
+  return `\n\n${heading}\n${lines.join("\n")}`;
+}
+
+/** What `command` (any, when undefined) needs of `setting`: "required", "required <when>", or its default. */
+function needOf(setting: SettingDoc, command: string | undefined): string {
+  // `except for \`authorize\``: required, or not at all, once the command is known.
+  const except = /^except for `(.+)`$/.exec(setting.required)?.[1];
+  const required = except === undefined || command === undefined ? setting.required : except === command ? "no" : "yes";
+  if (required === "yes") return "required";
+  return required === "no" ? `default ${setting.default || "-"}` : `required ${required.replaceAll("`", "")}`;
 }
 
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
@@ -24,9 +42,7 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       // `run --help` alone must say what its `--interval <duration>` takes, as the whole usage does.
       const durations = one?.includes("<duration>") === true ? `\n\n${DURATIONS_HELP}` : "";
       const usage = one === undefined ? USAGE : `Usage: npm run bridge -- ${parsed.topic} [options]\n\n${one}${durations}`;
-      // demo and bench run their own sandbox with settings of their own: the settings block would only mislead there.
-      const settings = parsed.topic === "demo" || parsed.topic === "bench" ? "" : `\n\nSettings of run, authorize, redrive and conform-pii (environment or .env):\n${settingsHelp()}`;
-      line(io.stdout, `${usage}${settings}`);
+      line(io.stdout, `${usage}${settingsHelp(one === undefined ? undefined : parsed.topic)}`);
       return EXIT.ok;
     }
     case "run":

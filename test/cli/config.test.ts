@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseCommand } from "../../shared/cli/args.js";
-import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, settingNameWarnings } from "../../shared/cli/config.js";
+import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, SETTINGS, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 import { looseAccessProblem } from "../../shared/cli/path-checks.js";
 import { FileLock } from "../../shared/local/file-lock.js";
@@ -1155,6 +1155,58 @@ describe("settingNameWarnings", () => {
   it("is silent for every real setting and the named deployments' URL variables", () => {
     const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
     expect(settingNameWarnings(env)).toEqual([]);
+  });
+});
+
+describe("SETTINGS", () => {
+  let cwd: string;
+  beforeEach(async () => {
+    cwd = await mkdtemp(join(tmpdir(), "settings-commands-"));
+    // conform-pii and redrive work on a state directory that exists.
+    await mkdir(join(cwd, ".state"), { mode: 0o700 });
+  });
+  afterEach(async () => {
+    await rm(cwd, { recursive: true, force: true });
+  });
+
+  /** Every setting good, so that the one made bad is the only issue a command can name. */
+  const good = {
+    ...valid,
+    QASHIO_AUTHORIZE_URL: "http://127.0.0.1:9999",
+    BRIDGE_PII_MODE: "hash",
+    BRIDGE_PII_SALT: "a-salt-of-sixteen-or-more",
+    BRIDGE_EVENT_SOURCE: "acme.cards",
+    BRIDGE_EMIT_CARD_CREATED: "true",
+    BRIDGE_CARD_DETAILS: "true",
+    BRIDGE_CYCLE_BUDGET: "1m",
+    BRIDGE_LOG_LEVEL: "debug",
+  };
+  const readers = {
+    run: (env: Record<string, string>) => readLocalSettings(env, cwd),
+    redrive: (env: Record<string, string>) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive" }),
+    "conform-pii": (env: Record<string, string>) => readStateSettings(env, cwd),
+    authorize: (env: Record<string, string>) => readAuthorizeSettings(env, cwd),
+  } as const;
+
+  /** The settings `read` names when each in turn holds a bad value (a control character; the salt: too short). */
+  function refused(read: (env: Record<string, string>) => unknown): string[] {
+    return SETTINGS.filter((s) => {
+      const bad = s.name === "BRIDGE_PII_SALT" ? "short" : "a\u0001b";
+      try {
+        read({ ...good, [s.name]: bad });
+        return false;
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        return error.issues.some((issue) => issue.setting === s.name);
+      }
+    }).map((s) => s.name);
+  }
+
+  it("names for each setting exactly the commands that check it (a bad value refuses them), as help shows each command its own", () => {
+    for (const [command, read] of Object.entries(readers)) {
+      expect(() => read(good), command).not.toThrow();
+      expect(refused(read), command).toEqual(SETTINGS.filter((s) => s.commands.includes(command as keyof typeof readers)).map((s) => s.name));
+    }
   });
 });
 

@@ -14,11 +14,31 @@ describe("bridge.ts main", () => {
     expect(code).toBe(EXIT.ok);
     expect(stdout).toContain("Usage: npm run bridge -- <command>");
     expect(stdout).toContain("conform-pii [--cursor <cursor>]");
-    expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state/);
-    expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required/);
+    // Every setting, each with the commands that read it.
+    expect(stdout).toContain("\n\nSettings (environment or .env), and the commands that read them:\n");
+    expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state\s+run, redrive, conform-pii, authorize\n/);
     // conform-pii never calls the provider.
-    expect(stdout).toMatch(/QASHIO_BASE_URL\s+required except for conform-pii\n/);
-    expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\n/);
+    expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required\s+run, redrive, authorize\n/);
+    expect(stdout).toMatch(/QASHIO_AUTHORIZE_URL\s+default the base URL\s+authorize\n/);
+    expect(stdout).toMatch(/BRIDGE_TENANT\s+required except for authorize\s+run, redrive, conform-pii, authorize\n/);
+    expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\s+run, redrive, conform-pii\n/);
+    for (const { name } of SETTINGS) expect(stdout).toMatch(new RegExp(`\\n  ${name} `));
+  });
+
+  it.each([
+    ["conform-pii", ["BRIDGE_TENANT", "BRIDGE_STATE_DIR", "BRIDGE_PII_MODE", "BRIDGE_PII_SALT", "BRIDGE_CYCLE_BUDGET", "BRIDGE_LOG_LEVEL"]],
+    ["authorize", ["QASHIO_BASE_URL", "QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET", "QASHIO_AUTHORIZE_URL", "BRIDGE_TENANT", "BRIDGE_STATE_DIR"]],
+    ["run", SETTINGS.map((s) => s.name).filter((name) => name !== "QASHIO_AUTHORIZE_URL")],
+    ["redrive", SETTINGS.map((s) => s.name).filter((name) => name !== "QASHIO_AUTHORIZE_URL")],
+  ])("shows %s --help only the settings that command reads, in the order of the whole list", async (command, names) => {
+    const { code, stdout } = await runInProcess([command, "--help"], {});
+    expect(code).toBe(EXIT.ok);
+    const block = stdout.slice(stdout.indexOf(`\n\nSettings ${command} reads (environment or .env):\n`));
+    expect(block).not.toBe(stdout);
+    expect([...block.matchAll(/^ {2}((?:QASHIO|BRIDGE)_[A-Z_]+) /gm)].map((m) => m[1])).toEqual(names);
+    // Each with what this command needs of it.
+    if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -\n/);
+    else expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+required\n/);
   });
 
   it("prints one command's usage for help <command> and <command> --help, and refuses a topic that is no command (exit 2)", async () => {
@@ -29,8 +49,7 @@ describe("bridge.ts main", () => {
       expect(stdout).toContain("where a pass stopped at its time budget");
       expect(stdout).not.toContain("authorize  [--port");
     }
-    // The settings block is that of the commands reading it: not under demo or bench, which set up their own.
-    expect((await runInProcess(["help", "conform-pii"], {})).stdout).toContain("Settings of run, authorize, redrive and conform-pii");
+    // No settings block under demo or bench, which set up their own.
     for (const [topic, argv] of [["demo", ["demo", "--help"]], ["bench", ["help", "bench"]]] as const) {
       const { code, stdout } = await runInProcess([...argv], {});
       expect(code).toBe(EXIT.ok);
@@ -77,13 +96,14 @@ describe("bridge.ts main", () => {
     expect(stderr).toContain("npm run bridge -- help");
   });
 
-  it("README's settings table lists exactly the settings help prints, with the same requirement and default", () => {
+  it("README's settings table lists exactly the settings help prints, with the same requirement, default and commands reading each", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const rows = readme
       .split("\n")
       .filter((l) => /^\| `(QASHIO|BRIDGE)_[A-Z_]+` \|/.test(l))
-      .map((l) => l.split("|").slice(1, 4).map((cell) => cell.trim().replaceAll("`", "")));
-    expect(rows).toEqual(SETTINGS.map((s) => [s.name, s.required.replaceAll("`", ""), s.default]));
+      .map((l) => l.split("|").slice(1, 5).map((cell) => cell.trim().replaceAll("`", "")));
+    expect(rows).toEqual(SETTINGS.map((s) => [s.name, s.required.replaceAll("`", ""), s.default, s.commands.join(", ")]));
+    expect(readme).toContain("| Setting | Required | Default | Read by | Meaning |");
   });
 
   it("README's exit code table lists exactly the codes EXIT names, each with its meaning", () => {
