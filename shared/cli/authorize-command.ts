@@ -15,6 +15,7 @@ import type { AuthorizeArgs } from "./args.js";
 import { authorizeWithBrowser } from "./authorize.js";
 import { DEFAULT_SCOPES, grantShortfall, type GrantShortfall } from "./cycle-scopes.js";
 import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
+import { assertHostAnswers } from "./host-probe.js";
 import { AuthorizeError, ConfigError, EXIT, GrantTooNarrowError, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
@@ -208,6 +209,9 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
       await store.save(tokens);
     },
   };
+  // Before the address is shown: a token endpoint this machine cannot reach would leave the person signing in for
+  // nothing and the wait running out its --timeout.
+  await assertHostAnswers(baseUrl, settings.baseUrlSetting, { signal: io.signal });
   const result = await authorizeWithBrowser({
     baseUrl,
     baseUrlSetting: settings.baseUrlSetting,

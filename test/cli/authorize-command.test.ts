@@ -5,6 +5,7 @@
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { chmod, readFile, stat, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { realSleep, type Clock } from "../../shared/clock.js";
@@ -46,6 +47,15 @@ function io(env: Record<string, string>) {
 }
 
 const args = { port: 0, noOpen: true, timeoutMs: 10_000 };
+
+/** A loopback port nothing listens on (one just given back). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 const CLIENT_ENV = { QASHIO_BASE_URL: "http://127.0.0.1:9", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s" };
 /** A secret ARN as the stack output SecretArn gives it. */
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:SecretA29EB826-AbCdEf";
@@ -149,6 +159,48 @@ describe("bridge authorize", () => {
     expect(out.stdout).not.toContain(stored.refreshToken);
     expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual([]);
+  });
+
+  it("refuses at once, exit 1, a base URL whose host refuses the connection, naming it and QASHIO_BASE_URL, before printing the address or waiting", async () => {
+    const h = (harness = await startHarness());
+    const closed = await closedPort();
+    const url = `http://127.0.0.1:${closed}`;
+    let shown = false;
+    const { io: cli, out } = io({ ...h.env, QASHIO_BASE_URL: url });
+    const started = Date.now();
+    const error = await authorizeCommand({ ...args, timeoutMs: 60_000 }, cli, { onAuthorizeUrl: () => void (shown = true) }).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as AuthorizeError).exitCode).toBe(EXIT.failed);
+    expect((error as Error).message).toBe(
+      `QASHIO_BASE_URL (${url}) does not answer (ECONNREFUSED): the code exchange after the sign-in could not reach it, so no sign-in was started; ` +
+        `nothing listens on 127.0.0.1:${closed}, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port ${closed})`,
+    );
+    expect(shown).toBe(false);
+    expect(out.stdout).not.toContain("Open this address");
+  });
+
+  it("only connects to the provider's host before the sign-in: no byte is sent, and any listener lets it go on to the address", async () => {
+    const h = (harness = await startHarness());
+    const received: Buffer[] = [];
+    let connections = 0;
+    const listener = createServer((socket) => {
+      connections += 1;
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const interrupt = new AbortController();
+    const { io: base, out } = io({ ...h.env, QASHIO_BASE_URL: `http://127.0.0.1:${(listener.address() as AddressInfo).port}` });
+    try {
+      // The person gives up once the address is shown: the probe let it through.
+      const error = await authorizeCommand(args, { ...base, signal: interrupt.signal }, { onAuthorizeUrl: () => interrupt.abort() }).catch((e: unknown) => e);
+      expect((error as Error).message).toBe("authorization cancelled");
+      expect(out.stdout).toContain("Open this address in a browser");
+      expect(connections).toBe(1);
+      expect(Buffer.concat(received).length).toBe(0);
+    } finally {
+      listener.close();
+    }
   });
 
   it("without --no-open, hands the opener the very address it prints, then signs in as the browser follows it", async () => {

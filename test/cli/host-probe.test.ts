@@ -1,0 +1,63 @@
+import { Socket } from "node:net";
+import { describe, expect, it } from "vitest";
+import { AuthorizeError } from "../../shared/cli/errors.js";
+import { assertHostAnswers } from "../../shared/cli/host-probe.js";
+
+/** A connect that records where it was asked to connect and hands back a socket that never connects. */
+function silent() {
+  const asked: { port: number; host: string }[] = [];
+  const sockets: Socket[] = [];
+  const connect = (port: number, host: string) => {
+    asked.push({ port, host });
+    const socket = new Socket();
+    sockets.push(socket);
+    return socket;
+  };
+  return { asked, sockets, connect };
+}
+
+describe("assertHostAnswers", () => {
+  it("gives up on a host that does not take the connection within its timeout, naming the setting and URL, and closes the socket", async () => {
+    const { sockets, connect } = silent();
+    const error = await assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 50, connect }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as Error).message).toBe(
+      "QASHIO_BASE_URL (https://api.example.test) does not answer (no connection within 50 ms): the code exchange after the sign-in could not " +
+        "reach it, so no sign-in was started; check the setting, and that this machine reaches api.example.test:443",
+    );
+    expect(sockets.every((socket) => socket.destroyed)).toBe(true);
+  });
+
+  it("connects to the URL's host and port: 443 or 80 by its scheme, an IPv6 address without brackets", async () => {
+    for (const [url, port, host] of [
+      ["https://api.example.test/base", 443, "api.example.test"],
+      ["http://127.0.0.1:4010", 4010, "127.0.0.1"],
+      ["http://[::1]", 80, "::1"],
+    ] as const) {
+      const { asked, connect } = silent();
+      await assertHostAnswers(url, "QASHIO_BASE_URL", { timeoutMs: 1, connect }).catch(() => undefined);
+      expect(asked).toEqual([{ port, host }]);
+    }
+  });
+
+  it("stops at once on Ctrl-C, as the sign-in does", async () => {
+    const { sockets, connect } = silent();
+    const interrupt = new AbortController();
+    const probe = assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 60_000, connect, signal: interrupt.signal });
+    interrupt.abort();
+    await expect(probe).rejects.toThrow(new AuthorizeError("authorization cancelled"));
+    expect(sockets.every((socket) => socket.destroyed)).toBe(true);
+  });
+
+  it("names the QASHIO_*_URL a named environment reads, and says a host not found is not known", async () => {
+    const connect = (port: number, host: string) => {
+      const socket = new Socket();
+      queueMicrotask(() => socket.destroy(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" })));
+      return socket;
+    };
+    await expect(assertHostAnswers("https://sandbox.example.test", "QASHIO_SANDBOX_URL", { connect })).rejects.toThrow(
+      "QASHIO_SANDBOX_URL (https://sandbox.example.test) does not answer (ENOTFOUND): the code exchange after the sign-in could not reach it, " +
+        "so no sign-in was started; the host of QASHIO_SANDBOX_URL (https://sandbox.example.test) was not found: check the setting, or this machine's name resolution",
+    );
+  });
+});
