@@ -10,7 +10,7 @@ import { UsageError } from "./errors.js";
 import { nearest } from "../nearest.js";
 
 /** Commands `bridge.ts` understands. */
-export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "help"] as const;
+export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "version", "help"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 /** Default poll interval of `run` without `--once`. */
@@ -174,6 +174,7 @@ export type ParsedCommand =
   | { readonly command: "authorize"; readonly args: AuthorizeArgs }
   | { readonly command: "demo"; readonly args: DemoArgs }
   | { readonly command: "bench"; readonly args: BenchArgs }
+  | { readonly command: "version" }
   | { readonly command: "help"; readonly topic?: string };
 
 /** What a `<duration>` is: in the whole usage, and in the usage of each command whose options take one. */
@@ -217,6 +218,7 @@ Commands:
                                                   drain a backlog from the sandbox and measure
                                                   (--check: exit 1 when a budget is missed;
                                                   --baseline: also measure a minimal client's CPU)
+  version                                         print the package's name and version (also --version)
   help                                            this text
 
 ${DURATIONS_HELP}
@@ -319,6 +321,7 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
   run: { once: { type: "boolean", default: false }, interval: { type: "string" }, "new-pii-salt": { type: "boolean", default: false } },
   redrive: {},
+  version: {},
   "conform-pii": { cursor: { type: "string" } },
   authorize: {
     port: { type: "string" },
@@ -519,7 +522,9 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
  * parseCommand(["run", "--interval", "30s"]); // { command: "run", args: { once: false, intervalMs: 30000 } }
  */
 export function parseCommand(argv: readonly string[], env: Env = {}): ParsedCommand {
-  const [name, ...rest] = argv;
+  const [given, ...rest] = argv;
+  // `--version` is the version command, as most command lines spell it.
+  const name = given === "--version" ? "version" : given;
   // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
   if (isHelpFlag(name) || name === "help") {
@@ -549,6 +554,9 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     case "redrive":
       strictParse("redrive", rest, OPTIONS.redrive);
       return { command: "redrive" };
+    case "version":
+      strictParse("version", rest, OPTIONS.version);
+      return { command: "version" };
     case "conform-pii": {
       const { values } = strictParse("conform-pii", rest, OPTIONS["conform-pii"]);
       const cursor = values.cursor as string | undefined;

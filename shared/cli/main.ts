@@ -57,6 +57,8 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
       return (await import("./demo.js")).demoCommand(parsed.args, io);
     case "bench":
       return (await import("./bench.js")).benchCommand(parsed.args, io);
+    case "version":
+      return (await import("./version.js")).versionCommand(io);
   }
 }
 

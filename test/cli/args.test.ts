@@ -214,7 +214,7 @@ describe("parseCommand", () => {
   });
 
   it("refuses no command at all (a script with an empty variable must not succeed), naming the commands", () => {
-    expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, authorize, demo, bench, redrive, conform-pii, help"));
+    expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, authorize, demo, bench, redrive, conform-pii, version, help"));
     expect(parseCommand(["help"])).toEqual({ command: "help", topic: undefined });
     expect(parseCommand(["help", "run"])).toEqual({ command: "help", topic: "run" });
     // A topic that is no command is refused as the command itself would be (exit 2), not answered with the usage.
@@ -227,9 +227,18 @@ describe("parseCommand", () => {
     [["--once"], 'no command given before --once, an option of run: put the command first, as in `npm run bridge -- run --once`'],
     [["--interval", "5m"], "no command given before --interval, an option of run and demo: put the command first, as in `npm run bridge -- run --interval 5m`"],
     [["--cycles=3"], "no command given before --cycles, an option of demo: put the command first, as in `npm run bridge -- demo --cycles=3`"],
-    [["--bogus"], "no command given before --bogus. Commands: run, authorize, demo, bench, redrive, conform-pii, help"],
+    [["--bogus"], "no command given before --bogus. Commands: run, authorize, demo, bench, redrive, conform-pii, version, help"],
   ])("refuses %j, an option where the command goes, naming the commands that take it", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(new UsageError(message));
+  });
+
+  it("reads --version, as the version command, which takes nothing more", () => {
+    expect(parseCommand(["--version"])).toEqual({ command: "version" });
+    expect(parseCommand(["version"])).toEqual({ command: "version" });
+    expect(parseCommand(["--version", "--help"])).toEqual({ command: "help", topic: "version" });
+    expect(() => parseCommand(["version", "--json"])).toThrow(/^version: Unknown option '--json'/);
+    expect(() => parseCommand(["--version", "run"])).toThrow(/^version: Unexpected argument 'run'/);
+    expect(usageOf("version")).toMatch(/^ {2}version {2,}print the package's name and version \(also --version\)$/);
   });
 
   it("answers help --help (or -h) with the usage, as any command's --help, not as an unknown command", () => {

@@ -74,6 +74,18 @@ describe("bridge.ts main", () => {
     for (const command of ["redrive", "conform-pii", "bench"]) expect((await runInProcess(["help", command], {})).stdout).not.toContain("Durations:");
   });
 
+  it("prints the package's name and version for --version (or version), exit 0, and no settings under help version", async () => {
+    const { name, version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { name: string; version: string };
+    for (const argv of [["--version"], ["version"]]) {
+      const { code, stdout, stderr } = await runInProcess(argv, {});
+      expect(code).toBe(EXIT.ok);
+      expect(stdout).toBe(`${name} ${version}\n`);
+      expect(stderr).toBe("");
+    }
+    const help = await runInProcess(["help", "version"], {});
+    expect(help.stdout).toMatch(/^Usage: npm run bridge -- version \[options\]\n\n {2}version +print the package's name and version \(also --version\)\n$/);
+  });
+
   it("answers help --help with the whole usage, exit 0", async () => {
     const { code, stdout, stderr } = await runInProcess(["help", "--help"], {});
     expect(code).toBe(EXIT.ok);
