@@ -171,6 +171,35 @@ interface ListedCount {
   readonly pageSize: number;
 }
 
+/** A pull status over all its passes in this cycle (see {@link TransactionRun.statusPasses}). */
+interface StatusRecord {
+  /** List calls made; the run's `maxPages` bounds them. */
+  calls: number;
+  readonly handled: RecentIds;
+  readonly awaitingReRead: Set<string>;
+}
+
+/**
+ * Where one pass over a pull status is (see {@link TransactionRun.drain}): one object per pass, never per page or item,
+ * so the walk's steps share its position without closures over the loop's locals.
+ */
+interface StatusWalk {
+  readonly status: PullStatus;
+  /** Epoch ms at which the pass stops as at the deadline, with outcome `until`. */
+  readonly until: number | undefined;
+  readonly record: StatusRecord;
+  /** What the list held by its latest answer (see {@link TransactionRun.lookAtOldestWaiting}). */
+  listed: ListedCount | undefined;
+  /** The page the walk is at. */
+  page: number;
+  /** Items on the pages the walk moved past in this pass (they stayed listed): listed above the page it is at. */
+  passed: number;
+  /** The page the walk last moved past: a provider answering its rows again for the next one repeats it. */
+  movedPast: WalkedPage | undefined;
+  /** Whether a batch reads the next page while it is processed: off once items stay listed, as they shift the pages. */
+  readAhead: boolean;
+}
+
 /** One run of the transaction cycle ({@link pollTransactions}); the re-drive's run extends it (see reprocess.ts). */
 export class TransactionRun extends CycleRun {
   private readonly maxPages: number;
@@ -187,7 +216,7 @@ export class TransactionRun extends CycleRun {
    * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id),
    * and the ids awaiting a fresh read (see {@link drain}), which a pass stopped at its share leaves to the next.
    */
-  private readonly statusPasses = new Map<PullStatus, { calls: number; readonly handled: RecentIds; readonly awaitingReRead: Set<string> }>();
+  private readonly statusPasses = new Map<PullStatus, StatusRecord>();
   /**
    * What the lists' answers in this cycle showed of the size the provider serves a page (both statuses list the same
    * endpoint): the look at the list's end numbers its page in it. Weighed over every answer, so a page short of what a
@@ -260,61 +289,28 @@ export class TransactionRun extends CycleRun {
    * with outcome `until`.
    */
   private async drain(status: PullStatus, until?: number): Promise<PassOutcome> {
-    let walked = this.statusPasses.get(status);
-    if (!walked) this.statusPasses.set(status, (walked = { calls: 0, handled: new RecentIds(), awaitingReRead: new Set() }));
+    const walk = this.walkOf(status, until);
+    const { record: walked } = walk;
     const { handled, awaitingReRead } = walked;
-    const untilPassed = (): boolean => until !== undefined && this.deps.clock.now() >= until;
-    const pastUntil = (): boolean => this.pastDeadline() || untilPassed();
-    let listed: ListedCount | undefined;
-    /**
-     * Lists `n`, keeping what its answer says the list holds (see {@link lookAtOldestWaiting}). `above`: the items the
-     * walk counts above page `n`, undefined for a read ahead (its count is not weighed, as in `endsList` below).
-     */
-    const readPage = async (n: number, above: number | undefined): Promise<ProviderPage> => {
-      const acknowledgedBefore = this.report.acknowledged;
-      const answer = await this.list(status, n);
-      const total = listedTotal(answer);
-      const held = heldBy(answer);
-      const pageSize = this.pageSizes.weigh(answer, held, this.pageSize, listsMore(answer, held, above));
-      listed = total === undefined ? undefined : { total, acknowledgedBefore, pageSize };
-      return answer;
-    };
-    let page = 1;
-    /** Items on the pages the walk moved past in this pass (they stayed listed): listed above the page it is at. */
-    let passed = 0;
-    /** The page the walk last moved past: a provider answering its rows again for the next one repeats it. */
-    let movedPast: WalkedPage | undefined;
-    let readAhead = this.options.readAhead ?? true;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
-    /**
-     * `awaitingReRead`: ids whose acknowledge failed for now (left to a fresh read) and not listed since, in either
-     * status. One the status's walk completes without meeting again left the list: an acknowledge applied despite its
-     * failure (a gateway's 502) took it off, so its state, delivered before that acknowledge, no longer counts towards
-     * the lag.
-     */
-    const complete = (): PassOutcome => {
-      for (const id of awaitingReRead) this.settled(id);
-      return "complete";
-    };
     for (;;) {
-      const stop = this.pastDeadline() ? "deadline" : untilPassed() ? "until" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
+      const stop = this.pastDeadline() ? "deadline" : this.untilPassed(walk) ? "until" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
       if (stop !== undefined) {
         if (inHand) this.leftBehind(inHand, handled);
-        if (stop === "until") await this.lookAtOldestWaiting(status, handled, listed, page);
+        if (stop === "until") await this.lookAtOldestWaiting(status, handled, walk.listed, walk.page);
         return stop;
       }
       if (!inHand) {
         if (walked.calls >= this.maxPages) return "page_limit";
         const firstRead = walked.calls === 0;
-        walked.calls += 1;
-        inHand = await readPage(page, passed);
+        inHand = await this.readPage(walk, walk.page, walk.passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
         // Past page 1 the walk needs the page it asks for: one answered in its place stops the pass (see otherPageAnswered).
-        const answered = otherPageAnswered(inHand, page);
+        const answered = otherPageAnswered(inHand, walk.page);
         if (answered !== undefined) {
-          this.deps.logger.warn(NOT_PAGING, { list: status, asked: page, answered });
+          this.deps.logger.warn(NOT_PAGING, { list: status, asked: walk.page, answered });
           this.leftBehind(inHand, handled);
           return "page_limit";
         }
@@ -329,31 +325,30 @@ export class TransactionRun extends CycleRun {
       this.report.pulled += items.length;
       if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
       // A read-ahead page's count is not weighed: it shows the list before the last acknowledge (a plain read confirms).
-      const isLast = endsList(result, items.length, fromReadAhead ? undefined : passed);
+      const isLast = endsList(result, items.length, fromReadAhead ? undefined : walk.passed);
 
       let found: FreshEntries | undefined = this.freshOf(items, handled);
       const { freshKeys } = found;
       if (found.fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
-        if (isLast) return complete();
+        if (isLast) return this.completed(walk);
         // Keys of a page moved past only, off the hot path (pages of new transactions).
-        const read: WalkedPage = { page, size: this.pageSize, total: listedTotal(result), keys: items.map((entry) => itemKey(entry.raw)) };
-        if (repeatsPage(read, movedPast)) {
-          this.deps.logger.warn(NOT_PAGING, { list: status, asked: page, repeats: page - 1 });
+        const read: WalkedPage = { page: walk.page, size: this.pageSize, total: listedTotal(result), keys: items.map((entry) => itemKey(entry.raw)) };
+        if (repeatsPage(read, walk.movedPast)) {
+          this.deps.logger.warn(NOT_PAGING, { list: status, asked: walk.page, repeats: walk.page - 1 });
           return "page_limit";
         }
-        movedPast = read;
-        passed += items.length;
-        page += 1;
+        walk.movedPast = read;
+        walk.passed += items.length;
+        walk.page += 1;
         continue;
       }
 
       let next: Promise<ProviderPage> | undefined;
       let ahead: ProviderPage | undefined;
-      if (readAhead && !isLast && walked.calls < this.maxPages && !pastUntil()) {
-        walked.calls += 1;
-        next = readPage(page + 1, undefined);
+      if (walk.readAhead && !isLast && walked.calls < this.maxPages && !this.pastDeadline() && !this.untilPassed(walk)) {
+        next = this.readPage(walk, walk.page + 1, undefined);
         // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
         next.then((read) => (ahead = read), () => undefined);
       }
@@ -378,7 +373,7 @@ export class TransactionRun extends CycleRun {
       }
       handled.add(freshKeys, versions);
       // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
-      if (!allAcknowledged) readAhead = false;
+      if (!allAcknowledged) walk.readAhead = false;
       if (next && readAgain.length > 0) {
         // Read before the failed acknowledge's wait: a change made during it would be acknowledged unseen, which the
         // fresh read is for. Dropped (its items count towards the lag until read again), and the page read plainly.
@@ -387,21 +382,60 @@ export class TransactionRun extends CycleRun {
       }
       if (next) {
         const read = await next;
-        if (otherPageAnswered(read, page + 1) === undefined) {
+        if (otherPageAnswered(read, walk.page + 1) === undefined) {
           inHand = read;
           fromReadAhead = true;
           continue;
         }
         // A provider ignoring `page` answers page 1 to a read ahead too: dropped, the rest of the pass re-reads plainly
         // (page 1 shows the next batch once the last is acknowledged, which is all such a provider can be walked by).
-        this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: status, asked: page + 1 });
-        readAhead = false;
+        this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: status, asked: walk.page + 1 });
+        walk.readAhead = false;
         this.leftBehind(read, handled);
         continue;
       }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
-      if (isLast && !fromReadAhead && wholePage && allAcknowledged) return complete();
+      if (isLast && !fromReadAhead && wholePage && allAcknowledged) return this.completed(walk);
     }
+  }
+
+  /** The walk of a pass over `status`, at page 1, with the status's record of its earlier passes in this cycle. */
+  private walkOf(status: PullStatus, until: number | undefined): StatusWalk {
+    let record = this.statusPasses.get(status);
+    if (!record) this.statusPasses.set(status, (record = { calls: 0, handled: new RecentIds(), awaitingReRead: new Set() }));
+    return { status, until, record, listed: undefined, page: 1, passed: 0, movedPast: undefined, readAhead: this.options.readAhead ?? true };
+  }
+
+  /** Whether the pass's own stop (`until`, before the deadline) has come. */
+  private untilPassed({ until }: StatusWalk): boolean {
+    return until !== undefined && this.deps.clock.now() >= until;
+  }
+
+  /**
+   * Lists page `n` of the walk's status, counting the call against the page bound and keeping what its answer says the
+   * list holds (see {@link lookAtOldestWaiting}). `above`: the items the walk counts above page `n`, undefined for a
+   * read ahead (its count is not weighed, as in `endsList`).
+   */
+  private async readPage(walk: StatusWalk, n: number, above: number | undefined): Promise<ProviderPage> {
+    walk.record.calls += 1;
+    const acknowledgedBefore = this.report.acknowledged;
+    const answer = await this.list(walk.status, n);
+    const total = listedTotal(answer);
+    const held = heldBy(answer);
+    const pageSize = this.pageSizes.weigh(answer, held, this.pageSize, listsMore(answer, held, above));
+    walk.listed = total === undefined ? undefined : { total, acknowledgedBefore, pageSize };
+    return answer;
+  }
+
+  /**
+   * Ends a pass that walked to the end of its list. `awaitingReRead`: ids whose acknowledge failed for now (left to a
+   * fresh read) and not listed since, in either status. One the status's walk completes without meeting again left the
+   * list: an acknowledge applied despite its failure (a gateway's 502) took it off, so its state, delivered before that
+   * acknowledge, no longer counts towards the lag.
+   */
+  private completed(walk: StatusWalk): PassOutcome {
+    for (const id of walk.record.awaitingReRead) this.settled(id);
+    return "complete";
   }
 
   /**
