@@ -295,10 +295,11 @@ export class TransactionRun extends CycleRun {
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     for (;;) {
-      const stop = this.pastDeadline() ? "deadline" : this.untilPassed(walk) ? "until" : this.publisherUnavailable() ? "publisher_unavailable" : undefined;
+      const stop = this.stopOf(walk);
       if (stop !== undefined) {
-        if (inHand) this.leftBehind(inHand, handled);
-        if (stop === "until") await this.lookAtOldestWaiting(status, handled, walk.listed, walk.page);
+        // A page in hand (read ahead) goes unprocessed: its items count towards the lag.
+        this.leftBehind(inHand, handled);
+        if (stop === "until") await this.lookAtOldestWaiting(walk);
         return stop;
       }
       if (!inHand) {
@@ -307,23 +308,12 @@ export class TransactionRun extends CycleRun {
         inHand = await this.readPage(walk, walk.page, walk.passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
-        // Past page 1 the walk needs the page it asks for: one answered in its place stops the pass (see otherPageAnswered).
-        const answered = otherPageAnswered(inHand, walk.page);
-        if (answered !== undefined) {
-          this.deps.logger.warn(NOT_PAGING, { list: status, asked: walk.page, answered });
-          this.leftBehind(inHand, handled);
-          return "page_limit";
-        }
+        if (!this.answeredAsAsked(walk, inHand)) return "page_limit";
       }
       // `let`: the page's objects are dropped below before the awaits, see there.
       let result: ProviderPage | undefined = inHand;
       inHand = undefined;
-      let items: PageEntry[] | undefined = pageEntries(result);
-      for (const other of this.statusPasses.values()) {
-        if (other.awaitingReRead.size > 0) for (const entry of items) other.awaitingReRead.delete(itemKey(entry.raw));
-      }
-      this.report.pulled += items.length;
-      if (items.length > 0) this.deps.metrics.add("TransactionsPulled", items.length, "Count");
+      let items: PageEntry[] | undefined = this.entriesPulled(result);
       // A read-ahead page's count is not weighed: it shows the list before the last acknowledge (a plain read confirms).
       const isLast = endsList(result, items.length, fromReadAhead ? undefined : walk.passed);
 
@@ -399,6 +389,39 @@ export class TransactionRun extends CycleRun {
     }
   }
 
+  /** Why the pass stops before its next page, if it does: the deadline, its own stop (`until`), or the publisher. */
+  private stopOf(walk: StatusWalk): PassOutcome | undefined {
+    if (this.pastDeadline()) return "deadline";
+    if (this.untilPassed(walk)) return "until";
+    return this.publisherUnavailable() ? "publisher_unavailable" : undefined;
+  }
+
+  /**
+   * Whether a plain read answered the page the walk asked for. Past page 1 the walk needs that page: one answered in
+   * its place is left behind, and the pass stops at the page bound (see otherPageAnswered).
+   */
+  private answeredAsAsked(walk: StatusWalk, answer: ProviderPage): boolean {
+    const answered = otherPageAnswered(answer, walk.page);
+    if (answered === undefined) return true;
+    this.deps.logger.warn(NOT_PAGING, { list: walk.status, asked: walk.page, answered });
+    this.leftBehind(answer, walk.record.handled);
+    return false;
+  }
+
+  /**
+   * A page's entries, counted as pulled. Listed again, none of them awaits a fresh read any more, in either status (see
+   * {@link completed}).
+   */
+  private entriesPulled(page: ProviderPage): PageEntry[] {
+    const entries = pageEntries(page);
+    for (const other of this.statusPasses.values()) {
+      if (other.awaitingReRead.size > 0) for (const entry of entries) other.awaitingReRead.delete(itemKey(entry.raw));
+    }
+    this.report.pulled += entries.length;
+    if (entries.length > 0) this.deps.metrics.add("TransactionsPulled", entries.length, "Count");
+    return entries;
+  }
+
   /** The walk of a pass over `status`, at page 1, with the status's record of its earlier passes in this cycle. */
   private walkOf(status: PullStatus, until: number | undefined): StatusWalk {
     let record = this.statusPasses.get(status);
@@ -456,12 +479,13 @@ export class TransactionRun extends CycleRun {
    * the page the walk is at: its items, the oldest waiting, count towards the lag as pending (like a page left behind),
    * unhandled, unpublished, unacknowledged. Otherwise SyncLagSeconds sees only the newest items, those a cycle reaches,
    * and stays quiet while the oldest wait for hours under sustained load. The page number comes from `listed`, less the
-   * acknowledges since (they left the list), in the size the provider serves a page. Nothing without a count, nor past the deadline; a failure of the read only
-   * costs the look, except a token failure (a revoked family): every call would meet it, so it stops the cycle as any
-   * call's would, not a later call, which the deadline may keep from coming (docs/spec-gaps.md, SyncLagSeconds).
+   * acknowledges since (they left the list), in the size the provider serves a page. Nothing without a count, nor past
+   * the deadline; a failure of the read only costs the look, except a token failure (a revoked family): every call would
+   * meet it, so it stops the cycle as any call's would, not a later call, which the deadline may keep from coming
+   * (docs/spec-gaps.md, SyncLagSeconds).
    * An item equal to its snapshot is delivered, not waiting (see {@link oldestUndelivered}).
    */
-  private async lookAtOldestWaiting(status: PullStatus, handled: RecentIds, listed: ListedCount | undefined, reached: number): Promise<void> {
+  private async lookAtOldestWaiting({ status, record, listed, page: reached }: StatusWalk): Promise<void> {
     if (listed === undefined || this.pastDeadline()) return;
     const waiting = listed.total - (this.report.acknowledged - listed.acknowledgedBefore);
     // Numbered in the size the provider serves: in the size asked, a provider serving fewer would show the middle of
@@ -469,7 +493,7 @@ export class TransactionRun extends CycleRun {
     const last = Math.ceil(waiting / listed.pageSize);
     if (last <= reached) return;
     try {
-      for (const raw of await this.oldestUndelivered(await this.list(status, last), handled)) this.pendingRaw(raw);
+      for (const raw of await this.oldestUndelivered(await this.list(status, last), record.handled)) this.pendingRaw(raw);
     } catch (err) {
       if (isTokenFailure(err)) throw err;
       const { name, status: httpStatus } = failedCallOf(err);
