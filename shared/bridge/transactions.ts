@@ -323,15 +323,7 @@ export class TransactionRun extends CycleRun {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
         if (isLast) return this.completed(walk);
-        // Keys of a page moved past only, off the hot path (pages of new transactions).
-        const read: WalkedPage = { page: walk.page, size: this.pageSize, total: listedTotal(result), keys: items.map((entry) => itemKey(entry.raw)) };
-        if (repeatsPage(read, walk.movedPast)) {
-          this.deps.logger.warn(NOT_PAGING, { list: status, asked: walk.page, repeats: walk.page - 1 });
-          return "page_limit";
-        }
-        walk.movedPast = read;
-        walk.passed += items.length;
-        walk.page += 1;
+        if (!this.movedPast(walk, result, items)) return "page_limit";
         continue;
       }
 
@@ -420,6 +412,24 @@ export class TransactionRun extends CycleRun {
     this.report.pulled += entries.length;
     if (entries.length > 0) this.deps.metrics.add("TransactionsPulled", entries.length, "Count");
     return entries;
+  }
+
+  /**
+   * Moves the walk past a page read plainly that holds nothing new: its items stay listed despite an acknowledge (see
+   * {@link drain}). False, and the pass stops at the page bound, when the provider answers again the page it moved
+   * past (see repeatsPage).
+   */
+  private movedPast(walk: StatusWalk, page: ProviderPage, entries: readonly PageEntry[]): boolean {
+    // Keys of a page moved past only, off the hot path (pages of new transactions).
+    const read: WalkedPage = { page: walk.page, size: this.pageSize, total: listedTotal(page), keys: entries.map((entry) => itemKey(entry.raw)) };
+    if (repeatsPage(read, walk.movedPast)) {
+      this.deps.logger.warn(NOT_PAGING, { list: walk.status, asked: walk.page, repeats: walk.page - 1 });
+      return false;
+    }
+    walk.movedPast = read;
+    walk.passed += entries.length;
+    walk.page += 1;
+    return true;
   }
 
   /** The walk of a pass over `status`, at page 1, with the status's record of its earlier passes in this cycle. */
