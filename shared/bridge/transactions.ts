@@ -290,8 +290,8 @@ export class TransactionRun extends CycleRun {
    */
   private async drain(status: PullStatus, until?: number): Promise<PassOutcome> {
     const walk = this.walkOf(status, until);
-    const { record: walked } = walk;
-    const { handled, awaitingReRead } = walked;
+    const { record } = walk;
+    const { handled } = record;
     let inHand: ProviderPage | undefined;
     let fromReadAhead = false;
     for (;;) {
@@ -303,8 +303,8 @@ export class TransactionRun extends CycleRun {
         return stop;
       }
       if (!inHand) {
-        if (walked.calls >= this.maxPages) return "page_limit";
-        const firstRead = walked.calls === 0;
+        if (record.calls >= this.maxPages) return "page_limit";
+        const firstRead = record.calls === 0;
         inHand = await this.readPage(walk, walk.page, walk.passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
@@ -327,13 +327,10 @@ export class TransactionRun extends CycleRun {
         continue;
       }
 
-      let next: Promise<ProviderPage> | undefined;
+      const next = this.readAheadOf(walk, isLast);
       let ahead: ProviderPage | undefined;
-      if (walk.readAhead && !isLast && walked.calls < this.maxPages && !this.pastDeadline() && !this.untilPassed(walk)) {
-        next = this.readPage(walk, walk.page + 1, undefined);
-        // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
-        next.then((read) => (ahead = read), () => undefined);
-      }
+      // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
+      next?.then((read) => (ahead = read), () => undefined);
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
       const copies = found.repeated.size > 0 ? this.versionsOfCopies(found) : undefined;
       const wholePage = found.fresh.length === items.length;
@@ -342,20 +339,13 @@ export class TransactionRun extends CycleRun {
       // The page's objects are the batch's now: held here, they would live through its acknowledge and the read-ahead,
       // waits in which young-generation GCs run and copy whatever is still reachable.
       result = items = found = undefined;
-      const { allAcknowledged, readAgain } = await batch.catch((error: unknown) => {
+      const outcome = await batch.catch((error: unknown) => {
         // Stopped mid-batch (a write refused past the deadline, a failure): a page already read ahead is left behind.
         this.leftBehind(ahead, handled);
         throw error;
       });
-      if (copies) for (const [key, list] of copies) versions.set(key, list);
-      // Ids whose acknowledge is left to a fresh read are not handled: the plain re-read below takes them again.
-      for (const id of readAgain) {
-        freshKeys.delete(id);
-        awaitingReRead.add(id);
-      }
-      handled.add(freshKeys, versions);
-      // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
-      if (!allAcknowledged) walk.readAhead = false;
+      this.noteHandled(walk, freshKeys, versions, copies, outcome);
+      const { allAcknowledged, readAgain } = outcome;
       if (next && readAgain.length > 0) {
         // Read before the failed acknowledge's wait: a change made during it would be acknowledged unseen, which the
         // fresh read is for. Dropped (its items count towards the lag until read again), and the page read plainly.
@@ -364,16 +354,10 @@ export class TransactionRun extends CycleRun {
       }
       if (next) {
         const read = await next;
-        if (otherPageAnswered(read, walk.page + 1) === undefined) {
+        if (this.readAheadAsAsked(walk, read)) {
           inHand = read;
           fromReadAhead = true;
-          continue;
         }
-        // A provider ignoring `page` answers page 1 to a read ahead too: dropped, the rest of the pass re-reads plainly
-        // (page 1 shows the next batch once the last is acknowledged, which is all such a provider can be walked by).
-        this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: status, asked: walk.page + 1 });
-        walk.readAhead = false;
-        this.leftBehind(read, handled);
         continue;
       }
       // The whole last page was new and acknowledged: nothing can be left behind it in this pass.
@@ -430,6 +414,50 @@ export class TransactionRun extends CycleRun {
     walk.passed += entries.length;
     walk.page += 1;
     return true;
+  }
+
+  /**
+   * Reads the page after the walk's while its batch is processed (acknowledged items leave the list, so the next batch
+   * sits there), when the walk reads ahead and may: not at the list's end, the page bound or the pass's time.
+   */
+  private readAheadOf(walk: StatusWalk, isLast: boolean): Promise<ProviderPage> | undefined {
+    if (!walk.readAhead || isLast || walk.record.calls >= this.maxPages || this.pastDeadline() || this.untilPassed(walk)) return undefined;
+    return this.readPage(walk, walk.page + 1, undefined);
+  }
+
+  /**
+   * Whether a page read ahead is the one asked for. A provider ignoring `page` answers page 1 to a read ahead too:
+   * dropped, the rest of the pass re-reads plainly (page 1 shows the next batch once the last is acknowledged, which is
+   * all such a provider can be walked by).
+   */
+  private readAheadAsAsked(walk: StatusWalk, read: ProviderPage): boolean {
+    if (otherPageAnswered(read, walk.page + 1) === undefined) return true;
+    this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: walk.status, asked: walk.page + 1 });
+    walk.readAhead = false;
+    this.leftBehind(read, walk.record.handled);
+    return false;
+  }
+
+  /**
+   * Records a batch's keys as handled in this pass, with the version of each (every copy's, for a key the page listed
+   * more than once). Ids whose acknowledge is left to a fresh read are not handled: the plain re-read takes them again.
+   */
+  private noteHandled(
+    walk: StatusWalk,
+    keys: Set<string>,
+    versions: Map<string, string | readonly string[]>,
+    copies: ReadonlyMap<string, string[]> | undefined,
+    { allAcknowledged, readAgain }: BatchOutcome,
+  ): void {
+    const { handled, awaitingReRead } = walk.record;
+    if (copies) for (const [key, list] of copies) versions.set(key, list);
+    for (const id of readAgain) {
+      keys.delete(id);
+      awaitingReRead.add(id);
+    }
+    handled.add(keys, versions);
+    // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
+    if (!allAcknowledged) walk.readAhead = false;
   }
 
   /** The walk of a pass over `status`, at page 1, with the status's record of its earlier passes in this cycle. */
