@@ -168,13 +168,52 @@ interface Renumbering {
 
 /**
  * Where a card walk stood (offset, the list's total then) before the first page whose check of a smaller `size` did not
- * follow it: see `unsure` in `CardRun.run`.
+ * follow it: see `WalkPosition.unsure`.
  */
 interface UnsureStart {
   readonly offset: number;
   readonly total?: number;
   readonly size: number;
 }
+
+/** Where a card walk stood before a page: the offset of the first card not reached, and the list's total then. */
+type WalkStart = Pick<UnsureStart, "offset" | "total">;
+
+/** Where a card walk stands between its pages (see `CardRun.walkPages`). */
+interface WalkPosition {
+  /** The first card not reached. */
+  offset: number;
+  /**
+   * The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
+   * and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
+   * tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
+   * list also gains and loses cards below the offset (suspensions, reactivations), so its total says nothing about
+   * where the first card not reached went.
+   */
+  total: number | undefined;
+  /**
+   * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated did not follow
+   * it (see renumberedIn: it could not tell, or answered other cards, as a shift between the two calls makes it), and
+   * that size; cleared once a page holds more cards than it (no maximum lowered to it), or a check follows a size.
+   * Should the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the
+   * cards walked: a check that then follows the size moves the walk from here, not from that offset. A walk that
+   * stops between the two keeps it in its cursor, and the next one goes on from the cursor's offset and moves from
+   * here once a check follows: not resumed from, as a page whose check never follows would hold a walk of one page a
+   * cycle there for good.
+   */
+  unsure: UnsureStart | undefined;
+  /** The page the walk last read as asked: a provider answering its cards again for the next one repeats it. */
+  walked: WalkedPage | undefined;
+}
+
+/**
+ * What listing the walk's next page gave (see `CardRun.listNext`): the page, with its check of a smaller size; a stop
+ * (the outcome); or `pastEnd`, the page asked, when a resumed walk's cursor points past the list.
+ */
+type ListedPage =
+  | { readonly result: ProviderPage; readonly page: number; readonly renumbering: Renumbering | undefined }
+  | { readonly stop: "deadline" | "page_limit" }
+  | { readonly pastEnd: number };
 
 /**
  * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`,
@@ -258,155 +297,76 @@ class CardRun extends CycleRun {
   }
 
   async run(): Promise<CycleReport> {
-    const { mode } = this;
-    const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
     // Counted as it starts, whatever its outcome: Heartbeat-PollCards of a fast-path tenant reads FullCardWalks to see
     // that the full walk's schedule still runs (a failing walk is the Errors alarm's), which the fast ticks' invocations
     // hide; Heartbeat-SuspendedCards reads FastPathCardWalks, which the full walks' invocations would hide.
-    this.deps.metrics.add(mode === "full" ? "FullCardWalks" : "FastPathCardWalks", 1, "Count");
-    let cursor;
-    try {
-      cursor = await this.readCursor(mode);
-    } catch (err) {
-      // The read stopped retrying at the deadline (a throttled table): nothing walked, nothing to write.
-      if (!this.outOfTime(err)) throw err;
+    this.deps.metrics.add(this.mode === "full" ? "FullCardWalks" : "FastPathCardWalks", 1, "Count");
+    const cursor = await this.cursorInTime();
+    if (cursor === undefined) {
       this.report.outcome = "deadline";
       return this.finish();
     }
-    // A walk cut short by an earlier cycle goes on where it stopped; the offset survives a change of page size.
-    let offset = cursor.offset;
+    const walk = this.resume(cursor);
+    await this.walkPages(walk);
+    await this.saveCursor(cursor, walk);
+    return this.finish();
+  }
+
+  /** The cursor the walk resumes from; undefined when its read stopped retrying at the deadline. */
+  private async cursorInTime(): Promise<(WalkCursor & { snapshot?: Snapshot }) | undefined> {
+    try {
+      return await this.readCursor(this.mode);
+    } catch (err) {
+      // The read stopped retrying at the deadline (a throttled table): nothing walked, nothing to write.
+      if (!this.outOfTime(err)) throw err;
+      return undefined;
+    }
+  }
+
+  /** Where the walk starts: a walk cut short by an earlier cycle goes on where it stopped, in the size it was served. */
+  private resume(cursor: WalkCursor): WalkPosition {
     // A provider that served the walk fewer cards a page than asked numbers its pages in that size whatever is asked:
     // asked the configured size again, it would serve a page found by that size's numbering, before the first card not
     // reached, and the walk would count its offset back from there (each resumed walk losing ground, or a walk of one
     // page a cycle never moving).
-    if (offset > 0 && cursor.servedSize !== undefined && cursor.servedSize < this.pageSize) {
+    if (cursor.offset > 0 && cursor.servedSize !== undefined && cursor.servedSize < this.pageSize) {
       this.pageSize = this.servedSize = cursor.servedSize;
       this.pageSizes = new ServedPageSize({ lowersOnce: true, known: cursor.servedSize });
     }
-    // The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
-    // and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
-    // tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
-    // list also gains and loses cards below the offset (suspensions, reactivations), so its total says nothing about
-    // where the first card not reached went.
-    let offsetTotal = cursor.offset > 0 ? cursor.total : undefined;
-    /**
-     * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated did not follow
-     * it (see renumberedIn: it could not tell, or answered other cards, as a shift between the two calls makes it), and
-     * that size; cleared once a page holds more cards than it (no maximum lowered to it), or a check follows a size.
-     * Should the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the
-     * cards walked: a check that then follows the size moves the walk from here, not from that offset. A walk that
-     * stops between the two keeps it in its cursor, and the next one goes on from the cursor's offset and moves from
-     * here once a check follows: not resumed from, as a page whose check never follows would hold a walk of one page a
-     * cycle there for good.
-     */
-    let unsure: UnsureStart | undefined = cursor.unsure;
-    /** The page the walk last read as asked: a provider answering its cards again for the next one repeats it. */
-    let walked: WalkedPage | undefined;
+    // The offset survives a change of page size.
+    return { offset: cursor.offset, total: cursor.offset > 0 ? cursor.total : undefined, unsure: cursor.unsure, walked: undefined };
+  }
+
+  /** Walks pages from `walk` until the list ends or the walk stops (the report's outcome says why). */
+  private async walkPages(walk: WalkPosition): Promise<void> {
+    const maxPages = this.options.maxPages ?? DEFAULT_MAX_PAGES;
     for (let read = 0; ; read++) {
       if (this.pastDeadline()) {
         this.report.outcome = "deadline";
-        break;
+        return;
       }
       if (read >= maxPages) {
         this.report.outcome = "page_limit";
-        break;
+        return;
       }
-      let page = 1;
-      let size = this.pageSize;
-      // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
-      // (cards removed since) with a 400 or a 404 (both listed for this endpoint), start afresh rather than fail every
-      // cycle on it. A page size it refuses is not that. Page 1 refused the same way fails the walk as before.
-      const resumedPastEnd = (err: unknown): boolean => {
-        const status = read === 0 && page > 1 && !isTokenFailure(err) ? statusOf(err) : undefined;
-        return status === 404 || (status === 400 && !isPageSizeRejection(err));
-      };
-      const listAt = (query: { page: number; page_size: number }, call: ProviderCallOptions): Promise<ProviderPage> =>
-        this.deps.provider.listErpCards(mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
-      let result;
-      let renumbering: Renumbering | undefined;
-      /** A resumed walk's first page is past the list (see resumedPastEnd, and below): the walk starts afresh. */
-      let pastEnd = false;
-      try {
-        result = await this.listPage(
-          `list ${mode} cards`,
-          (asked, call) => {
-            size = asked;
-            page = Math.floor(offset / size) + 1;
-            return listAt({ page, page_size: size }, call);
-          },
-          resumedPastEnd,
-        );
-        // Before its cards are walked or read in detail: they are another page's (see otherPageAnswered). The walk
-        // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
-        // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
-        const answered = otherPageAnswered(result, page);
-        const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => idOf(raw)) };
-        if (answered !== undefined) {
-          this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
-          if (read > 0 || page === 1) {
-            this.report.outcome = "page_limit";
-            break;
-          }
-          pastEnd = true;
-        } else if (!endsList(result, thisPage.keys.length, undefined) && repeatsPage(thisPage, walked)) {
-          // The cards of the page walked last, the page asked named (see repeatsPage): stopped as above.
-          this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, repeats: page - 1 });
-          this.report.outcome = "page_limit";
-          break;
-        } else {
-          walked = thisPage;
-          renumbering = await this.renumberedIn(result, page, (size, call) => listAt({ page, page_size: size }, call));
-        }
-      } catch (err) {
-        if (this.outOfTime(err)) {
-          this.report.outcome = "deadline";
-          break;
-        }
-        // A check of the page that failed is not the page refused: it was read (see renumberedIn).
-        if (result !== undefined || !resumedPastEnd(err)) throw err;
-        pastEnd = true;
+      const listed = await this.listNext(walk, read === 0);
+      if ("stop" in listed) {
+        this.report.outcome = listed.stop;
+        return;
       }
-      if (pastEnd || result === undefined) {
-        this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode, page });
-        offset = 0;
-        offsetTotal = undefined;
-        unsure = undefined;
+      if ("pastEnd" in listed) {
+        this.startAfresh(walk, listed.pastEnd);
         read = -1;
         continue;
       }
+      const { result, page, renumbering } = listed;
       // The check is a list call the walk's bound counts (see renumberedIn).
       if (renumbering !== undefined) read += 1;
       const entries = pageEntries(result);
-      const followed = renumbering?.found === "same" ? renumbering.size : undefined;
-      // Other cards do not prove the size not served either: a card issued or removed between the page and its check
-      // shifts the answer, though the provider numbers its pages in that size.
-      // With no total yet (a walk resumed from a cursor without one, or started afresh), the page's own stands in for the
-      // list's at the offset, as it does for the offset after the page: left without one, a check that follows later
-      // could not move the walk up for cards removed above in between, and the cards they pulled past it were skipped.
-      if (renumbering !== undefined && followed === undefined) unsure ??= { offset, total: offsetTotal ?? listedTotal(result), size: renumbering.size };
-      if (followed !== undefined) {
-        this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
-        this.pageSize = this.servedSize = followed;
-        this.pageSizes = new ServedPageSize({ lowersOnce: true, known: followed });
-      }
-      // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
-      // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
-      // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
-      // and a provider counting has_next in the size asked would end the walk with cards still listed. The walk learns a
-      // smaller size from a short page once, whole pages before it or not (a maximum lowered under the walk); a later one
-      // short of it left a card out and does not shrink it again (see ServedPageSize), unless it says a smaller size
-      // that the page asked again in that size answers alike (see renumberedIn).
-      const served = this.pageSizes.weigh(result, entries.length, this.pageSize, listsMore(result, entries.length, (page - 1) * this.pageSize));
-      if (served < this.pageSize) {
-        this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
-        this.pageSize = this.servedSize = served;
-      }
+      const followed = this.followServedSize(walk, result, page, renumbering, entries.length);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
-      // Where the walk stood before this page, as far as it can tell: once a check follows a size, before the first page
-      // whose check did not (see unsure), as the offset counted since may have run ahead of the cards walked.
-      const from = followed !== undefined && unsure !== undefined ? unsure : { offset, total: offsetTotal };
-      if (followed !== undefined || entries.length > (unsure?.size ?? Infinity)) unsure = undefined;
+      const from = this.pageStartOf(walk, followed, entries.length);
       try {
         await this.processPage(entries);
         this.walkedPage = true;
@@ -415,46 +375,166 @@ class CardRun extends CycleRun {
         // A card detail read (one in flight, or any on a page after the cycle's first) or the snapshots' read could not
         // finish in time; nothing of the page was published or stored (its quarantine records aside, put again
         // idempotently), so it is walked next cycle (from where the walk stood before it, and the total taken there).
-        ({ offset, total: offsetTotal } = from);
+        walk.offset = from.offset;
+        walk.total = from.total;
         this.report.outcome = "deadline";
-        break;
+        return;
       }
       if (this.publisherUnavailable()) {
         this.report.outcome = "publisher_unavailable";
-        break;
+        return;
       }
-      const pageStart = (page - 1) * this.pageSize;
-      const { offset: reached, total: takenAt } = from;
-      offset = page * this.pageSize;
-      offsetTotal = listedTotal(result);
-      if (mode === "full" && takenAt !== undefined && offsetTotal !== undefined) {
-        // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
-        // moves it up by at most one), so no card is skipped; cards between are ones walked before.
-        const resumeAt = Math.max(0, reached + offsetTotal - takenAt);
-        if (resumeAt < pageStart) {
-          // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
-          offset = resumeAt;
-          continue;
-        }
-        offset = Math.max(offset, resumeAt);
+      if (this.advance(walk, result, page, from, entries.length)) return;
+    }
+  }
+
+  /** Lists cards at the walk's mode's filter: every card, or the suspended ones. */
+  private listAt(query: { page: number; page_size: number }, call: ProviderCallOptions): Promise<ProviderPage> {
+    return this.deps.provider.listErpCards(this.mode === "suspended-only" ? { status: "suspended", ...query } : query, call);
+  }
+
+  /**
+   * Lists the page at the walk's offset and checks a smaller size it states (see renumberedIn): the page to walk, why
+   * the walk stops there, or `pastEnd` (the page asked) when a resumed walk's cursor points past the list. `first`: the
+   * cycle's first list call of this walk.
+   */
+  private async listNext(walk: WalkPosition, first: boolean): Promise<ListedPage> {
+    const { mode } = this;
+    let page = 1;
+    let size = this.pageSize;
+    // The spec leaves a page past the end open: should the provider refuse the page a saved cursor points to
+    // (cards removed since) with a 400 or a 404 (both listed for this endpoint), start afresh rather than fail every
+    // cycle on it. A page size it refuses is not that. Page 1 refused the same way fails the walk as before.
+    const resumedPastEnd = (err: unknown): boolean => {
+      const status = first && page > 1 && !isTokenFailure(err) ? statusOf(err) : undefined;
+      return status === 404 || (status === 400 && !isPageSizeRejection(err));
+    };
+    let result;
+    try {
+      result = await this.listPage(
+        `list ${mode} cards`,
+        (asked, call) => {
+          size = asked;
+          page = Math.floor(walk.offset / size) + 1;
+          return this.listAt({ page, page_size: size }, call);
+        },
+        resumedPastEnd,
+      );
+      // Before its cards are walked or read in detail: they are another page's (see otherPageAnswered). The walk
+      // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
+      // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
+      const answered = otherPageAnswered(result, page);
+      const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => idOf(raw)) };
+      if (answered !== undefined) {
+        this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
+        return first && page > 1 ? { pastEnd: page } : { stop: "page_limit" };
       }
-      if (endsList(result, entries.length, pageStart)) break;
+      if (!endsList(result, thisPage.keys.length, undefined) && repeatsPage(thisPage, walk.walked)) {
+        // The cards of the page walked last, the page asked named (see repeatsPage): stopped as above.
+        this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, repeats: page - 1 });
+        return { stop: "page_limit" };
+      }
+      walk.walked = thisPage;
+      const renumbering = await this.renumberedIn(result, page, (size, call) => this.listAt({ page, page_size: size }, call));
+      return { result, page, renumbering };
+    } catch (err) {
+      if (this.outOfTime(err)) return { stop: "deadline" };
+      // A check of the page that failed is not the page refused: it was read (see renumberedIn).
+      if (result !== undefined || !resumedPastEnd(err)) throw err;
+      return { pastEnd: page };
     }
-    // Stopped early: the next cycle starts at the first card not walked. Complete: the next walk starts afresh. Stopped
-    // for an unavailable publisher: the cursor stays, so the next cycle walks again from where this one started and
-    // the refused changes are not left to the walk after.
-    // A walk that stopped before its first page was walked (the deadline or a stop request at the start, a list or
-    // detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
-    // would skip the cards removals pulled above it.
-    if (this.report.outcome !== "publisher_unavailable") {
-      const next = this.report.outcome === "complete" ? { offset: 0 } : { offset, total: offsetTotal, servedSize: this.servedSize, unsure };
-      await this.writeCursor(mode, cursor, next).catch((err: unknown) => {
-        // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
-        if (!this.outOfTime(err)) throw err;
-        this.report.outcome = "deadline";
-      });
+  }
+
+  /** Restarts a walk whose cursor pointed past the card list (`page`, the page asked) at its first card. */
+  private startAfresh(walk: WalkPosition, page: number): void {
+    this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode: this.mode, page });
+    walk.offset = 0;
+    walk.total = undefined;
+    walk.unsure = undefined;
+  }
+
+  /**
+   * Takes the size the provider serves from a page (`result`, asked as `page`, holding `count` cards) and its check
+   * (`renumbering`): the size the check followed, if it did.
+   */
+  private followServedSize(walk: WalkPosition, result: ProviderPage, page: number, renumbering: Renumbering | undefined, count: number): number | undefined {
+    const followed = renumbering?.found === "same" ? renumbering.size : undefined;
+    // Other cards do not prove the size not served either: a card issued or removed between the page and its check
+    // shifts the answer, though the provider numbers its pages in that size.
+    // With no total yet (a walk resumed from a cursor without one, or started afresh), the page's own stands in for the
+    // list's at the offset, as it does for the offset after the page: left without one, a check that follows later
+    // could not move the walk up for cards removed above in between, and the cards they pulled past it were skipped.
+    if (renumbering !== undefined && followed === undefined) walk.unsure ??= { offset: walk.offset, total: walk.total ?? listedTotal(result), size: renumbering.size };
+    if (followed !== undefined) {
+      this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
+      this.pageSize = this.servedSize = followed;
+      this.pageSizes = new ServedPageSize({ lowersOnce: true, known: followed });
     }
-    return this.finish();
+    // A provider serving fewer cards a page than asked (its maximum is not shown, §8.3) numbers its pages in that size:
+    // the walk asks for it from here on and counts its offset in it. Counted in the size asked, the offset would run
+    // ahead of the cards walked, and a resumed walk's move for cards removed could land past the first not reached;
+    // and a provider counting has_next in the size asked would end the walk with cards still listed. The walk learns a
+    // smaller size from a short page once, whole pages before it or not (a maximum lowered under the walk); a later one
+    // short of it left a card out and does not shrink it again (see ServedPageSize), unless it says a smaller size
+    // that the page asked again in that size answers alike (see renumberedIn).
+    const served = this.pageSizes.weigh(result, count, this.pageSize, listsMore(result, count, (page - 1) * this.pageSize));
+    if (served < this.pageSize) {
+      this.deps.logger.warn("provider served fewer cards a page than asked; asking for that size", { from: this.pageSize, to: served });
+      this.pageSize = this.servedSize = served;
+    }
+    return followed;
+  }
+
+  /**
+   * Where the walk stood before a page of `count` cards, as far as it can tell: once a check follows a size
+   * (`followed`), before the first page whose check did not (see `WalkPosition.unsure`), as the offset counted since may
+   * have run ahead of the cards walked. Clears `unsure` once a check follows or a page holds more cards than its size.
+   */
+  private pageStartOf(walk: WalkPosition, followed: number | undefined, count: number): WalkStart {
+    const from = followed !== undefined && walk.unsure !== undefined ? walk.unsure : { offset: walk.offset, total: walk.total };
+    if (followed !== undefined || count > (walk.unsure?.size ?? Infinity)) walk.unsure = undefined;
+    return from;
+  }
+
+  /**
+   * Moves the walk past a page walked (`result`, asked as `page`, holding `count` cards; `from`, where the walk stood
+   * before it): true when the list ends there.
+   */
+  private advance(walk: WalkPosition, result: ProviderPage, page: number, from: WalkStart, count: number): boolean {
+    const pageStart = (page - 1) * this.pageSize;
+    const { offset: reached, total: takenAt } = from;
+    walk.offset = page * this.pageSize;
+    walk.total = listedTotal(result);
+    if (this.mode === "full" && takenAt !== undefined && walk.total !== undefined) {
+      // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
+      // moves it up by at most one), so no card is skipped; cards between are ones walked before.
+      const resumeAt = Math.max(0, reached + walk.total - takenAt);
+      if (resumeAt < pageStart) {
+        // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
+        walk.offset = resumeAt;
+        return false;
+      }
+      walk.offset = Math.max(walk.offset, resumeAt);
+    }
+    return endsList(result, count, pageStart);
+  }
+
+  /**
+   * Stores where the walk stopped. Stopped early: the next cycle starts at the first card not walked. Complete: the
+   * next walk starts afresh. Stopped for an unavailable publisher: the cursor stays, so the next cycle walks again from
+   * where this one started and the refused changes are not left to the walk after.
+   * A walk that stopped before its first page was walked (the deadline or a stop request at the start, a list or
+   * detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
+   * would skip the cards removals pulled above it.
+   */
+  private async saveCursor(stored: WalkCursor & { snapshot?: Snapshot }, walk: WalkPosition): Promise<void> {
+    if (this.report.outcome === "publisher_unavailable") return;
+    const next = this.report.outcome === "complete" ? { offset: 0 } : { offset: walk.offset, total: walk.total, servedSize: this.servedSize, unsure: walk.unsure };
+    await this.writeCursor(this.mode, stored, next).catch((err: unknown) => {
+      // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
+      if (!this.outOfTime(err)) throw err;
+      this.report.outcome = "deadline";
+    });
   }
 
   /**
