@@ -18,6 +18,12 @@ import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered
 import { RecentIds } from "./recent-ids.js";
 import type { ValidationResult } from "./validate.js";
 import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
+import { cardKey } from "./card-keys.js";
+import { WalkCursorStore, type StoredCursor, type UnsureStart, type WalkCursor } from "./card-cursor.js";
+
+// Re-exported for the modules that import them from the card cycle.
+export { CARD_KEY_PREFIX, cardKey } from "./card-keys.js";
+export { walkCursorKey } from "./card-cursor.js";
 
 /** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
 export type CardCycleMode = "full" | "suspended-only";
@@ -28,22 +34,6 @@ export interface CardCycleOptions extends CycleOptions {
   readonly mode?: CardCycleMode;
   /** Where in each page the detail reads start, as a fraction in [0, 1) (tests pass a seeded one). @default Math.random */
   readonly random?: () => number;
-}
-
-/** Start of every snapshot key the card cycle reads or writes (cards and its walk cursors): what the AWS card poller's role is scoped to. */
-export const CARD_KEY_PREFIX = "card:";
-
-/** Snapshot key of a card. */
-export function cardKey(id: string): SnapshotKey {
-  return `${CARD_KEY_PREFIX}${id}`;
-}
-
-/**
- * Reserved snapshot key of the card walk cursor of one mode. Card ids start with `CA` (the client's schema rejects
- * others, docs/spec-gaps.md), so the key cannot meet a card's.
- */
-export function walkCursorKey(mode: CardCycleMode): SnapshotKey {
-  return `${CARD_KEY_PREFIX}~walk-cursor:${mode}`;
 }
 
 /**
@@ -166,16 +156,6 @@ interface Renumbering {
   readonly found: "same" | "other" | "unknown";
 }
 
-/**
- * Where a card walk stood (offset, the list's total then) before the first page whose check of a smaller `size` did not
- * follow it: see `WalkPosition.unsure`.
- */
-interface UnsureStart {
-  readonly offset: number;
-  readonly total?: number;
-  readonly size: number;
-}
-
 /** Where a card walk stood before a page: the offset of the first card not reached, and the list's total then. */
 type WalkStart = Pick<UnsureStart, "offset" | "total">;
 
@@ -215,58 +195,6 @@ type ListedPage =
   | { readonly stop: "deadline" | "page_limit" }
   | { readonly pastEnd: number };
 
-/**
- * Where a card walk stopped (the `card:~walk-cursor:<mode>` snapshot's `next_offset`, `total_records`, `page_size`,
- * and `unsure`: `{ next_offset, total_records?, page_size }`): see `CardRun.readCursor`.
- */
-interface WalkCursor {
-  readonly offset: number;
-  readonly total?: number;
-  readonly servedSize?: number;
-  readonly unsure?: UnsureStart;
-}
-
-/** A stored cursor member that is a count (an offset, a total, a size): a safe integer of at least `least`. */
-function countAt(value: unknown, least: number): number | undefined {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= least ? value : undefined;
-}
-
-/** The stored form of a walk cursor (see {@link WalkCursor}): a cursor at 0 keeps nothing else. */
-function cursorObject(cursor: WalkCursor): Record<string, unknown> {
-  if (cursor.offset === 0) return { next_offset: 0 };
-  const { total, servedSize, unsure } = cursor;
-  return {
-    next_offset: cursor.offset,
-    ...(total === undefined ? {} : { total_records: total }),
-    ...(servedSize === undefined ? {} : { page_size: servedSize }),
-    ...(unsure === undefined ? {} : { unsure: { next_offset: unsure.offset, ...(unsure.total === undefined ? {} : { total_records: unsure.total }), page_size: unsure.size } }),
-  };
-}
-
-/**
- * The walk cursor a stored object holds (see {@link cursorObject}); members missing or malformed are left out, so a
- * cursor stored before a member was added loads as one without it.
- */
-function parseCursor(object: Readonly<Record<string, unknown>> | undefined): WalkCursor {
-  const offset = countAt(object?.["next_offset"], 1) ?? 0;
-  if (offset === 0) return { offset };
-  const total = countAt(object?.["total_records"], 0);
-  const servedSize = countAt(object?.["page_size"], 1);
-  const stored = object?.["unsure"];
-  const unsureOf = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>) : {};
-  const unsureOffset = countAt(unsureOf["next_offset"], 0);
-  const unsureSize = countAt(unsureOf["page_size"], 1);
-  const unsureTotal = countAt(unsureOf["total_records"], 0);
-  return {
-    offset,
-    ...(total === undefined ? {} : { total }),
-    ...(servedSize === undefined ? {} : { servedSize }),
-    ...(unsureOffset === undefined || unsureSize === undefined
-      ? {}
-      : { unsure: { offset: unsureOffset, size: unsureSize, ...(unsureTotal === undefined ? {} : { total: unsureTotal }) } }),
-  };
-}
-
 class CardRun extends CycleRun {
   /**
    * Cards taken in the last few pages, with the version (content hash) each was taken in: a card met again was shifted
@@ -287,6 +215,7 @@ class CardRun extends CycleRun {
   /** What the walk's answers showed of the size served: it learns a smaller one once (see ServedPageSize). */
   private pageSizes = new ServedPageSize({ lowersOnce: true });
   private readonly mode: CardCycleMode;
+  private readonly cursors: WalkCursorStore;
 
   constructor(
     override readonly deps: CardCycleDeps,
@@ -294,6 +223,14 @@ class CardRun extends CycleRun {
   ) {
     super(deps, "cards", options);
     this.mode = options.mode ?? "full";
+    this.cursors = new WalkCursorStore(
+      {
+        clock: deps.clock,
+        readSnapshots: (step, keys) => this.read(step, (call) => deps.snapshots.getMany(keys, call)),
+        writeSnapshots: (step, snapshots) => this.write(step, (call) => deps.snapshots.putMany(snapshots, call)),
+      },
+      this.mode,
+    );
   }
 
   async run(): Promise<CycleReport> {
@@ -313,9 +250,9 @@ class CardRun extends CycleRun {
   }
 
   /** The cursor the walk resumes from; undefined when its read stopped retrying at the deadline. */
-  private async cursorInTime(): Promise<(WalkCursor & { snapshot?: Snapshot }) | undefined> {
+  private async cursorInTime(): Promise<StoredCursor | undefined> {
     try {
-      return await this.readCursor(this.mode);
+      return await this.cursors.read();
     } catch (err) {
       // The read stopped retrying at the deadline (a throttled table): nothing walked, nothing to write.
       if (!this.outOfTime(err)) throw err;
@@ -527,10 +464,10 @@ class CardRun extends CycleRun {
    * detail read out of time) keeps the total the cursor was taken with, or the next resume could not shift it and
    * would skip the cards removals pulled above it.
    */
-  private async saveCursor(stored: WalkCursor & { snapshot?: Snapshot }, walk: WalkPosition): Promise<void> {
+  private async saveCursor(stored: StoredCursor, walk: WalkPosition): Promise<void> {
     if (this.report.outcome === "publisher_unavailable") return;
     const next = this.report.outcome === "complete" ? { offset: 0 } : { offset: walk.offset, total: walk.total, servedSize: this.servedSize, unsure: walk.unsure };
-    await this.writeCursor(this.mode, stored, next).catch((err: unknown) => {
+    await this.cursors.write(stored, next).catch((err: unknown) => {
       // Too late to write (see `write`): the cursor stays where it was, so the next walk covers this one's cards again.
       if (!this.outOfTime(err)) throw err;
       this.report.outcome = "deadline";
@@ -575,26 +512,6 @@ class CardRun extends CycleRun {
     // Only a row naming a card shows where the page starts: rows without an id (invalid cards, quarantined) are alike
     // on any page, so one among them leaves the check inconclusive.
     return { size: stated, found: listed.includes(undefined) || relisted.includes(undefined) ? "unknown" : "same" };
-  }
-
-  /**
-   * Where the last walk in this mode stopped: the offset of the first card it did not reach (0: start afresh), the
-   * list's `total_records` at that point when the provider gave it, and the cards a page the provider served when
-   * fewer than asked (its pages, and so the offset, were counted in that size), and the walk's `unsure` start when it
-   * stopped with one.
-   */
-  private async readCursor(mode: CardCycleMode): Promise<WalkCursor & { snapshot?: Snapshot }> {
-    const key = walkCursorKey(mode);
-    const snapshot = (await this.read("read card walk cursor", (call) => this.deps.snapshots.getMany([key], call))).get(key);
-    return { ...parseCursor(snapshot?.object), snapshot };
-  }
-
-  private async writeCursor(mode: CardCycleMode, stored: WalkCursor & { snapshot?: Snapshot }, next: WalkCursor): Promise<void> {
-    const object = cursorObject(next);
-    if (contentHash(object) === contentHash(cursorObject(stored))) return;
-    const updatedAt = versionTime(this.deps.clock.now(), stored.snapshot);
-    const cursor: Snapshot = { key: walkCursorKey(mode), hash: contentHash(object), object, updatedAt };
-    await this.write("write card walk cursor", (call) => this.deps.snapshots.putMany([cursor], call));
   }
 
   /**
