@@ -4,26 +4,26 @@
  * cut short resume where it stopped, are all the state.
  */
 import { contentHash } from "./hash.js";
-import { conformPii } from "./pii.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
-import { concernsEveryCall, failedCallOf, isPageSizeRejection, isTokenFailure, mapSingleReads, statusOf } from "./provider-errors.js";
+import { concernsEveryCall, failedCallOf, isPageSizeRejection, isTokenFailure, statusOf } from "./provider-errors.js";
 import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
-import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, servedPageSize, SINGLE_READ_CONCURRENCY, type PageEntry, type ProviderCallOptions, type ProviderPage, type WalkedPage } from "./provider.js";
+import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, servedPageSize, type PageEntry, type ProviderCallOptions, type ProviderPage, type WalkedPage } from "./provider.js";
 import { RecentIds } from "./recent-ids.js";
-import type { ValidationResult } from "./validate.js";
-import { ERP_CARD_DETAIL_KEYS } from "../qashio/schemas/erp-card.js";
-import { cardKey } from "./card-keys.js";
+import { cardIdOf, cardKey } from "./card-keys.js";
+import { cardEventType, isStatusMove } from "./card-status.js";
+import { CardDetailReads, isViewChange, withLastConfiguration, type CardEntry } from "./card-details.js";
 import { WalkCursorStore, type StoredCursor, type UnsureStart, type WalkCursor } from "./card-cursor.js";
 
 // Re-exported for the modules that import them from the card cycle.
 export { CARD_KEY_PREFIX, cardKey } from "./card-keys.js";
 export { walkCursorKey } from "./card-cursor.js";
+export { cardEventType } from "./card-status.js";
 
 /** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
 export type CardCycleMode = "full" | "suspended-only";
@@ -34,25 +34,6 @@ export interface CardCycleOptions extends CycleOptions {
   readonly mode?: CardCycleMode;
   /** Where in each page the detail reads start, as a fraction in [0, 1) (tests pass a seeded one). @default Math.random */
   readonly random?: () => number;
-}
-
-/**
- * A status compared without case (the spec shows both `Active`, §2.3, and `active`, §4.4, §2.5) or blanks around it:
- * a `"Suspended "` is still a suspension, which fraud review subscribes to, not some other status move.
- */
-function statusKey(status: unknown): unknown {
-  return typeof status === "string" ? status.trim().toLowerCase() : status;
-}
-
-/** True when two statuses differ in more than letter case and surrounding blanks. */
-export function isStatusMove(beforeStatus: unknown, afterStatus: unknown): boolean {
-  return statusKey(beforeStatus) !== statusKey(afterStatus);
-}
-
-/** Event type of a card change: status moves win over other changes; a case or blank difference is no move. */
-export function cardEventType(beforeStatus: unknown, afterStatus: unknown): EventType {
-  if (!isStatusMove(beforeStatus, afterStatus)) return "card.updated";
-  return statusKey(afterStatus) === "suspended" ? "card.suspended" : "card.status_changed";
 }
 
 /**
@@ -74,76 +55,6 @@ export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes
     if (at !== undefined && (latest === undefined || at > latest)) latest = at;
   }
   return latest;
-}
-
-/** Members only a card's single read carries (spec §2.3): the configuration objects. */
-const DETAIL_ONLY_KEYS: ReadonlySet<string> = new Set(ERP_CARD_DETAIL_KEYS);
-
-/**
- * A page entry after card details: `asListed` when its single read failed and the list's view stands in for it;
- * `rejectedDetail` when that read answered something the bridge cannot take (quarantined under the card asked for,
- * the card taken as listed).
- */
-interface CardEntry extends PageEntry {
-  readonly asListed?: true;
-  /** The card validator's result for `raw`, when the detail step already ran it (the page step then does not again). */
-  readonly checked?: ValidationResult;
-  readonly rejectedDetail?: { readonly cardId: string; readonly raw: unknown; readonly reason: string };
-}
-
-/**
- * Index in a page of `length` entries that a draw of `random` (meant in [0, 1)) starts the reads at: always within the
- * page, as putting the page back in order assumes (a draw of 1, a negative or NaN would otherwise reorder its events).
- */
-function rotationStart(draw: number, length: number): number {
-  const index = Math.floor(draw * length);
-  return Number.isFinite(index) && length > 0 ? ((index % length) + length) % length : 0;
-}
-
-/**
- * The configuration objects of `before` (a snapshot's object) that `listed` (a card as the list shows it) lacks, added
- * to a copy of it: a card whose single read failed keeps its last known configuration, so neither a view change nor a
- * later read's change to it is mistaken or lost. `listed` unchanged when `before` has none.
- */
-function withConfigurationOf(listed: Readonly<Record<string, unknown>>, before: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const kept = [...DETAIL_ONLY_KEYS].filter((key) => Object.hasOwn(before, key) && !Object.hasOwn(listed, key));
-  if (kept.length === 0) return listed;
-  const object = { ...listed };
-  for (const key of kept) object[key] = before[key];
-  return object;
-}
-
-/**
- * The configuration of a card whose configuration was never read (first seen while its read fails, or its snapshot is
- * of the list's view: details were off until now, or every read since failed): each object `null`. Left out, they
- * would make its snapshot one of the list's view, so the first read that works would be taken for details turned on (a
- * silent view change), and the card's configuration, a limit changed in between included, would not be published; as
- * `null`, that read publishes them as a change from `null`.
- */
-const UNKNOWN_CONFIGURATION: Readonly<Record<string, unknown>> = Object.freeze(Object.fromEntries([...DETAIL_ONLY_KEYS].map((key) => [key, null])));
-
-/** True when a card object was taken from a single read: it carries at least one configuration object. */
-function isDetailView(object: Readonly<Record<string, unknown>>): boolean {
-  for (const key of DETAIL_ONLY_KEYS) if (Object.hasOwn(object, key)) return true;
-  return false;
-}
-
-/**
- * True when `change` is a configuration object one side does not carry at all because the two sides are different
- * views: the snapshot was taken from the list and the card now from its single read (card details just turned on), or
- * the other way round. No event: the snapshot takes the new view. Between two single reads, a configuration object
- * that appears or goes (the provider omits and nulls members alike) is a real change, as is a member null on one side.
- */
-function isViewChange(change: Change, before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>, afterIsDetail: boolean): boolean {
-  const key = change.path.slice(1);
-  if (!DETAIL_ONLY_KEYS.has(key) || (Object.hasOwn(before, key) && Object.hasOwn(after, key))) return false;
-  return isDetailView(before) !== afterIsDetail;
-}
-
-/** The id a listed or read card names, when it names one (a string); an invalid card may name none. */
-function idOf(raw: unknown): string | undefined {
-  const id = (raw as Record<string, unknown> | null)?.["id"];
-  return typeof id === "string" ? id : undefined;
 }
 
 /**
@@ -206,9 +117,7 @@ class CardRun extends CycleRun {
    * walk would otherwise add one.
    */
   private readonly seen = new RecentIds();
-  /** Set once a page's detail reads all failed (see `withDetails`): the rest of the walk takes cards as listed, without reading them. */
-  private detailsFailing = false;
-  /** Set once a page of this cycle is walked: a deadline among a later page's detail reads leaves that page whole (see `withDetails`). */
+  /** Set once a page of this cycle is walked: a deadline among a later page's detail reads leaves that page whole (see `CardDetailReads.read`). */
   private walkedPage = false;
   /** Cards a page the provider serves, once it served fewer than asked (this cycle, or the walk this one resumes). */
   private servedSize: number | undefined;
@@ -216,6 +125,7 @@ class CardRun extends CycleRun {
   private pageSizes = new ServedPageSize({ lowersOnce: true });
   private readonly mode: CardCycleMode;
   private readonly cursors: WalkCursorStore;
+  private readonly details: CardDetailReads;
 
   constructor(
     override readonly deps: CardCycleDeps,
@@ -223,14 +133,19 @@ class CardRun extends CycleRun {
   ) {
     super(deps, "cards", options);
     this.mode = options.mode ?? "full";
-    this.cursors = new WalkCursorStore(
-      {
-        clock: deps.clock,
-        readSnapshots: (step, keys) => this.read(step, (call) => deps.snapshots.getMany(keys, call)),
-        writeSnapshots: (step, snapshots) => this.write(step, (call) => deps.snapshots.putMany(snapshots, call)),
-      },
-      this.mode,
-    );
+    const readSnapshots = (step: string, keys: readonly SnapshotKey[]): Promise<Map<SnapshotKey, Snapshot>> => this.read(step, (call) => deps.snapshots.getMany(keys, call));
+    const writeSnapshots = (step: string, snapshots: readonly Snapshot[]): Promise<void> => this.write(step, (call) => deps.snapshots.putMany(snapshots, call));
+    this.cursors = new WalkCursorStore({ clock: deps.clock, readSnapshots, writeSnapshots }, this.mode);
+    this.details = new CardDetailReads({
+      logger: deps.logger,
+      random: options.random ?? Math.random,
+      validateCard: (raw) => this.validators.card(raw),
+      pastDeadline: () => this.pastDeadline(),
+      stopRequested: () => options.signal?.aborted === true,
+      outOfTime: (err) => this.outOfTime(err),
+      readCard: (step, id, expected) => this.provider(step, (call) => deps.provider.readErpCard(id, call), expected),
+      readSnapshots,
+    });
   }
 
   async run(): Promise<CycleReport> {
@@ -361,7 +276,7 @@ class CardRun extends CycleRun {
       // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
       // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
       const answered = otherPageAnswered(result, page);
-      const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => idOf(raw)) };
+      const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => cardIdOf(raw)) };
       if (answered !== undefined) {
         this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
         return first && page > 1 ? { pastEnd: page } : { stop: "page_limit" };
@@ -504,7 +419,7 @@ class CardRun extends CycleRun {
       this.deps.logger.warn("check of the smaller page size the provider said failed; asking the same size", { page, size: stated, error: name, status });
       return { size: stated, found: "unknown" };
     }
-    const ids = (p: ProviderPage): (string | undefined)[] => pageEntries(p).map(({ raw }) => idOf(raw));
+    const ids = (p: ProviderPage): (string | undefined)[] => pageEntries(p).map(({ raw }) => cardIdOf(raw));
     const [listed, relisted] = [ids(answer), ids(again)];
     if (listed.length !== relisted.length || listed.some((id, i) => id !== undefined && relisted[i] !== undefined && id !== relisted[i])) {
       return { size: stated, found: "other" };
@@ -512,123 +427,6 @@ class CardRun extends CycleRun {
     // Only a row naming a card shows where the page starts: rows without an id (invalid cards, quarantined) are alike
     // on any page, so one among them leaves the check inconclusive.
     return { size: stated, found: listed.includes(undefined) || relisted.includes(undefined) ? "unknown" : "same" };
-  }
-
-  /**
-   * The page's cards as their single reads show them (see `CardCycleDeps.cardDetails`), read SINGLE_READ_CONCURRENCY at
-   * a time before anything is written, so a deadline met among them leaves the page whole for the next cycle, which
-   * starts with it. Not so on the cycle's first page once some of its reads started before the deadline: no later cycle
-   * would have more time for it, and one that cannot read it whole would hold the walk there for good. Its reads not
-   * started by the cycle's deadline are not made, and those cards are taken as listed (the reads in flight finish
-   * within the calls' grace). A first page listed only after the deadline is read in the grace as a later one, and a
-   * stop request leaves the page whole as before. A listed
-   * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
-   * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
-   * retries; a token failure aside, which ends the cycle, also when another read in flight ran out of time first: see
-   * mapSingleReads), and a read answering what the bridge cannot take (no card,
-   * another card than asked, a card that fails validation: `rejectedDetail`, quarantined) leave the card as listed,
-   * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
-   * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
-   * walk. Once every read of a page failed, or the first SINGLE_READ_CONCURRENCY reads of one failed with none
-   * answered, the rest of the walk (that page's reads not yet started included) reads none.
-   */
-  private async withDetails(entries: readonly CardEntry[]): Promise<CardEntry[]> {
-    let failed = 0;
-    let answered = 0;
-    const firstPage = !this.walkedPage;
-    /** Set once a read of this page starts before the cycle's deadline. */
-    let readInTime = false;
-    let unstarted = 0;
-    const endDetails = (): void => {
-      if (this.detailsFailing) return;
-      this.detailsFailing = true;
-      this.deps.logger.warn("card detail reads of a page all failed; the rest of this walk takes cards as listed", { failed });
-    };
-    // Reads start at a random card of the page and wrap around: cards whose reads keep failing at the head of a page
-    // would otherwise be the first reads of every walk, end details for it each time, and hold back the limit changes
-    // of every card after them for as long as they fail.
-    const start = rotationStart((this.options.random ?? Math.random)(), entries.length);
-    const rotated = [...entries.slice(start), ...entries.slice(0, start)];
-    const readRotated = await mapSingleReads(rotated, async (entry): Promise<CardEntry> => {
-      const listed = entry.checked ?? (entry.rejected === undefined ? this.validators.card(entry.raw) : undefined);
-      if (!listed?.success) return listed === undefined ? entry : { ...entry, checked: listed };
-      // The list's view stands in for the card: its validation is the one just made.
-      const asListed = (): CardEntry => ({ ...entry, asListed: true, checked: listed });
-      if (this.detailsFailing) return asListed();
-      // A page no cycle can read whole would hold the walk there for good (see above); a stop says nothing of that.
-      const late = this.pastDeadline() && this.options.signal?.aborted !== true;
-      if (firstPage && late && readInTime) {
-        unstarted += 1;
-        return asListed();
-      }
-      if (!late) readInTime = true;
-      const id = listed.data["id"] as string;
-      const gone = (err: unknown): boolean => !isTokenFailure(err) && statusOf(err) === 404;
-      let page;
-      try {
-        page = await this.provider("read card detail", (call) => this.deps.provider.readErpCard(id, call), gone);
-      } catch (err) {
-        if (this.outOfTime(err) || isTokenFailure(err)) throw err;
-        // Not a fault of the endpoint: not counted towards ending details for the walk.
-        if (gone(err)) {
-          this.deps.logger.info("card listed but not found when read; taken as listed", { cardId: id });
-          return asListed();
-        }
-        failed += 1;
-        const { name, status } = failedCallOf(err);
-        this.deps.logger.warn("card detail read failed; the card is taken as listed, its configuration as last read", { cardId: id, error: name, status });
-        // As many reads failed as run at once and none answered: the endpoint is down. The page's reads not started
-        // are not made, as a page of reads each taking its retries could outlast the cycle and hold the walk there.
-        if (failed >= SINGLE_READ_CONCURRENCY && answered === 0) endDetails();
-        return asListed();
-      }
-      answered += 1;
-      // An answer the bridge cannot take is quarantined, and the list's view of the card, valid, stands in for it.
-      const rejected = (raw: unknown, reason: string): CardEntry => ({ ...asListed(), rejectedDetail: { cardId: id, raw, reason } });
-      const [detail] = pageEntries(page);
-      if (detail === undefined) return rejected(entry.raw, "(root): the card read answered no card");
-      if (detail.rejected !== undefined) return rejected(detail.raw, detail.rejected);
-      if (idOf(detail.raw) !== id) return rejected(detail.raw, "id: the card read answered another card");
-      const checked = this.validators.card(detail.raw);
-      if (!checked.success) return rejected(detail.raw, checked.reason);
-      return { ...detail, checked };
-    });
-    // Back in page order: the walk's cursor and the events follow the list.
-    const read = [...readRotated.slice(entries.length - start), ...readRotated.slice(0, entries.length - start)];
-    if (failed > 0 && answered === 0) endDetails();
-    if (unstarted > 0) this.deps.logger.warn("card detail reads not started by the cycle deadline; those cards are taken as listed", { unstarted });
-    return read;
-  }
-
-  /**
-   * The fast path's page (card details on) without the cards whose snapshot records the status listed already, case
-   * and blanks aside: suspended, and taken so by an earlier walk. The fast path is there for suspensions, and such a card
-   * has none to report; reading its details every tick (a provider call per suspended card per tick) would only find
-   * the limit and nickname changes the next full walk reads anyway. Skipped whole, not taken as listed: diffed without
-   * its details against a snapshot holding them, it could not keep them apart from a change. A card with no snapshot,
-   * or whose status moved, is read as before. The snapshots read are handed on for the page's diff. A card left out is
-   * taken into `onPage` in the version its snapshot records (see `take`), so a copy a shift lists again counts once.
-   */
-  private async withoutRecordedStatus(
-    entries: readonly PageEntry[],
-    onPage: Map<string, string>,
-  ): Promise<{ entries: CardEntry[]; snapshots: Map<SnapshotKey, Snapshot> }> {
-    const checked = entries.map((entry): CardEntry => (entry.rejected === undefined ? { ...entry, checked: this.validators.card(entry.raw) } : entry));
-    const keys = checked.flatMap(({ checked: result }) => (result?.success ? [cardKey(result.data["id"] as string)] : []));
-    const snapshots = keys.length === 0 ? new Map<SnapshotKey, Snapshot>() : await this.read("read snapshots", (call) => this.deps.snapshots.getMany(keys, call));
-    let skipped = 0;
-    const kept = checked.filter(({ checked: result }) => {
-      if (!result?.success) return true;
-      const id = result.data["id"] as string;
-      const before = snapshots.get(cardKey(id));
-      if (before === undefined || isStatusMove(before.object["status"], result.data["status"])) return true;
-      if (this.take(onPage, id, before.hash)) skipped += 1;
-      return false;
-    });
-    // Found unchanged as far as this walk looks.
-    this.report.handled += skipped;
-    this.report.unchanged += skipped;
-    return { entries: kept, snapshots };
   }
 
   /**
@@ -648,8 +446,13 @@ class CardRun extends CycleRun {
     const { deps } = this;
     /** The cards taken from this page, by id, with the version each was taken in. */
     const onPage = new Map<string, string>();
-    const known = deps.cardDetails === true && this.mode === "suspended-only" ? await this.withoutRecordedStatus(listed, onPage) : undefined;
-    const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.withDetails(known?.entries ?? listed) : listed;
+    const known = deps.cardDetails === true && this.mode === "suspended-only" ? await this.details.withoutRecordedStatus(listed, (id, hash) => this.take(onPage, id, hash)) : undefined;
+    if (known !== undefined) {
+      // Found unchanged as far as this walk looks.
+      this.report.handled += known.skipped;
+      this.report.unchanged += known.skipped;
+    }
+    const entries: readonly CardEntry[] = deps.cardDetails === true ? await this.details.read(known?.entries ?? listed, !this.walkedPage) : listed;
     const quarantine: QuarantineRecord[] = [];
     /** Records of detail reads the bridge could not take: their cards are walked as listed, so not counted as handled again. */
     let rejectedDetails = 0;
@@ -662,7 +465,7 @@ class CardRun extends CycleRun {
       }
       const result = checked ?? (rejected === undefined ? this.validators.card(raw) : { success: false as const, reason: rejected });
       if (!result.success) {
-        quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, idOf(raw)));
+        quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, cardIdOf(raw)));
         continue;
       }
       const object = this.pii(result.data);
@@ -677,11 +480,7 @@ class CardRun extends CycleRun {
     for (const listedItem of valid) {
       let item = listedItem;
       if (item.asListed) {
-        const before = snapshots.get(cardKey(item.id));
-        // In the current PII form: the snapshot may predate a mode switch or a table that masks more, and what is kept
-        // of it is published and stored again.
-        const last = before !== undefined && isDetailView(before.object) ? conformPii(before.object, deps.pii) : UNKNOWN_CONFIGURATION;
-        const object = withConfigurationOf(item.object, last);
+        const object = withLastConfiguration(item.object, snapshots.get(cardKey(item.id)), deps.pii);
         if (object !== item.object) item = { ...item, object, hash: contentHash(object) };
       }
       // Taken in the version it is diffed and stored in, its configuration as last read included: a copy a shift lists
@@ -775,7 +574,7 @@ class CardRun extends CycleRun {
 /**
  * Runs one card cycle. `mode: "full"` walks every ERP card; `"suspended-only"` walks only `status=suspended`
  * (one small list call) to surface suspensions quickly between full walks; with card details it reads only the cards
- * not yet recorded suspended (see `withoutRecordedStatus`). First sightings are recorded
+ * not yet recorded suspended (see `CardDetailReads.withoutRecordedStatus`). First sightings are recorded
  * silently unless `emitCardCreated` is set. A walk stopped by the deadline or the page bound resumes in the next
  * cycle of the same mode at the first card it did not reach.
  *
