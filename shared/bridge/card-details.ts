@@ -55,21 +55,21 @@ export class CardDetailReads {
 
   /**
    * The page's cards (`entries`; `firstPage`: the cycle's first page) as their single reads show them (see
-   * `CardCycleDeps.cardDetails`), read SINGLE_READ_CONCURRENCY at a time before anything is written, so a deadline met among them leaves the page whole for the next cycle, which
-   * starts with it. Not so on the cycle's first page once some of its reads started before the deadline: no later cycle
-   * would have more time for it, and one that cannot read it whole would hold the walk there for good. Its reads not
-   * started by the cycle's deadline are not made, and those cards are taken as listed (the reads in flight finish
-   * within the calls' grace). A first page listed only after the deadline is read in the grace as a later one, and a
-   * stop request leaves the page whole as before. A listed
-   * card that fails validation stays as listed (it is quarantined as such). A card the read does not find (404: removed
-   * since it was listed, or one the provider lists but will not show), a read that fails otherwise (after the client's
-   * retries; a token failure aside, which ends the cycle, also when another read in flight ran out of time first: see
-   * mapSingleReads), and a read answering what the bridge cannot take (no card,
-   * another card than asked, a card that fails validation: `rejectedDetail`, quarantined) leave the card as listed,
-   * `asListed`: its status and list members are still diffed, its configuration kept from its snapshot for a later
-   * walk, so one card the provider will not read, or reads malformed, cannot hide its own suspension nor hold the
-   * walk. Once every read of a page failed, or the first SINGLE_READ_CONCURRENCY reads of one failed with none
-   * answered, the rest of the walk (that page's reads not yet started included) reads none.
+   * `CardCycleDeps.cardDetails`), read SINGLE_READ_CONCURRENCY at a time before anything is written, so a deadline met
+   * among them leaves the page whole for the next cycle, which starts with it. Not so on the cycle's first page once some
+   * of its reads started before the deadline: no later cycle would have more time for it, and one that cannot read it
+   * whole would hold the walk there for good. Its reads not started by the cycle's deadline are not made, and those cards
+   * are taken as listed (the reads in flight finish within the calls' grace). A first page listed only after the deadline
+   * is read in the grace as a later one, and a stop request leaves the page whole as before. A listed card that fails
+   * validation stays as listed (it is quarantined as such). A card the read does not find (404: removed since it was
+   * listed, or one the provider lists but will not show), a read that fails otherwise (after the client's retries; a
+   * token failure aside, which ends the cycle, also when another read in flight ran out of time first: see
+   * mapSingleReads), and a read answering what the bridge cannot take (no card, another card than asked, a card that
+   * fails validation: `rejectedDetail`, quarantined) leave the card as listed, `asListed`: its status and list members
+   * are still diffed, its configuration kept from its snapshot for a later walk, so one card the provider will not read,
+   * or reads malformed, cannot hide its own suspension nor hold the walk. Once every read of a page failed, or the first
+   * SINGLE_READ_CONCURRENCY reads of one failed with none answered, the rest of the walk (that page's reads not yet
+   * started included) reads none.
    */
   async read(entries: readonly CardEntry[], firstPage: boolean): Promise<CardEntry[]> {
     let failed = 0;

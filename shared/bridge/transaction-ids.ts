@@ -1,6 +1,6 @@
 /**
- * How the engine reads a transaction's ids: the members naming it and its parent, and which ids the acknowledge takes.
- * Shared by the transaction cycle and the parent lookup (see parents.ts).
+ * How the engine reads a transaction's id members, and which ids the acknowledge takes: shared by the transaction
+ * cycle, the parent lookup (parents.ts) and the re-drive (redrive.ts).
  */
 
 /** The acknowledge body takes transaction UUIDs only; one malformed id would fail the whole call. */

@@ -323,7 +323,7 @@ export class TransactionRun extends CycleRun {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
         if (fromReadAhead) continue;
         if (isLast) return this.completed(walk);
-        if (!this.movedPast(walk, result, items)) return "page_limit";
+        if (!this.moveOn(walk, result, items)) return "page_limit";
         continue;
       }
 
@@ -403,7 +403,7 @@ export class TransactionRun extends CycleRun {
    * {@link drain}). False, and the pass stops at the page bound, when the provider answers again the page it moved
    * past (see repeatsPage).
    */
-  private movedPast(walk: StatusWalk, page: ProviderPage, entries: readonly PageEntry[]): boolean {
+  private moveOn(walk: StatusWalk, page: ProviderPage, entries: readonly PageEntry[]): boolean {
     // Keys of a page moved past only, off the hot path (pages of new transactions).
     const read: WalkedPage = { page: walk.page, size: this.pageSize, total: listedTotal(page), keys: entries.map((entry) => itemKey(entry.raw)) };
     if (repeatsPage(read, walk.movedPast)) {
