@@ -5,8 +5,10 @@
 import { contentHash } from "./hash.js";
 import { versionTime } from "./versions.js";
 import { CARD_KEY_PREFIX } from "./card-keys.js";
-import type { CardCycleMode } from "./cards.js";
 import type { Clock, Snapshot, SnapshotKey } from "./ports.js";
+
+/** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
+export type CardCycleMode = "full" | "suspended-only";
 
 /**
  * Reserved snapshot key of the card walk cursor of one mode. Card ids start with `CA` (the client's schema rejects

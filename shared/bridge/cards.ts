@@ -18,15 +18,13 @@ import { RecentIds } from "./recent-ids.js";
 import { cardIdOf, cardKey } from "./card-keys.js";
 import { cardEventType, isStatusMove } from "./card-status.js";
 import { CardDetailReads, isViewChange, withLastConfiguration, type CardEntry } from "./card-details.js";
-import { WalkCursorStore, type StoredCursor, type UnsureStart, type WalkCursor } from "./card-cursor.js";
+import { WalkCursorStore, type CardCycleMode, type StoredCursor, type UnsureStart, type WalkCursor } from "./card-cursor.js";
 
 // Re-exported for the modules that import them from the card cycle.
 export { CARD_KEY_PREFIX, cardKey } from "./card-keys.js";
-export { walkCursorKey } from "./card-cursor.js";
+export { walkCursorKey, type CardCycleMode } from "./card-cursor.js";
 export { cardEventType } from "./card-status.js";
 
-/** `full` walks every card; `suspended-only` walks the `status=suspended` list (cheap, catches suspensions only). */
-export type CardCycleMode = "full" | "suspended-only";
 
 /** Options of {@link pollCards}. */
 export interface CardCycleOptions extends CycleOptions {
