@@ -9,8 +9,8 @@ import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 import { nearest } from "../nearest.js";
 
-/** Commands `bridge.ts` understands. */
-export const COMMANDS = ["run", "authorize", "demo", "bench", "redrive", "conform-pii", "version", "help"] as const;
+/** Commands `bridge.ts` understands, in the order {@link USAGE} shows them (refusals list them in it too). */
+export const COMMANDS = ["run", "redrive", "conform-pii", "authorize", "demo", "bench", "version", "help"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 /** Default poll interval of `run` without `--once`. */

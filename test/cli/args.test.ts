@@ -210,11 +210,20 @@ describe("parseCommand", () => {
   });
 
   it("rejects an unknown command listing the known ones", () => {
-    expect(() => parseCommand(["sync"])).toThrow(/unknown command "sync".*run, authorize, demo, bench/);
+    expect(() => parseCommand(["sync"])).toThrow(/unknown command "sync".*run, redrive, conform-pii, authorize, demo, bench/);
+  });
+
+  it("lists the commands in the order the help text shows them, wherever it lists them", () => {
+    const helpOrder = [...USAGE.matchAll(/^ {2}([a-z-]+)(?: |$)/gm)].map((match) => match[1]);
+    expect(helpOrder).toEqual(["run", "redrive", "conform-pii", "authorize", "demo", "bench", "version", "help"]);
+    const listed = `Commands: ${helpOrder.join(", ")}`;
+    expect(() => parseCommand([])).toThrow(new UsageError(`no command given. ${listed}`));
+    expect(() => parseCommand(["--bogus"])).toThrow(new UsageError(`no command given before --bogus. ${listed}`));
+    expect(() => parseCommand(["sync"])).toThrow(new UsageError(`unknown command "sync". ${listed}`));
   });
 
   it("refuses no command at all (a script with an empty variable must not succeed), naming the commands", () => {
-    expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, authorize, demo, bench, redrive, conform-pii, version, help"));
+    expect(() => parseCommand([])).toThrow(new UsageError("no command given. Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"));
     expect(parseCommand(["help"])).toEqual({ command: "help", topic: undefined });
     expect(parseCommand(["help", "run"])).toEqual({ command: "help", topic: "run" });
     // A topic that is no command is refused as the command itself would be (exit 2), not answered with the usage.
@@ -227,7 +236,7 @@ describe("parseCommand", () => {
     [["--once"], 'no command given before --once, an option of run: put the command first, as in `npm run bridge -- run --once`'],
     [["--interval", "5m"], "no command given before --interval, an option of run and demo: put the command first, as in `npm run bridge -- run --interval 5m`"],
     [["--cycles=3"], "no command given before --cycles, an option of demo: put the command first, as in `npm run bridge -- demo --cycles=3`"],
-    [["--bogus"], "no command given before --bogus. Commands: run, authorize, demo, bench, redrive, conform-pii, version, help"],
+    [["--bogus"], "no command given before --bogus. Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
   ])("refuses %j, an option where the command goes, naming the commands that take it", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(new UsageError(message));
   });
