@@ -523,8 +523,7 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
  */
 export function parseCommand(argv: readonly string[], env: Env = {}): ParsedCommand {
   const [given, ...rest] = argv;
-  // `--version` is the version command, as most command lines spell it.
-  const name = given === "--version" ? "version" : given;
+  const name = commandNameOf(given);
   // Not help: a script calling the bridge with an empty variable for its command must not "succeed".
   if (name === undefined) throw new UsageError(`no command given. Commands: ${COMMANDS.join(", ")}`);
   if (isHelpFlag(name) || name === "help") {
@@ -627,6 +626,24 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     default:
       throw unknownCommand(name);
   }
+}
+
+/** The command `given`, the first argument, names: `--version` is the version command, as most command lines spell it. */
+function commandNameOf(given: string | undefined): string | undefined {
+  return given === "--version" ? "version" : given;
+}
+
+/**
+ * The command with options of its own (all but help) that `argv` runs, or undefined: the command a refusal of `argv`
+ * is about. parseCommand refuses nothing before it knows such a command but for help, a missing or unknown command.
+ *
+ * @example
+ * refusingCommandOf(["run", "--interval", "often"]); // "run"
+ * refusingCommandOf(["help", "run", "now"]); // undefined
+ */
+export function refusingCommandOf(argv: readonly string[]): string | undefined {
+  const name = commandNameOf(argv[0]);
+  return name !== undefined && Object.hasOwn(OPTIONS, name) ? name : undefined;
 }
 
 /**

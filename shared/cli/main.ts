@@ -2,7 +2,7 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { DURATIONS_HELP, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf, type ParsedCommand } from "./args.js";
+import { DURATIONS_HELP, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, refusingCommandOf, usageOf, type ParsedCommand } from "./args.js";
 import { SETTINGS, type SettingDoc } from "./config.js";
 import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
@@ -93,6 +93,14 @@ function cleanStopOf(command: string | undefined): string | undefined {
 }
 
 /**
+ * The line under a refusal saying where the usage is: the usage of `command` when the refusal is about that command
+ * (`npm run bridge -- run --help`), else the whole usage.
+ */
+function usagePointer(command: string | undefined): string {
+  return `Run \`npm run bridge -- ${command === undefined ? "help" : `${command} --help`}\` for usage.`;
+}
+
+/**
  * Runs `bridge.ts` with `argv` (without node and script) and returns the exit code.
  * Errors are printed as one message for a person; secrets never appear in them.
  *
@@ -106,7 +114,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   } catch (error) {
     if (error instanceof UsageError) {
       line(io.stderr, `error: ${error.message}`);
-      line(io.stderr, "Run `npm run bridge -- help` for usage.");
+      line(io.stderr, usagePointer(refusingCommandOf(argv)));
       return error.exitCode;
     }
     line(io.stderr, `error: ${failureMessage(error)}`);

@@ -105,8 +105,34 @@ describe("bridge.ts main", () => {
     expect(code).toBe(EXIT.usage);
     expect(stdout).toBe("");
     expect(stderr).toContain("error: no command given. Commands: run,");
-    expect(stderr).toContain("npm run bridge -- help");
+    expect(stderr.endsWith("\nRun `npm run bridge -- help` for usage.\n")).toBe(true);
   });
+
+  it.each([
+    [["run", "--interval", "often"], {}, "run"],
+    [["bench", "--txns", "5"], {}, "bench"],
+    [["demo", "--cycles", "0", "--seed", "-1"], {}, "demo"],
+    [["conform-pii", "--cursor", " "], {}, "conform-pii"],
+    [["version", "now"], {}, "version"],
+    // npm kept an option of the command for itself.
+    [["authorize"], { npm_lifecycle_event: "bridge", npm_config_port: "true" }, "authorize"],
+    // Refused once the command runs, not by the parser: still the command's own.
+    [["authorize", "--secret-id", "arn:bogus", "--no-open"], { QASHIO_BASE_URL: "http://127.0.0.1:9" }, "authorize"],
+  ])("points a refusal of %j, which belongs to one command, to that command's own help", async (argv, env, command) => {
+    const { code, stderr } = await runInProcess(argv, env);
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toMatch(/^error: /m);
+    expect(stderr.endsWith(`\nRun \`npm run bridge -- ${command} --help\` for usage.\n`)).toBe(true);
+  });
+
+  it.each([[["sync"]], [["--once"]], [["help", "bogus"]], [["help", "run", "now"]]])(
+    "points a refusal of %j, which belongs to no one command, to the whole usage",
+    async (argv) => {
+      const { code, stderr } = await runInProcess(argv, {});
+      expect(code).toBe(EXIT.usage);
+      expect(stderr.endsWith("\nRun `npm run bridge -- help` for usage.\n")).toBe(true);
+    },
+  );
 
   it("README's settings table lists exactly the settings help prints, with the same requirement, default and commands reading each", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

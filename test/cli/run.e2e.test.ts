@@ -751,7 +751,7 @@ describe("bridge run --once (in-process)", () => {
     const { code, stderr } = await runInProcess(["run", "--interval", "often"], {});
     expect(code).toBe(EXIT.usage);
     expect(stderr).toContain('--interval: invalid duration "often"');
-    expect(stderr).toContain("npm run bridge -- help");
+    expect(stderr).toContain("Run `npm run bridge -- run --help` for usage.");
   });
 });
 
