@@ -623,13 +623,29 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
   for (const problem of problems) r.problem("BRIDGE_EVENTS_FILE", problem);
 }
 
-/** Reports an events file that is the state directory or one of its entries, or a directory the state directory lies in. */
+/**
+ * Reports an events file that is the state directory or one of its entries, or a path the state directory lies under.
+ * The latter is refused outright: the events file's own checks would only say again, less clearly, that it is a directory.
+ */
 function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
   if (eventsFileTakesState(stateDir, eventsFile)) {
     r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
   } else if (stateDirUnderEventsFile(stateDir, eventsFile)) {
-    r.problem("BRIDGE_EVENTS_FILE", `must not be a directory BRIDGE_STATE_DIR (${stateDir}) lies in: the state directory is created inside it`);
+    r.problem("BRIDGE_EVENTS_FILE", stateDirUnderEventsProblem(stateDir, eventsFile));
+    r.refused.add("BRIDGE_EVENTS_FILE");
   }
+}
+
+/** What is wrong with an events file that `stateDir` lies under, and the file to name instead: one in that directory. */
+function stateDirUnderEventsProblem(stateDir: string, eventsFile: string): string {
+  const made = statOf(eventsFile)?.isDirectory() === true;
+  const wrong = made
+    ? `the directory BRIDGE_STATE_DIR (${stateDir}) lies in,`
+    : `a path BRIDGE_STATE_DIR (${stateDir}) lies under, so creating the state directory makes it a directory,`;
+  const suggested = join(eventsFile, DEFAULT_EVENTS_FILE);
+  // Not the state directory itself, were it named so.
+  const instead = suggested === stateDir ? join(eventsFile, `bridge-${DEFAULT_EVENTS_FILE}`) : suggested;
+  return `is ${eventsFile}, ${wrong} not a file: name a file for the events, such as ${instead}`;
 }
 
 /** A `true` / `false` setting (any case), false when unset; anything else is a problem named by the setting. */

@@ -458,11 +458,27 @@ describe("readLocalSettings on the file system", () => {
   it("refuses an events file that the state directory lies under: creating the state directory makes it a directory", () => {
     // Neither exists yet: each path alone is creatable, but the first cycle then publishes into a directory (EISDIR, exit 1).
     for (const [events, state, resolved] of [["out", "out/state", "out/state"], ["out", "out/a/b", "out/a/b"], ["./out/", "out/../out/state", "out/state"]] as const) {
-      const problem = `must not be a directory BRIDGE_STATE_DIR (${join(dir, resolved)}) lies in: the state directory is created inside it`;
+      const problem =
+        `is ${join(dir, "out")}, a path BRIDGE_STATE_DIR (${join(dir, resolved)}) lies under, so creating the state directory makes it a directory, ` +
+        `not a file: name a file for the events, such as ${join(dir, "out", "events.jsonl")}`;
       expect(settingsError({ ...valid, BRIDGE_STATE_DIR: state, BRIDGE_EVENTS_FILE: events }).issues, `${events} ${state}`).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
     }
     // A sibling whose name only starts with the events file's is fine.
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "out-state", BRIDGE_EVENTS_FILE: "out" }, dir).eventsFile).toBe(join(dir, "out"));
+  });
+
+  it("refuses in one message an events file that is the directory the state directory lies in, made already, naming a file to use instead", async () => {
+    // The state directory made, or only its parent: either way the events file's path is a directory, said once.
+    for (const state of ["out/state", "out/a/b"]) {
+      await mkdir(join(dir, state), { recursive: true });
+      const problem = `is ${join(dir, "out")}, the directory BRIDGE_STATE_DIR (${join(dir, state)}) lies in, not a file: name a file for the events, such as ${join(dir, "out", "events.jsonl")}`;
+      expect(settingsError({ ...valid, BRIDGE_STATE_DIR: state, BRIDGE_EVENTS_FILE: "out" }).issues, state).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+    }
+    // A state directory named like the file suggested gets another name suggested.
+    await mkdir(join(dir, "out", "events.jsonl"));
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "out/events.jsonl", BRIDGE_EVENTS_FILE: "out" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: expect.stringMatching(/, not a file: name a file for the events, such as .*\/out\/bridge-events\.jsonl$/) },
+    ]);
   });
 
   it("refuses the settings file .env as the events file: the events appended to it would make every later run refuse it", () => {

@@ -738,12 +738,14 @@ describe("bridge run --once (in-process)", () => {
 
     expect(code).toBe(EXIT.usage);
     expect(stderr).toContain("BRIDGE_STATE_DIR: cannot be created");
-    expect(stderr).toContain("BRIDGE_EVENTS_FILE: must be a regular file");
+    // One message for the events file, naming the state directory under it.
+    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is ${h.dir}, the directory BRIDGE_STATE_DIR (${bad.BRIDGE_STATE_DIR}) lies in, not a file`);
+    expect(stderr.match(/BRIDGE_EVENTS_FILE:/g)).toHaveLength(1);
     expect(stderr).not.toContain("ENOTDIR");
     const fresh = { ...env, BRIDGE_STATE_DIR: join(h.dir, "empty-state"), BRIDGE_EVENTS_FILE: h.dir };
     const second = await runInProcess(["run", "--once"], fresh);
     expect(second.code).toBe(EXIT.usage);
-    expect(second.stderr).toContain("BRIDGE_EVENTS_FILE: must be a regular file");
+    expect(second.stderr).toContain(`BRIDGE_EVENTS_FILE: is ${h.dir}, the directory BRIDGE_STATE_DIR (${fresh.BRIDGE_STATE_DIR}) lies in, not a file`);
     expect(second.stderr).toContain("QASHIO_REFRESH_TOKEN: is required");
   });
 
