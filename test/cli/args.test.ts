@@ -185,6 +185,21 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["run", "--interval", `${MAX_DURATION_MS + 1}ms`])).toThrow(/--interval must be at most/);
   });
 
+  it("starts every command's options in one column, and every description in one column, beside or below the options", () => {
+    const commands = USAGE.slice(USAGE.indexOf("Commands:\n") + "Commands:\n".length).split("\n\n")[0] ?? "";
+    // A line's options start at its first `[--` (wrapped ones too); its description at a part two blanks or more after
+    // the name or options, or at the line's start.
+    const columns = { options: new Set<number>(), about: new Set<number>() };
+    for (const text of commands.split("\n")) {
+      if (text.includes("[--")) columns.options.add(text.indexOf("[--"));
+      for (const part of text.matchAll(/(?<=^|\s{2})[^\s[]/g)) if (part.index !== 2) columns.about.add(part.index);
+    }
+    expect(columns.options.size).toBe(1);
+    expect(columns.about.size).toBe(1);
+    expect(Math.min(...columns.about)).toBeGreaterThan(Math.max(...columns.options));
+    expect([...commands.matchAll(/^ {2}([a-z-]+)/gm)].map((match) => match[1])).toEqual([...COMMANDS]);
+  });
+
   it("polls once a minute without --interval (README, USAGE: default 1m)", () => {
     expect(parseCommand(["run"])).toEqual({ command: "run", args: { once: false, intervalMs: 60_000 } });
   });

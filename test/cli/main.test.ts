@@ -86,6 +86,15 @@ describe("bridge.ts main", () => {
     expect(help.stdout).toMatch(/^Usage: npm run bridge -- version \[options\]\n\n {2}version +print the package's name and version \(also --version\)\n$/);
   });
 
+  it.each([[["help"]], ...["run", "redrive", "conform-pii", "authorize", "demo", "bench", "version"].map((command) => [[command, "--help"]])])(
+    "keeps every line of %j within 100 columns, so that a terminal does not wrap it",
+    async (argv) => {
+      const { code, stdout } = await runInProcess(argv, {});
+      expect(code).toBe(EXIT.ok);
+      for (const text of stdout.split("\n")) expect(text.length, text).toBeLessThanOrEqual(100);
+    },
+  );
+
   it("answers help --help with the whole usage, exit 0", async () => {
     const { code, stdout, stderr } = await runInProcess(["help", "--help"], {});
     expect(code).toBe(EXIT.ok);
