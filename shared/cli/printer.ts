@@ -99,11 +99,46 @@ function str(object: Record<string, unknown>, key: string): string | undefined {
   return undefined;
 }
 
+/** Minor digits when the currency code is missing or unknown to the currency tables. */
+const DEFAULT_MINOR_DIGITS = 2;
+
+/** The currency's own minor digits (KWD 3, JPY 0) from the runtime's currency tables; 2 for a code they do not know or cannot take. */
+function minorDigits(currency: unknown): number {
+  if (typeof currency !== "string") return DEFAULT_MINOR_DIGITS;
+  try {
+    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? DEFAULT_MINOR_DIGITS;
+  } catch {
+    // RangeError: not a well-formed currency code (the provider's text).
+    return DEFAULT_MINOR_DIGITS;
+  }
+}
+
+/** Decimals of a number as written in its shortest form (what the provider's JSON said): 1.5 has 1, 1e-7 has 7. */
+function decimalsOf(amount: number): number {
+  const match = /^-?\d+(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(amount));
+  if (match === null) return 0;
+  return Math.max(0, (match[1]?.length ?? 0) - Number(match[2] ?? 0));
+}
+
+/**
+ * An amount with the currency's minor digits, never fewer than the provider sent: zeros are added as text, since
+ * `toFixed` past the sent digits would show the binary value's digits (123456789012345.6 → ….594).
+ */
+function showAmount(amount: number, currency: unknown): string {
+  const sent = decimalsOf(amount);
+  // toFixed takes at most 100 digits and writes 1e21 and above with an exponent: such a number is shown as JavaScript writes it.
+  if (!(Math.abs(amount) < 1e21) || sent > 100) return String(amount);
+  const text = amount.toFixed(sent);
+  const missing = minorDigits(currency) - sent;
+  if (missing <= 0) return text;
+  return `${text}${sent === 0 ? "." : ""}${"0".repeat(missing)}`;
+}
+
 function money(object: Record<string, unknown>, amountKey: string, currencyKey: string): string | undefined {
   const amount = object[amountKey];
   const currency = str(object, currencyKey);
   if (typeof amount !== "number" && typeof amount !== "string") return undefined;
-  const numeric = typeof amount === "number" ? amount.toFixed(2) : printable(amount);
+  const numeric = typeof amount === "number" ? showAmount(amount, object[currencyKey]) : printable(amount);
   return currency === undefined ? numeric : `${currency} ${numeric}`;
 }
 

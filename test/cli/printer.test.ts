@@ -92,6 +92,34 @@ describe("formatEvent", () => {
     expect(formatEvent(pending)).toBe("03-01 10:15:02  transaction.created  CT1003  USD 99.00  Uber");
   });
 
+  it("shows an amount with its currency's own minor digits, never rounding away a digit the provider sent", () => {
+    const priced = (amount: unknown, currency?: string) =>
+      formatEvent(
+        event(
+          "transaction.created",
+          { type: "transaction", id: "9c", qashio_id: "CT1004", sequence: 1 },
+          { object: { billing_amount: amount, ...(currency === undefined ? {} : { billing_currency: currency }) } },
+        ),
+      ).replace("03-01 10:15:02  transaction.created  CT1004  ", "");
+    expect(priced(1.235, "KWD")).toBe("KWD 1.235");
+    expect(priced(1.5, "BHD")).toBe("BHD 1.500");
+    expect(priced(1500, "JPY")).toBe("JPY 1500");
+    expect(priced(-7, "ISK")).toBe("ISK -7");
+    // More decimals than the currency has: as sent, not rounded to the currency's digits.
+    expect(priced(1500.5, "JPY")).toBe("JPY 1500.5");
+    expect(priced(12.345, "AED")).toBe("AED 12.345");
+    expect(priced(1e-7, "USD")).toBe("USD 0.0000001");
+    // Padding to the currency's digits adds zeros, not the binary value's digits the provider did not send.
+    expect(priced(123456789012345.6, "KWD")).toBe("KWD 123456789012345.600");
+    // A code the currency tables do not know, one that is no currency code at all, or none: two digits, as before.
+    expect(priced(1.5, "XYZ")).toBe("XYZ 1.50");
+    expect(priced(1.5, "dollars")).toBe("dollars 1.50");
+    expect(priced(1.5)).toBe("1.50");
+    // Past what toFixed writes in plain digits: as JavaScript writes the number, never a throw.
+    expect(priced(5e-324, "USD")).toBe("USD 5e-324");
+    expect(priced(1e21, "KWD")).toBe("KWD 1e+21");
+  });
+
   it("shows provider text as inert text: no terminal escapes, no line breaks, whatever field holds it", () => {
     // Every string here is the provider's: ids (`CT\S+` lets ESC through), merchant, category, currency, the parent,
     // changed keys (the diff's paths) and their values.
