@@ -216,7 +216,7 @@ class CardRun extends CycleRun {
       const followed = this.followServedSize(walk, result, page, renumbering, entries.length);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
-      const from = this.pageStartOf(walk, followed, entries.length);
+      const from = this.takePageStart(walk, followed, entries.length);
       try {
         await this.processPage(entries);
         this.walkedPage = true;
@@ -305,7 +305,8 @@ class CardRun extends CycleRun {
 
   /**
    * Takes the size the provider serves from a page (`result`, asked as `page`, holding `count` cards) and its check
-   * (`renumbering`): the size the check followed, if it did.
+   * (`renumbering`): the size the check followed, if it did. Changes the run's `pageSize`, `servedSize` and
+   * `pageSizes` to a smaller size followed or served (logged), and sets `walk.unsure` when a check did not follow.
    */
   private followServedSize(walk: WalkPosition, result: ProviderPage, page: number, renumbering: Renumbering | undefined, count: number): number | undefined {
     const followed = renumbering?.found === "same" ? renumbering.size : undefined;
@@ -336,11 +337,12 @@ class CardRun extends CycleRun {
   }
 
   /**
-   * Where the walk stood before a page of `count` cards, as far as it can tell: once a check follows a size
+   * Takes where the walk stood before a page of `count` cards, as far as it can tell: once a check follows a size
    * (`followed`), before the first page whose check did not (see `WalkPosition.unsure`), as the offset counted since may
-   * have run ahead of the cards walked. Clears `unsure` once a check follows or a page holds more cards than its size.
+   * have run ahead of the cards walked. Clears `walk.unsure` once a check follows or a page holds more cards than its
+   * size.
    */
-  private pageStartOf(walk: WalkPosition, followed: number | undefined, count: number): WalkStart {
+  private takePageStart(walk: WalkPosition, followed: number | undefined, count: number): WalkStart {
     const from = followed !== undefined && walk.unsure !== undefined ? walk.unsure : { offset: walk.offset, total: walk.total };
     if (followed !== undefined || count > (walk.unsure?.size ?? Infinity)) walk.unsure = undefined;
     return from;

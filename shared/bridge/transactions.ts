@@ -308,12 +308,12 @@ export class TransactionRun extends CycleRun {
         inHand = await this.readPage(walk, walk.page, walk.passed);
         if (firstRead) this.noteBacklog(status, inHand);
         fromReadAhead = false;
-        if (!this.answeredAsAsked(walk, inHand)) return "page_limit";
+        if (!this.keepIfAsAsked(walk, inHand)) return "page_limit";
       }
       // `let`: the page's objects are dropped below before the awaits, see there.
       let result: ProviderPage | undefined = inHand;
       inHand = undefined;
-      let items: PageEntry[] | undefined = this.entriesPulled(result);
+      let items: PageEntry[] | undefined = this.countPulled(result);
       // A read-ahead page's count is not weighed: it shows the list before the last acknowledge (a plain read confirms).
       const isLast = endsList(result, items.length, fromReadAhead ? undefined : walk.passed);
 
@@ -354,7 +354,7 @@ export class TransactionRun extends CycleRun {
       }
       if (next) {
         const read = await next;
-        if (this.readAheadAsAsked(walk, read)) {
+        if (this.keepReadAheadIfAsked(walk, read)) {
           inHand = read;
           fromReadAhead = true;
         }
@@ -373,10 +373,11 @@ export class TransactionRun extends CycleRun {
   }
 
   /**
-   * Whether a plain read answered the page the walk asked for. Past page 1 the walk needs that page: one answered in
-   * its place is left behind, and the pass stops at the page bound (see otherPageAnswered).
+   * Keeps a plain read that answered the page the walk asked for: true. Past page 1 the walk needs that page: one
+   * answered in its place is logged and left behind (its items count towards the lag), false, and the pass stops at
+   * the page bound (see otherPageAnswered).
    */
-  private answeredAsAsked(walk: StatusWalk, answer: ProviderPage): boolean {
+  private keepIfAsAsked(walk: StatusWalk, answer: ProviderPage): boolean {
     const answered = otherPageAnswered(answer, walk.page);
     if (answered === undefined) return true;
     this.deps.logger.warn(NOT_PAGING, { list: walk.status, asked: walk.page, answered });
@@ -385,10 +386,11 @@ export class TransactionRun extends CycleRun {
   }
 
   /**
-   * A page's entries, counted as pulled. Listed again, none of them awaits a fresh read any more, in either status (see
+   * Counts a page's entries as pulled (the report and `TransactionsPulled`) and returns them. Listed again, none of
+   * them awaits a fresh read any more, in either status: they are taken off each status's `awaitingReRead` (see
    * {@link completed}).
    */
-  private entriesPulled(page: ProviderPage): PageEntry[] {
+  private countPulled(page: ProviderPage): PageEntry[] {
     const entries = pageEntries(page);
     for (const other of this.statusPasses.values()) {
       if (other.awaitingReRead.size > 0) for (const entry of entries) other.awaitingReRead.delete(itemKey(entry.raw));
@@ -426,11 +428,12 @@ export class TransactionRun extends CycleRun {
   }
 
   /**
-   * Whether a page read ahead is the one asked for. A provider ignoring `page` answers page 1 to a read ahead too:
-   * dropped, the rest of the pass re-reads plainly (page 1 shows the next batch once the last is acknowledged, which is
-   * all such a provider can be walked by).
+   * Keeps a page read ahead that is the one asked for: true. A provider ignoring `page` answers page 1 to a read ahead
+   * too: logged, left behind (its items count towards the lag), false, and the walk's read-ahead turned off, so the
+   * rest of the pass re-reads plainly (page 1 shows the next batch once the last is acknowledged, which is all such a
+   * provider can be walked by).
    */
-  private readAheadAsAsked(walk: StatusWalk, read: ProviderPage): boolean {
+  private keepReadAheadIfAsked(walk: StatusWalk, read: ProviderPage): boolean {
     if (otherPageAnswered(read, walk.page + 1) === undefined) return true;
     this.deps.logger.warn("provider answered another page than asked to a page read ahead; reading pages plainly", { list: walk.status, asked: walk.page + 1 });
     walk.readAhead = false;
@@ -439,23 +442,23 @@ export class TransactionRun extends CycleRun {
   }
 
   /**
-   * Records a batch's keys as handled in this pass, with the version of each (every copy's, for a key the page listed
-   * more than once). Ids whose acknowledge is left to a fresh read are not handled: the plain re-read takes them again.
+   * Records in the walk's record a batch's keys as handled in this pass, with the version of each (every copy's, for a
+   * key the page listed more than once). Ids whose acknowledge is left to a fresh read are not handled: they are added
+   * to `awaitingReRead`, and the plain re-read takes them again. Turns the walk's read-ahead off when items stay
+   * listed. `keys` and `versions` are left as given.
    */
   private noteHandled(
     walk: StatusWalk,
-    keys: Set<string>,
-    versions: Map<string, string | readonly string[]>,
+    keys: ReadonlySet<string>,
+    versions: ReadonlyMap<string, string | readonly string[]>,
     copies: ReadonlyMap<string, string[]> | undefined,
     { allAcknowledged, readAgain }: BatchOutcome,
   ): void {
     const { handled, awaitingReRead } = walk.record;
-    if (copies) for (const [key, list] of copies) versions.set(key, list);
-    for (const id of readAgain) {
-      keys.delete(id);
-      awaitingReRead.add(id);
-    }
-    handled.add(keys, versions);
+    for (const id of readAgain) awaitingReRead.add(id);
+    // Copied only off the hot path (an acknowledge failed for now, a key listed twice on the page): a batch of new
+    // transactions hands its own set and map on as they are.
+    handled.add(readAgain.length > 0 ? without(keys, readAgain) : keys, copies ? withCopies(versions, copies) : versions);
     // Items that stay listed shift the pages: fall back to plain re-reads for the rest of this pass.
     if (!allAcknowledged) walk.readAhead = false;
   }
@@ -948,6 +951,23 @@ export class TransactionRun extends CycleRun {
     }
     return [...kept.values()];
   }
+}
+
+/** `keys` less `ids`, in a new set. */
+function without(keys: ReadonlySet<string>, ids: readonly string[]): Set<string> {
+  const rest = new Set(keys);
+  for (const id of ids) rest.delete(id);
+  return rest;
+}
+
+/** `versions` with each copied key's versions in place of the batch's one (see TransactionRun.versionsOfCopies). */
+function withCopies(
+  versions: ReadonlyMap<string, string | readonly string[]>,
+  copies: ReadonlyMap<string, string[]>,
+): Map<string, string | readonly string[]> {
+  const all = new Map(versions);
+  for (const [key, list] of copies) all.set(key, list);
+  return all;
 }
 
 /**
