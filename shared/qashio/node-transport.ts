@@ -4,7 +4,7 @@
  */
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http";
 import https from "node:https";
-import type { FetchInit, FetchResponse, ResponseHeaders } from "./http.js";
+import type { FetchInit, FetchResponse, ResponseHeaders } from "./fetch-like.js";
 import { decodeUtf8 } from "./json-body.js";
 
 /** At most a read-ahead page and an acknowledge or four refund parent reads, or four card detail or re-drive reads, are in flight per client; the cap bounds an accidental fan-out. */

@@ -16,7 +16,7 @@ import {
   type ProviderText,
   type QashioErrorContext,
 } from "./errors.js";
-import type { ResponseHeaders } from "./http.js";
+import type { ResponseHeaders } from "./fetch-like.js";
 import { decodeUtf8, parseDataPiecewise } from "./json-body.js";
 import { redactSecrets, safeErrorToken, safeRequestId } from "./redact.js";
 import { parseRetryAfter } from "./retry-after.js";
