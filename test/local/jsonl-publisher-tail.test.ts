@@ -1,0 +1,97 @@
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope } from "../../shared/local/index.js";
+import { sampleEvent } from "../bridge/contract/index.js";
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-tail-"));
+  file = path.join(dir, "events.jsonl");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const lineOf = (n: number) => envelopeLine(toEventBridgeEnvelope(sampleEvent(n), { account: "1", region: "r", id: `env-${n}` }));
+
+/** The file's lines, each parsed (a line that does not parse fails the test), as their events' `detail.id`. */
+async function detailIds(): Promise<string[]> {
+  return (await readFile(file, "utf8"))
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
+}
+
+describe("JsonlEventPublisher and a last line of its own without its newline", () => {
+  it("keeps one whose brackets close and only JSON whitespace follows: a whole event", async () => {
+    await writeFile(file, `${lineOf(1)}\n${lineOf(2)} \t\r`);
+    const warnings: unknown[] = [];
+    await new JsonlEventPublisher({ file, logger: { warn: (message) => warnings.push(message) } }).publish([sampleEvent(3)]);
+    expect(await detailIds()).toEqual([1, 2, 3].map((n) => sampleEvent(n).detail.id));
+    expect(warnings).toEqual([]);
+  });
+
+  it.each([
+    ["the torn opening of another line", `{"version":"0","id":"en`],
+    ["stray text", " x"],
+  ])("cuts one whose brackets close before %s: it does not parse, so it is a torn line of its own", async (_what, after) => {
+    const torn = `${lineOf(2)}${after}`;
+    await writeFile(file, `${lineOf(1)}\n${torn}`);
+    const warnings: { message: string; attributes?: unknown }[] = [];
+    await new JsonlEventPublisher({ file, logger: { warn: (message, attributes) => warnings.push({ message, attributes }) } }).publish([
+      sampleEvent(2),
+    ]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    expect(warnings).toEqual([{ message: expect.stringMatching(/torn/), attributes: { file, bytes: Buffer.byteLength(torn) } }]);
+  });
+});
+
+describe("JsonlEventPublisher sweeping its recovery files' temp files", () => {
+  it("leaves old temp files of other names that only start as its recovery names do (<file>.cut-<byte>[.<n>] only)", async () => {
+    // Temp files another program's atomic writes left for files named so in a directory shared with the events file.
+    const others = ["events.jsonl.cut-notes.4242.0a1b2c3d.tmp", "events.jsonl.cut-12.x.4242.0a1b2c3d.tmp", "events.jsonl.cut-.4242.0a1b2c3d.tmp"];
+    const own = "events.jsonl.cut-12.3.4242.0a1b2c3d.new.tmp";
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    for (const name of [...others, own]) {
+      await writeFile(path.join(dir, name), "leftover");
+      await utimes(path.join(dir, name), hourAgo, hourAgo);
+    }
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+    expect((await readdir(dir)).sort()).toEqual([...others, "events.jsonl"].sort());
+  });
+});
+
+describe("JsonlEventPublisher after a power loss tore a line", () => {
+  it("saves the cut under the last free recovery name, .100, when the 99 before it hold other bytes", async () => {
+    const good = `${lineOf(1)}\n`;
+    const torn = Buffer.concat([Buffer.from(lineOf(2).slice(0, 40)), Buffer.alloc(512), Buffer.from(`${lineOf(2).slice(60)}\n`)]);
+    await writeFile(file, Buffer.concat([Buffer.from(good), torn]));
+    const first = `${file}.cut-${Buffer.byteLength(good)}`;
+    const taken = Array.from({ length: 99 }, (_, i) => (i === 0 ? first : `${first}.${i + 1}`));
+    for (const name of taken) await writeFile(name, "an earlier cut\n");
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    expect((await readFile(`${first}.100`)).equals(torn)).toBe(true);
+    for (const name of taken) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
+  });
+
+  it("counts the last line, cut short without its newline, among the lines it says it cut", async () => {
+    const good = `${lineOf(1)}\n${lineOf(2)}\n`;
+    const torn = Buffer.concat([
+      Buffer.from(lineOf(3).slice(0, 40)),
+      Buffer.alloc(4096),
+      Buffer.from(`${lineOf(3).slice(60)}\n${lineOf(4)}\n${lineOf(5).slice(0, 30)}`),
+    ]);
+    await writeFile(file, Buffer.concat([Buffer.from(good), torn]));
+    const warnings: { message: string; attributes?: unknown }[] = [];
+    await new JsonlEventPublisher({ file, logger: { warn: (message, attributes) => warnings.push({ message, attributes }) } }).publish(
+      [3, 4, 5].map((n) => sampleEvent(n)),
+    );
+    expect(await detailIds()).toEqual([1, 2, 3, 4, 5].map((n) => sampleEvent(n).detail.id));
+    const recovery = `${file}.cut-${Buffer.byteLength(good)}`;
+    expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: torn.length, lines: 3, recovery } }]);
+  });
+});
