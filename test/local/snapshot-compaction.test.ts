@@ -145,6 +145,22 @@ describe("FileSnapshotStore compaction", () => {
     await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
   });
 
+  it("tolerates mergeFanIn small segments of one tier, and merges them once one more comes", async () => {
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: 32 * 1024, mergeFanIn: 2 };
+    const store = new FileSnapshotStore(dir, tuned);
+    const model = new Map<SnapshotKey, Snapshot>();
+    const counts: number[] = [];
+    for (let call = 0; call < 3; call++) {
+      // Brand-new keys of one size: no dead bytes, each page a small segment of the same tier.
+      const page = [snap(`transaction:t${call}`, call, 400)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      counts.push((await segmentFiles()).length);
+    }
+    expect(counts).toEqual([1, 2, 1]);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
+  });
+
   /**
    * Sixty putMany calls of `pageOf(call, hot, next)` under `tuning`, where `hot()` picks one of twenty hot keys and
    * `next()` counts versions up: disk stays within the bound after each call, and a fresh store reads every last write.
