@@ -47,6 +47,14 @@ describe("canonicalCopy", () => {
     expect(contentHash(copy)).toBe(sha256Hex('{"amount":12345678901234567890,"id":"t1"}'));
   });
 
+  it("writes NaN and infinities as null, as JSON.stringify does: a provider's 1e999 hashes alike on either path", () => {
+    expect(canonicalJson({ a: Number.NaN, b: [Infinity, -Infinity] })).toBe('{"a":null,"b":[null,null]}');
+    const parsed = JSON.parse('{"id":"t1","fx_rate":1e999}') as Record<string, unknown>;
+    expect(parsed.fx_rate).toBe(Infinity);
+    expect(contentHash(parsed)).toBe(sha256Hex('{"fx_rate":null,"id":"t1"}'));
+    expect(contentHash(canonicalCopy(parsed))).toBe(contentHash(parsed));
+  });
+
   it("drops function and symbol members as JSON.stringify does, in canonicalJson and canonicalCopy alike", () => {
     const object = { b: () => 1, a: 1, c: Symbol("x"), d: [() => 1] };
     expect(canonicalJson(object)).toBe('{"a":1,"d":[null]}');

@@ -303,6 +303,14 @@ describe("conformPii copies on change", () => {
     }
   });
 
+  it("hashes a value that only starts like a hash (cleartext after the 64 digits): it is no pseudonym, so not kept", () => {
+    const lookalike = `hmac-sha256:${"a".repeat(64)} Ann Holder`;
+    const conformed = conformPii({ card_holder_name: lookalike, approved_by: { name: `${lookalike}@x` } }, hash) as Json;
+    expect(conformed.card_holder_name).toMatch(HASHED);
+    expect((conformed.approved_by as Json).name).toMatch(HASHED);
+    expect(JSON.stringify(conformed)).not.toContain("Ann Holder");
+  });
+
   it("returns a copy of a changed object and leaves the deep-frozen input as it was", () => {
     const before = structuredClone(transaction);
     for (const policy of [redact, hash]) {
