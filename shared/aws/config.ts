@@ -9,6 +9,7 @@ import { PII_MODES } from "../bridge/pii.js";
 import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS } from "../qashio/auth/token-provider.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "./errors.js";
+import { wordList } from "../word-list.js";
 import {
   EVENT_BUS_ARN_PATTERN,
   EVENT_BUS_NAME_PATTERN,
@@ -127,12 +128,9 @@ function nameOrArn(name: RegExp, arn: RegExp, problem: string) {
   return nonEmpty.pipe(z.string().refine((id) => name.test(id) || arn.test(id), problem));
 }
 
-/** `values` as a refusal names them: "a, b or c". */
-const listOf = (values: readonly string[]): string => `${values.slice(0, -1).join(", ")} or ${values.at(-1) ?? ""}`;
-
 /** One of `values`, trimmed and refused blank as every variable (zod's own enum message reads "Invalid option"). */
 function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
-  return nonEmpty.pipe(z.enum(values, `must be ${listOf(values)}`));
+  return nonEmpty.pipe(z.enum(values, `must be ${wordList(values, "or")}`));
 }
 
 /** Decimal digits only: Number() would also take `0x1d4c0`, `1e5`, `+1` or `1.0`, none the stack writes. */
@@ -143,7 +141,7 @@ const wholeMilliseconds = z
 
 /** Powertools Logger's levels. It takes them upper case only from its variables, and ignores any other value unsaid. */
 export const LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"] as const;
-const LOG_LEVEL_NAMES = listOf(LOG_LEVELS).toLowerCase();
+const LOG_LEVEL_NAMES = wordList(LOG_LEVELS, "or").toLowerCase();
 
 type LogLevel = (typeof LOG_LEVELS)[number];
 

@@ -8,6 +8,7 @@ import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
 import { UsageError } from "./errors.js";
 import { nearest } from "../nearest.js";
+import { wordList } from "../word-list.js";
 
 /** Commands `bridge.ts` understands, in the order {@link USAGE} shows them (refusals list them in it too). */
 export const COMMANDS = ["run", "redrive", "conform-pii", "authorize", "demo", "bench", "version", "help"] as const;
@@ -699,8 +700,7 @@ function commandLeftOut(argv: readonly string[]): UsageError {
     .filter(([, options]) => flag.startsWith("--") && Object.hasOwn(options, flag.slice(2)))
     .map(([command]) => command);
   if (takers.length === 0) return new UsageError(`no command given before ${flag}. Commands: ${COMMANDS.join(", ")}`);
-  const names = takers.length === 1 ? takers[0] : `${takers.slice(0, -1).join(", ")} and ${takers.at(-1)}`;
-  return new UsageError(`no command given before ${flag}, an option of ${names}: put the command first, as in \`npm run bridge -- ${[takers[0], ...argv].join(" ")}\``);
+  return new UsageError(`no command given before ${flag}, an option of ${wordList(takers)}: put the command first, as in \`npm run bridge -- ${[takers[0], ...argv].join(" ")}\``);
 }
 
 /** Whether `arg` asks for the usage (`--help`, `-h`). */

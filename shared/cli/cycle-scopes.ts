@@ -3,6 +3,7 @@
  * scope: this follows the mapping the sandbox enforces (docs/spec-gaps.md, Sandbox, OAuth, "Scopes enforced").
  */
 import { printable } from "./terminal-text.js";
+import { wordList } from "../word-list.js";
 
 /** Each scope a cycle calls with, and what a grant without it does to the cycles. */
 const CYCLE_SCOPES = {
@@ -45,10 +46,9 @@ export function grantShortfall(granted: string | undefined, requested: string): 
   const missing = (Object.keys(CYCLE_SCOPES) as CycleScope[]).filter((s) => !held.has(s));
   if (missing.length === 0) return undefined;
   const grant = named ? `the grant (scope: ${printable(scope)})` : `the scope asked for (${printable(scope)}; the provider's answer named none)`;
-  const and = (items: readonly string[]) => (items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`);
   const fails = missing.map((s) => `without ${s}, ${CYCLE_SCOPES[s]}`).join("; ");
   const message =
-    `${grant} lacks ${and(missing)}, which the bridge's cycles need: each call needing one is refused 403 and never retried. ` +
+    `${grant} lacks ${wordList(missing)}, which the bridge's cycles need: each call needing one is refused 403 and never retried. ` +
     `${fails.charAt(0).toUpperCase()}${fails.slice(1)}. Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.`;
   return { missing, nothingReads: READ_SCOPES.every((s) => missing.includes(s)), message };
 }
