@@ -44,11 +44,16 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
   return reason === "ECONNREFUSED" ? nothingListensHint(baseUrl, setting) : "";
 }
 
+/** The port `url` connects to: its own, else its scheme's (443 for https, 80 for http). */
+export function portOf(url: URL): number {
+  return Number(url.port || (url.protocol === "https:" ? 443 : 80));
+}
+
 /** For a refused connection to `baseUrl`: when it is a loopback address, that the sandbox may not run there; else empty. */
 function nothingListensHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined || !isLoopbackHost(url.hostname)) return "";
-  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const port = portOf(url);
   // `npm run sandbox` binds 127.0.0.1 alone: one running answers nothing on [::1] or another 127.x address.
   const only = url.hostname === "127.0.0.1" || url.hostname === "localhost" ? "" : "; it listens on 127.0.0.1 only";
   return `; nothing listens on ${url.hostname}:${port}, where ${setting} points: is the sandbox running? (npm run sandbox -- --port ${port}${only})`;

@@ -6,7 +6,7 @@
  */
 import { connect as netConnect, type Socket } from "node:net";
 import { NetworkError } from "../qashio/errors.js";
-import { baseUrlHint } from "./base-url-hint.js";
+import { baseUrlHint, portOf } from "./base-url-hint.js";
 import { AuthorizeError } from "./errors.js";
 
 /** How long the connection may take: a reachable provider takes one within a round trip or two. */
@@ -37,7 +37,7 @@ export async function assertHostAnswers(baseUrl: string, setting: string, option
   const url = new URL(baseUrl);
   // node:net takes an IPv6 address without the brackets a URL writes it in.
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
-  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+  const port = portOf(url);
   const failure = await new Promise<string | typeof CANCELLED | undefined>((resolve) => {
     const socket = connect(port, host);
     const end = (outcome: string | typeof CANCELLED | undefined) => {
