@@ -35,14 +35,17 @@ function accessRefusal(path: string, mode: number): NodeJS.ErrnoException | unde
 
 /**
  * Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. `hint`
- * (a likely cause) follows the path when the refusal is this user's rights.
+ * (a likely cause) follows the path when the refusal is this user's rights. With `need`, for a path of the bridge's
+ * own, an EACCES says what shuts this user out and the way in (see {@link deniedAccessOf}); without, the path may be
+ * anyone's (a parent directory), whose owner's rights are not for the bridge to hand out.
  */
-function notWritable(path: string, mode: number, what = "writable", hint = ""): string | undefined {
+function notWritable(path: string, mode: number, what = "writable", hint = "", need?: Need): string | undefined {
   const code = accessRefusal(path, mode)?.code;
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
-  return `is not ${what} by this user (${code}): ${path}${hint}`;
+  const problem = `is not ${what} by this user (${code}): ${path}${hint}`;
+  return need === undefined ? problem : withDeniedAccess(problem, path, code, need);
 }
 
 /**
@@ -270,7 +273,7 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     }
     // Files are read, and replaced by a rename in the directory: reading is all they need.
     const problem = directory
-      ? (notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable", LEFT_BY_ANOTHER_USER) ??
+      ? (notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable", LEFT_BY_ANOTHER_USER, "read and write") ??
         (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
       : unreadableStateFileProblem(path);
     if (problem !== undefined) return problem;
@@ -352,20 +355,29 @@ export function unreadableProblem(file: string, error: unknown): string {
  */
 function deniedProblem(path: string, error: unknown, verb: "checked" | "read", hint = ""): string {
   const code = (error as NodeJS.ErrnoException).code ?? "error";
-  const problem = `cannot be ${verb} by this user (${code}): ${path}${hint}`;
-  const denied = code === "EACCES" ? deniedAccessOf(path) : undefined;
+  return withDeniedAccess(`cannot be ${verb} by this user (${code}): ${path}${hint}`, path, code, "read");
+}
+
+/** `problem`, refused `code` on `path`, followed for EACCES by what shuts this user out and the way in to `need` it (see {@link deniedAccessOf}). */
+function withDeniedAccess(problem: string, path: string, code: string, need: Need): string {
+  const denied = code === "EACCES" ? deniedAccessOf(path, need) : undefined;
   return denied === undefined ? problem : `${problem}: ${denied}`;
 }
 
+/** What this user needs of a file: a state file is only read (it is replaced by a rename), the events file read and appended to. A directory needs all of rwx. */
+export type Need = "read" | "read and write";
+
 /**
  * What shuts this user out of `path`, which refused it EACCES, and the way in: the first directory on the way it may
- * not enter, else the file itself (its permission bits are all that is left to refuse it); undefined when neither can
- * be stat'ed. Modes are reported, never changed.
+ * not enter, else the path itself (its permission bits are all that is left to refuse it), which this user is to
+ * `need` (a directory: to read and write, and the chmod gives all of rwx, as a directory needs to be listed and
+ * entered too); undefined when neither can be stat'ed. Modes are reported, never changed.
  *
  * @example
  * deniedAccessOf("/root/.env"); // "this user may not enter /root (mode 0700, owned by uid 0); use a path this user may enter, or run as its owner"
+ * deniedAccessOf("/state/snapshots"); // "this user may not read and write /state/snapshots (mode 0755, owned by uid 0); run as its owner, or give it to this user (`sudo chown -R 1000 /state/snapshots`)"
  */
-export function deniedAccessOf(path: string): string | undefined {
+export function deniedAccessOf(path: string, need: Need = "read"): string | undefined {
   const closed = closedDirectoryOn(path);
   if (closed !== undefined) {
     const way = ownedByThisUser(closed.stats) ? `run \`chmod u+rwx ${shellWord(closed.dir)}\`` : "use a path this user may enter, or run as its owner";
@@ -378,8 +390,12 @@ export function deniedAccessOf(path: string): string | undefined {
     return undefined;
   }
   const word = shellWord(path);
-  const way = ownedByThisUser(stats) ? `run \`chmod u+r ${word}\`` : `run as its owner, or give it to this user (\`sudo chown ${modeCheckingUid() ?? "$(id -u)"} ${word}\`)`;
-  return `this user may not read ${path} (${modeAndOwner(stats)}); ${way}`;
+  const directory = stats.isDirectory();
+  const bits = directory ? "rwx" : need === "read" ? "r" : "rw";
+  const way = ownedByThisUser(stats)
+    ? `run \`chmod u+${bits} ${word}\``
+    : `run as its owner, or give it to this user (\`sudo chown ${directory ? "-R " : ""}${modeCheckingUid() ?? "$(id -u)"} ${word}\`)`;
+  return `this user may not ${directory ? "read and write" : need} ${path} (${modeAndOwner(stats)}); ${way}`;
 }
 
 /** Whether this process's user owns what `stats` describe: the effective uid, which permission checks use (as {@link modeCheckingUid}). */

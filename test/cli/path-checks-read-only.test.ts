@@ -97,6 +97,18 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(unreadableMessage(file, "0200"));
   });
 
+  it.each(["snapshots", "quarantine", "locks"])("name a %s directory this user may not read and write with its mode and the chmod that gives it all a directory needs", async (sub) => {
+    const state = join(dir, "state");
+    const denied = join(state, sub);
+    await mkdir(denied, { recursive: true });
+    await chmod(denied, 0o500);
+    readOnly.unreadable.add(denied);
+    expect(stateDirProblem(state)).toBe(
+      `is not readable and writable by this user (EACCES): ${denied} (left by a run as another user, such as under sudo?): ` +
+        `this user may not read and write ${denied} (mode 0500); run \`chmod u+rwx ${denied}\``,
+    );
+  });
+
   it.each([
     ["a lease (one that cannot be read counts as expired)", "locks", "cycle.lock"],
     ["a temporary file of an interrupted write (never read, swept)", "snapshots", "seg-000000000001-0123abcd.log.4242.tmp"],

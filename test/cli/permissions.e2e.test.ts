@@ -141,6 +141,22 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     expect(stderr).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
   });
 
+  it("names a directory in the state directory this user may not write (left by a run under sudo) with its mode, owner and fix, exit 2", async () => {
+    // The user's own state directory, holding root's snapshots/ that others may only read and enter.
+    const state = join(dir, "sudo-snapshots-state");
+    const snapshots = join(state, "snapshots");
+    await mkdir(snapshots, { recursive: true, mode: 0o755 });
+    await chmod(state, 0o700);
+    await chown(state, NOBODY, NOBODY);
+    const { code, stderr } = await runOnceAsNobody(["sudo-snapshots-state"], ["sudo-snapshots-state", "events.jsonl"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `BRIDGE_STATE_DIR: is not readable and writable by this user (EACCES): ${snapshots} (left by a run as another user, such as under sudo?): ` +
+        `this user may not read and write ${snapshots} (mode 0755, owned by uid 0); run as its owner, or give it to this user (\`sudo chown -R ${NOBODY} ${snapshots}\`)`,
+    );
+    expect(stderr).not.toMatch(/unexpected|never-printed|ECONNREFUSED/);
+  });
+
   it("accepts a token file of its own made read-only: it is only ever replaced, by a rename", async () => {
     const { code, stderr } = await runOnceAsNobody(["own-state"], ["own-state", "events.jsonl"]);
     // Past the settings: the provider at 127.0.0.1:9 does not answer, so the cycle fails (exit 1), not exit 2. No
