@@ -281,7 +281,7 @@ function stateEntriesProblem(stateDir: string): string | undefined {
   return undefined;
 }
 
-/** The likeliest cause of a state entry this user may not use, said right after its path. */
+/** The likeliest cause of a state entry, or an events file, this user may not use, said right after its path. */
 const LEFT_BY_ANOTHER_USER = " (left by a run as another user, such as under sudo?)";
 
 /**
@@ -556,7 +556,8 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
     // Read too: the publisher opens it for appending and reads its last byte (to close a line torn by a crash). Its
     // directory need not be writable: only a power-loss cut writes there (what it cuts is saved beside the file
     // first), rare enough not to refuse such a setup; that append fails then, naming the problem (jsonl-publisher.ts).
-    return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable");
+    // Like the state directory's files, it is created by the bridge's first run: a run under sudo leaves it root's.
+    return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable", LEFT_BY_ANOTHER_USER, "read and write");
   }
   const dir = dirname(eventsFile);
   const parent = statOf(dir);

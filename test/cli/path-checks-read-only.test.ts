@@ -120,7 +120,10 @@ describe("path checks of paths this user may not read", () => {
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
+    await chmod(events, 0o200);
     readOnly.unreadable.add(events);
-    expect(eventsFileProblem(events)).toBe(`is not readable and writable by this user (EACCES): ${events}`);
+    expect(eventsFileProblem(events)).toBe(
+      `is not readable and writable by this user (EACCES): ${events} (left by a run as another user, such as under sudo?): this user may not read and write ${events} (mode 0200); run \`chmod u+rw ${events}\``,
+    );
   });
 });

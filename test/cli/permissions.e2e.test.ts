@@ -116,7 +116,10 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     const { code, stderr } = await runOnceAsNobody(["root-state"], ["root-events.jsonl"]);
     expect(code).toBe(2);
     expect(stderr).toContain(`BRIDGE_STATE_DIR: is not writable by this user (EACCES): ${join(dir, "root-state")}`);
-    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "root-events.jsonl")}`);
+    expect(stderr).toContain(
+      `BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "root-events.jsonl")} (left by a run as another user, such as under sudo?): this user may not read and write ${join(dir, "root-events.jsonl")} ` +
+        `(mode 0644, owned by uid 0); run as its owner, or give it to this user (\`sudo chown ${NOBODY} ${join(dir, "root-events.jsonl")}\`)`,
+    );
     expect(stderr).not.toMatch(/unexpected|never-printed/);
   });
 
@@ -178,7 +181,10 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
   it("names an events file this user may write but not read (the publisher reads its last byte first)", async () => {
     const { code, stderr } = await runOnceAsNobody(["closed-not", "state"], ["write-only-events.jsonl"]);
     expect(code).toBe(2);
-    expect(stderr).toContain(`BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "write-only-events.jsonl")}`);
+    expect(stderr).toContain(
+      `BRIDGE_EVENTS_FILE: is not readable and writable by this user (EACCES): ${join(dir, "write-only-events.jsonl")} (left by a run as another user, such as under sudo?): this user may not read and write ${join(dir, "write-only-events.jsonl")} ` +
+        `(mode 0622, owned by uid 0); run as its owner, or give it to this user (\`sudo chown ${NOBODY} ${join(dir, "write-only-events.jsonl")}\`)`,
+    );
   });
 
   it("refuses an events file another user owns that this user may write, by name and through a link, exit 2, before any provider call", async () => {
