@@ -87,7 +87,10 @@ export type SettingsCommand = Extract<CommandName, "run" | "redrive" | "conform-
  */
 export interface SettingDoc {
   readonly name: string;
-  /** `yes`, `no`, or when it is required: `with \`hash\``, `except for \`<command>\``. */
+  /**
+   * `yes`, `no`, or when it is required: `with \`hash\``, `except for \`<command>\``, or `unless \`<command> <option>\`
+   * has it` (an option of that command can supply it: for the other commands it is required outright).
+   */
   readonly required: string;
   readonly default: string;
   /**
@@ -104,8 +107,9 @@ const EVERY: readonly SettingsCommand[] = [...STATE, "authorize"];
 
 export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_BASE_URL", required: "yes", default: "", commands: PROVIDER },
-  { name: "QASHIO_CLIENT_ID", required: "yes", default: "", commands: PROVIDER },
-  { name: "QASHIO_CLIENT_SECRET", required: "yes", default: "", commands: PROVIDER },
+  // authorize --secret-id takes the client the secret holds for one unset (authorizeCommand).
+  { name: "QASHIO_CLIENT_ID", required: "unless `authorize --secret-id` has it", default: "", commands: PROVIDER },
+  { name: "QASHIO_CLIENT_SECRET", required: "unless `authorize --secret-id` has it", default: "", commands: PROVIDER },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", commands: LOCAL },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", commands: ["authorize"] },
   { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY },

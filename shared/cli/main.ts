@@ -26,6 +26,10 @@ function settingsHelp(command?: string): string {
 
 /** What `command` (any, when undefined) needs of `setting`: "required", "required <when>", or its default. */
 function needOf(setting: SettingDoc, command: string | undefined): string {
+  // `unless \`authorize --secret-id\` has it`: so for authorize, and in the whole list (which names the commands
+  // beside); required outright for the commands without that option.
+  const unless = /^unless `(\S+) (--[\w-]+)` (.+)$/.exec(setting.required);
+  if (unless !== null) return command === undefined || command === unless[1] ? `required unless ${unless[2]} ${unless[3]}` : "required";
   // `except for \`authorize\``: required, or not at all, once the command is known.
   const except = /^except for `(.+)`$/.exec(setting.required)?.[1];
   const required = except === undefined || command === undefined ? setting.required : except === command ? "no" : "yes";

@@ -18,7 +18,8 @@ describe("bridge.ts main", () => {
     expect(stdout).toContain("\n\nSettings (environment or .env), and the commands that read them:\n");
     expect(stdout).toMatch(/BRIDGE_STATE_DIR\s+default \.state\s+run, redrive, conform-pii, authorize\n/);
     // conform-pii never calls the provider.
-    expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required\s+run, redrive, authorize\n/);
+    // authorize --secret-id takes the client the secret holds when these are unset.
+    expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required unless --secret-id has it\s+run, redrive, authorize\n/);
     expect(stdout).toMatch(/QASHIO_AUTHORIZE_URL\s+default the base URL\s+authorize\n/);
     expect(stdout).toMatch(/BRIDGE_TENANT\s+required except for authorize\s+run, redrive, conform-pii, authorize\n/);
     expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\s+run, redrive, conform-pii\n/);
@@ -39,6 +40,10 @@ describe("bridge.ts main", () => {
     // Each with what this command needs of it.
     if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -\n/);
     else expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+required\n/);
+    // --secret-id, which supplies the client settings from its secret, is authorize's alone.
+    for (const client of ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"].filter((name) => names.includes(name))) {
+      expect(block).toMatch(new RegExp(`\\n {2}${client}\\s+required${command === "authorize" ? " unless --secret-id has it" : ""}\\n`));
+    }
   });
 
   it("prints one command's usage for help <command> and <command> --help, and refuses a topic that is no command (exit 2)", async () => {
