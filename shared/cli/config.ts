@@ -98,6 +98,8 @@ export interface SettingDoc {
    * so that the events file `run` keeps in the state directory is no foreign entry there: it never refuses it.
    */
   readonly commands: readonly SettingsCommand[];
+  /** `<command> <option>`: with that option, that command neither uses it nor refuses a bad value of it. */
+  readonly unusedWith?: string;
 }
 
 const LOCAL: readonly SettingsCommand[] = ["run", "redrive"];
@@ -112,8 +114,9 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_CLIENT_SECRET", required: "unless `authorize --secret-id` has it", default: "", commands: PROVIDER },
   { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", commands: LOCAL },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", commands: ["authorize"] },
-  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY },
-  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, commands: EVERY },
+  // authorize --secret-id puts the tokens into the secret, not into a state directory (readAuthorizeSettings).
+  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY, unusedWith: "authorize --secret-id" },
+  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, commands: EVERY, unusedWith: "authorize --secret-id" },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, commands: LOCAL },
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, commands: STATE },
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", commands: STATE },
@@ -554,14 +557,17 @@ export interface AuthorizeSettings {
   readonly clientSecret?: string;
   /** Absolute path; checked only when the tokens go there. */
   readonly stateDir: string;
-  /** BRIDGE_TENANT when set: authorize needs none, but a state directory of another tenant must not take its tokens. */
+  /**
+   * BRIDGE_TENANT when set, without `tokensInSecret`: authorize needs none, but a state directory of another tenant must
+   * not take its tokens.
+   */
   readonly tenant?: string;
 }
 
 /**
  * Validates every setting `authorize` needs, before any browser opens: base and authorize URLs, client id and secret,
  * and the state directory the tokens go to. With `tokensInSecret` (`--secret-id`) the client settings may be absent
- * (the secret may hold them) and the state directory is not used.
+ * (the secret may hold them), and the state directory and tenant are not used, nor checked.
  *
  * @throws ConfigError (exit 2) naming each bad setting.
  * @example
@@ -572,16 +578,22 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   const provider = readProvider(r);
   const authorizeText = r.raw(AUTHORIZE_URL_ENV_VAR);
   const authorizeUrl = authorizeText !== undefined ? r.url(AUTHORIZE_URL_ENV_VAR, authorizeText, "", authorizeUrlProblem) : undefined;
-  const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
-  // authorize writes no events, but the events file `run` is set to put in the state directory is no foreign entry
-  // there (a first authorize must take what run takes); resolved as run resolves it, by a reader of its own, as its
-  // problems are run's to name.
-  const eventsFile = pathSetting(new Reader(env), "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
-  if (options.tokensInSecret !== true) checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
-  const tenant = r.raw("BRIDGE_TENANT");
-  if (tenant !== undefined) checkTenant(r, tenant);
+  const inSecret = options.tokensInSecret === true;
+  // With --secret-id the tokens go into the secret: the state directory and tenant are not used, so not refused either
+  // (a .env left from local mode may hold them); the path is resolved only to fill the settings.
+  const stateDir = pathSetting(inSecret ? new Reader(env) : r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
+  let tenant: string | undefined;
+  if (!inSecret) {
+    // authorize writes no events, but the events file `run` is set to put in the state directory is no foreign entry
+    // there (a first authorize must take what run takes); resolved as run resolves it, by a reader of its own, as its
+    // problems are run's to name.
+    const eventsFile = pathSetting(new Reader(env), "BRIDGE_EVENTS_FILE", cwd, DEFAULT_EVENTS_FILE);
+    checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
+    tenant = r.raw("BRIDGE_TENANT");
+    if (tenant !== undefined) checkTenant(r, tenant);
+  }
   // Only their absence: a value given is used, so what is wrong with it still counts.
-  const optional = options.tokensInSecret === true ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
+  const optional = inSecret ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
   const issues = r.issues.filter((i) => !(optional.includes(i.setting) && (i.problem === NOT_SET || i.problem === SET_BLANK)));
   if (issues.length > 0) throw new ConfigError(issues);
   return {

@@ -17,7 +17,7 @@ function settingsHelp(command?: string): string {
   const rows = SETTINGS.filter((s) => command === undefined || (s.commands as readonly string[]).includes(command));
   if (rows.length === 0) return "";
   const width = Math.max(...rows.map((s) => s.name.length));
-  const needs = rows.map((s) => needOf(s, command));
+  const needs = rows.map((s) => `${needOf(s, command)}${unusedNote(s, command)}`);
   const needWidth = Math.max(...needs.map((need) => need.length));
   const lines = rows.map((s, i) => `  ${s.name.padEnd(width)}  ${command === undefined ? `${needs[i]?.padEnd(needWidth)}  ${s.commands.join(", ")}` : needs[i]}`);
   const heading = command === undefined ? "Settings (environment or .env), and the commands that read them:" : `Settings ${command} reads (environment or .env):`;
@@ -35,6 +35,12 @@ function needOf(setting: SettingDoc, command: string | undefined): string {
   const required = except === undefined || command === undefined ? setting.required : except === command ? "no" : "yes";
   if (required === "yes") return "required";
   return required === "no" ? `default ${setting.default || "-"}` : `required ${required.replaceAll("`", "")}`;
+}
+
+/** For `command`'s own list, the option with which it leaves `setting` unused (`; unused with --secret-id`), else "". */
+function unusedNote(setting: SettingDoc, command: string | undefined): string {
+  const [by, option] = setting.unusedWith?.split(" ") ?? [];
+  return command !== undefined && by === command ? `; unused with ${option}` : "";
 }
 
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {

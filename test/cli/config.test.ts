@@ -1255,6 +1255,15 @@ describe("readAuthorizeSettings", () => {
     });
   });
 
+  it("lets authorize --secret-id go with a state directory and tenant it never uses that would be refused without it", () => {
+    // A .env left from local mode must not stop an onboarding that writes the tokens into the secret.
+    const unused = { BRIDGE_STATE_DIR: "~/state", BRIDGE_TENANT: "not a tenant!" };
+    expect(() => readAuthorizeSettings({ ...valid, ...unused }, dir)).toThrow(/BRIDGE_STATE_DIR: starts with ~[\s\S]*BRIDGE_TENANT: must be/);
+    const settings = readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", ...unused }, dir, { tokensInSecret: true });
+    expect(settings).toMatchObject({ baseUrl: "http://127.0.0.1:4010", clientId: undefined });
+    expect(settings.tenant).toBeUndefined();
+  });
+
   it("lets authorize --secret-id go without client settings, but not with a client secret holding a control character", () => {
     expect(() =>
       readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", QASHIO_CLIENT_SECRET: "s3cr3t\nvalue" }, dir, { tokensInSecret: true }),

@@ -38,8 +38,10 @@ describe("bridge.ts main", () => {
     expect(block).not.toBe(stdout);
     expect([...block.matchAll(/^ {2}((?:QASHIO|BRIDGE)_[A-Z_]+) /gm)].map((m) => m[1])).toEqual(names);
     // Each with what this command needs of it.
-    if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -\n/);
-    else expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+required\n/);
+    if (command !== "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+required\n/);
+    // With --secret-id the tokens go into the secret: authorize reads no state directory and no tenant.
+    if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -; unused with --secret-id\n {2}BRIDGE_STATE_DIR\s+default \.state; unused with --secret-id\n/);
+    else expect(block).not.toContain("unused with");
     // --secret-id, which supplies the client settings from its secret, is authorize's alone.
     for (const client of ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"].filter((name) => names.includes(name))) {
       expect(block).toMatch(new RegExp(`\\n {2}${client}\\s+required${command === "authorize" ? " unless --secret-id has it" : ""}\\n`));
