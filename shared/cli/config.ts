@@ -88,8 +88,9 @@ export type SettingsCommand = Extract<CommandName, "run" | "redrive" | "conform-
 export interface SettingDoc {
   readonly name: string;
   /**
-   * `yes`, `no`, or when it is required: `with \`hash\``, `except for \`<command>\``, or `unless \`<command> <option>\`
-   * has it` (an option of that command can supply it: for the other commands it is required outright).
+   * `yes`, `no`, or when it is required: `with \`hash\``, `while no token is stored`, `except for \`<command>\``, or
+   * `unless \`<command> <option>\` has it` (an option of that command can supply it: for the other commands it is
+   * required outright).
    */
   readonly required: string;
   readonly default: string;
@@ -112,7 +113,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   // authorize --secret-id takes the client the secret holds for one unset (authorizeCommand).
   { name: "QASHIO_CLIENT_ID", required: "unless `authorize --secret-id` has it", default: "", commands: PROVIDER },
   { name: "QASHIO_CLIENT_SECRET", required: "unless `authorize --secret-id` has it", default: "", commands: PROVIDER },
-  { name: "QASHIO_REFRESH_TOKEN", required: "no", default: "", commands: LOCAL },
+  // Else the token stored by authorize (checkPaths).
+  { name: "QASHIO_REFRESH_TOKEN", required: "while no token is stored", default: "", commands: LOCAL },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", commands: ["authorize"] },
   // authorize --secret-id puts the tokens into the secret, not into a state directory (readAuthorizeSettings).
   { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY, unusedWith: "authorize --secret-id" },

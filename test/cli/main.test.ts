@@ -21,6 +21,7 @@ describe("bridge.ts main", () => {
     // authorize --secret-id takes the client the secret holds when these are unset.
     expect(stdout).toMatch(/QASHIO_CLIENT_SECRET\s+required unless --secret-id has it\s+run, redrive, authorize\n/);
     expect(stdout).toMatch(/QASHIO_AUTHORIZE_URL\s+default the base URL\s+authorize\n/);
+    expect(stdout).toMatch(/QASHIO_REFRESH_TOKEN\s+required while no token is stored\s+run, redrive\n/);
     expect(stdout).toMatch(/BRIDGE_TENANT\s+required except for authorize\s+run, redrive, conform-pii, authorize\n/);
     expect(stdout).toMatch(/BRIDGE_PII_SALT\s+required with hash\s+run, redrive, conform-pii\n/);
     for (const { name } of SETTINGS) expect(stdout).toMatch(new RegExp(`\\n  ${name} `));
@@ -42,6 +43,8 @@ describe("bridge.ts main", () => {
     // With --secret-id the tokens go into the secret: authorize reads no state directory and no tenant.
     if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -; unused with --secret-id\n {2}BRIDGE_STATE_DIR\s+default \.state; unused with --secret-id\n/);
     else expect(block).not.toContain("unused with");
+    // run and redrive refuse to start without it while the state directory holds no token.
+    if (names.includes("QASHIO_REFRESH_TOKEN")) expect(block).toMatch(/\n {2}QASHIO_REFRESH_TOKEN\s+required while no token is stored\n/);
     // --secret-id, which supplies the client settings from its secret, is authorize's alone.
     for (const client of ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"].filter((name) => names.includes(name))) {
       expect(block).toMatch(new RegExp(`\\n {2}${client}\\s+required${command === "authorize" ? " unless --secret-id has it" : ""}\\n`));
