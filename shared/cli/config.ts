@@ -123,8 +123,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, commands: STATE },
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", commands: STATE },
   { name: "BRIDGE_EVENT_SOURCE", required: "no", default: DEFAULT_EVENT_SOURCE, commands: LOCAL },
-  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", commands: LOCAL },
-  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", commands: LOCAL },
+  { name: "BRIDGE_EMIT_CARD_CREATED", required: "no", default: "false", commands: ["run"] },
+  { name: "BRIDGE_CARD_DETAILS", required: "no", default: "false", commands: ["run"] },
   { name: "BRIDGE_CYCLE_BUDGET", required: "no", default: "5m", commands: STATE },
   { name: "BRIDGE_LOG_LEVEL", required: "no", default: "info", commands: STATE },
 ];
@@ -796,7 +796,8 @@ export function readStateSettings(env: Env, cwd: string): StateSettings {
  * a state directory or events file that cannot be created, and a missing QASHIO_REFRESH_TOKEN while the state
  * directory holds no token, are reported with the rest. Throws {@link ConfigError} (exit 2) naming each bad setting.
  * `holds`: for a command that only works on what the state directory holds, what it holds when it does not exist
- * ("no quarantine to re-drive"), said in place of asking for a token.
+ * ("no quarantine to re-drive"), said in place of asking for a token; such a command walks no cards, and the card
+ * walk's settings are left unread (false).
  *
  * @example
  * const settings = readLocalSettings(await loadEnv(process.env, process.cwd()), process.cwd());
@@ -810,8 +811,11 @@ export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly h
   // The stack's rule (tenants file, EVENT_SOURCE): a source tried locally is one a tenant can deploy with.
   const sourceProblem = eventSourceProblem(eventSource);
   if (sourceProblem !== undefined) r.problem("BRIDGE_EVENT_SOURCE", sourceProblem);
-  const emitCardCreated = booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED");
-  const cardDetails = booleanSetting(r, "BRIDGE_CARD_DETAILS");
+  // `redrive` (working on what the state directory holds) leaves card records alone (redriveQuarantined): the card
+  // walk's settings are not its, so neither read nor refused.
+  const cardWalk = holds === undefined;
+  const emitCardCreated = cardWalk ? booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED") : false;
+  const cardDetails = cardWalk ? booleanSetting(r, "BRIDGE_CARD_DETAILS") : false;
   const cycleBudgetMs = readBudget(r);
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);
