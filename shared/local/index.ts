@@ -18,7 +18,8 @@ import { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-sto
 import { FileTokenStore } from "./token-store.js";
 
 export { writeFileAtomic, TEMP_SUFFIX } from "./atomic.js";
-export { FileSnapshotStore, snapshotStoreIdOf, type FileSnapshotStoreOptions } from "./snapshot-store.js";
+export { FileSnapshotStore, type FileSnapshotStoreOptions } from "./snapshot-store.js";
+export { snapshotStoreIdOf } from "./snapshot-store-id.js";
 export { FileTokenStore } from "./token-store.js";
 export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";

@@ -12,17 +12,18 @@
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { isSnapshotSequence } from "../bridge/validate.js";
 import { jsonOf, jsonString } from "../bridge/hash.js";
-import { ScratchBuffer, TEMP_SUFFIX, createFileOnce, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex, sameFingerprint } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
+import { STORE_ID_FILE, makeStoreId, readStoreId } from "./snapshot-store-id.js";
 
 const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 /**
@@ -30,12 +31,6 @@ const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
  * entry returned (`<id>.<sequence>-<tag>:<position>`).
  */
 const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
-/**
- * File naming the store: a random id, made by a cycle's bind (recorded in binding.json, so a store lost or replaced is
- * noticed: see bindStateDir) or the first time a walk hands out a cursor, so a cursor of another state directory (or
- * of this one before it was replaced) is refused rather than taken as a place in this one.
- */
-export const STORE_ID_FILE = "store-id";
 
 /**
  * Whether `name`, an entry of `snapshots/`, is one the store writes: its id file or a segment (named so by every
@@ -43,54 +38,6 @@ export const STORE_ID_FILE = "store-id";
  */
 export function isSnapshotStoreEntry(name: string): boolean {
   return name === STORE_ID_FILE || SEGMENT_PATTERN.test(name);
-}
-
-const STORE_ID_PATTERN = /^[0-9a-f]{16}$/;
-/** What to do about a damaged id file: the binding records the id, and otherwise it only ties conform-pii cursors. */
-const STORE_ID_HINT =
-  "(write back the id binding.json records as snapshotStoreId; where it records none, deleting the file gives the store a new id, and only conform-pii cursors already handed out stop working)";
-
-/**
- * The id of the snapshot store in `dir` (the snapshots directory), undefined when it has none (or no directory).
- * @throws CorruptStateError for an id file that cannot be read or holds no id.
- */
-function readStoreId(dir: string): string | undefined {
-  const file = path.join(dir, STORE_ID_FILE);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    throw new CorruptStateError(`Snapshot store id cannot be read ${STORE_ID_HINT}`, { file }, { cause: err });
-  }
-  const id = text.trim();
-  if (!STORE_ID_PATTERN.test(id)) throw new CorruptStateError(`Snapshot store id is not 16 hex digits ${STORE_ID_HINT}`, { file });
-  return id;
-}
-
-/** The id of the snapshot store in `dir`, made (and the directory) when it has none; a race keeps the first one. */
-async function makeStoreId(dir: string): Promise<string> {
-  const file = path.join(dir, STORE_ID_FILE);
-  makeDirDurable(dir);
-  await createFileOnce(file, `${randomBytes(8).toString("hex")}\n`, { mode: 0o600 });
-  const id = readStoreId(dir);
-  if (id === undefined) throw new CorruptStateError("Snapshot store id is missing", { file });
-  return id;
-}
-
-/**
- * The id of the snapshot store of state directory `stateDir`, undefined when it has none (never made, or lost with its
- * snapshots directory).
- * @throws CorruptStateError for an id file that cannot be read or holds no id.
- */
-export function snapshotStoreIdOf(stateDir: string): string | undefined {
-  return readStoreId(path.join(stateDir, STATE_DIRS.snapshots));
-}
-
-/** The id of the snapshot store of state directory `stateDir`, made when it has none (see {@link snapshotStoreIdOf}). */
-export function makeSnapshotStoreId(stateDir: string): Promise<string> {
-  return makeStoreId(path.join(stateDir, STATE_DIRS.snapshots));
 }
 
 /**

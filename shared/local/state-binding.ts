@@ -9,7 +9,7 @@ import { piiSaltVerdict } from "../bridge/pii.js";
 import { makeDirDurable, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS, STATE_FILES } from "./layout.js";
-import { STORE_ID_FILE, makeSnapshotStoreId, snapshotStoreIdOf } from "./snapshot-store.js";
+import { STORE_ID_FILE, makeSnapshotStoreId, snapshotStoreIdOf } from "./snapshot-store-id.js";
 
 /** The owner of a state directory; `tenant` is absent where the caller does not know it (authorize). */
 export interface StateBinding {
