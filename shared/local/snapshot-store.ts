@@ -11,21 +11,28 @@
  * or compacted moves to a newer segment, so a walk meets it again rather than missing it); `vacuum` compacts every
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
-import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readdirSync, readSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
-import { isSnapshotSequence } from "../bridge/validate.js";
-import { jsonOf, jsonString } from "../bridge/hash.js";
 import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError } from "./errors.js";
-import { KeyIndex, sameFingerprint } from "./key-index.js";
+import { KeyIndex } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
+import {
+  SEGMENT_PATTERN,
+  copyLines,
+  encodeHeader,
+  encodeSegment,
+  readEntries,
+  readSegmentHeader,
+  segmentName,
+  segmentOrder,
+  type HeaderEntry,
+} from "./snapshot-segment.js";
 import { STORE_ID_FILE, makeStoreId, readStoreId } from "./snapshot-store-id.js";
 
-const SEGMENT_PATTERN = /^seg-(\d{12})-[0-9a-f]{8}\.log$/;
 /**
  * A scan cursor: the store's id, then the segment's name without `seg-` and `.log` and the header position of the last
  * entry returned (`<id>.<sequence>-<tag>:<position>`).
@@ -63,9 +70,6 @@ const DEFAULT_MERGE_BELOW_BYTES = 128 * 1024;
  * never again with each new small segment.
  */
 const DEFAULT_MERGE_FAN_IN = 8;
-
-/** One header entry: key, byte offset (from the start of the body) and length of its line, newline excluded. */
-type HeaderEntry = [key: string, offset: number, length: number];
 
 interface Segment {
   /** In-memory id the key index refers to (file sequence numbers may repeat after a race without the lock). */
@@ -112,51 +116,6 @@ export interface FileSnapshotStoreOptions {
   readonly beforeCompaction?: () => Promise<void>;
 }
 
-/** Bytes one read of a segment header takes at most: most headers (a page's is about 12 KB) come in the first. */
-const HEADER_READ_BYTES = 64 * 1024;
-
-/**
- * The buffer headers are read into, reused (and kept when grown): opening a store reads one header per segment, and a
- * zero-filled 64 KiB buffer each added tens of megabytes of garbage to opening a store of a thousand segments.
- */
-let headerBuffer = Buffer.allocUnsafe(HEADER_READ_BYTES);
-
-/**
- * Reads the first line of a segment (its index) without reading the body: a read at a time of HEADER_READ_BYTES at
- * most, whatever a larger header before grew the buffer to (reading as much would read whole bodies).
- */
-function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number } {
-  // Synchronous, as every read here (see atomic.ts), which is also what makes sharing headerBuffer safe.
-  const fd = openSync(file, "r");
-  try {
-    let buffer = headerBuffer;
-    let filled = 0;
-    for (;;) {
-      const bytesRead = readSync(fd, buffer, filled, Math.min(buffer.length - filled, HEADER_READ_BYTES), filled);
-      filled += bytesRead;
-      const newline = buffer.subarray(0, filled).indexOf(0x0a);
-      if (newline >= 0) {
-        const header = JSON.parse(buffer.subarray(0, newline).toString("utf8")) as { v: number; entries: HeaderEntry[] };
-        if (header.v !== 1 || !Array.isArray(header.entries)) throw new Error("unknown segment header");
-        return { entries: header.entries, bodyStart: newline + 1 };
-      }
-      if (bytesRead === 0) throw new Error("segment header without newline");
-      if (filled === buffer.length) {
-        const bigger = Buffer.allocUnsafe(buffer.length * 2);
-        buffer.copy(bigger);
-        buffer = headerBuffer = bigger;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Segments in the order they were written (file sequence number, then name), the order a scan walks them in. */
-function segmentOrder(a: { seq: number; name: string }, b: { seq: number; name: string }): number {
-  return a.seq - b.seq || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-}
-
 /** A cursor's parts, before they are checked against the store. */
 interface ParsedCursor {
   readonly storeId: string;
@@ -171,13 +130,6 @@ function parseCursor(cursor: string): ParsedCursor {
   if (!match) throw new SnapshotCursorError();
   const tag = match[2] as string;
   return { storeId: match[1] as string, seq: Number(tag.slice(0, 12)), name: `seg-${tag}.log`, position: Number(match[3]) };
-}
-
-/** Reads bytes [from, to) of a segment into `buffer` at `at`. */
-function readRange(fd: number, file: string, buffer: Buffer, at: number, from: number, to: number): void {
-  if (to > from && readSync(fd, buffer, at, to - from, from) !== to - from) {
-    throw new CorruptStateError("Snapshot segment is shorter than its header says", { file });
-  }
 }
 
 /**
@@ -269,7 +221,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const [id, wanted] of bySegment) {
       const segment = this.segments.get(id);
       if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
-      for (const snapshot of this.readEntries(segment, wanted)) out.set(snapshot.key, snapshot);
+      for (const snapshot of readEntries(this.fileOf(segment), wanted)) out.set(snapshot.key, snapshot);
     }
     return out;
   }
@@ -325,48 +277,10 @@ export class FileSnapshotStore implements SnapshotStore {
       }
     }
     const snapshots: Snapshot[] = [];
-    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...this.readEntries(segment, live));
+    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...readEntries(this.fileOf(segment), live));
     // A full page may be the last one: the next call then finds nothing and ends the walk.
     if (count !== options.limit || last === undefined) return { snapshots };
     return { snapshots, cursor: `${await this.id()}.${last.segment.name.slice(4, -4)}:${last.position}` };
-  }
-
-  /**
-   * Reads the lines `wanted` names in one segment (each at the place the index holds for its key) and returns their
-   * snapshots, in order. A line holding another key whose fingerprint is the wanted key's is a collision (see
-   * KeyIndex): the wanted key has no snapshot here, and the line is skipped, so `getMany` and `scan` agree on what the
-   * store holds. A line holding any other key means the segment's header and body disagree: CorruptStateError, as for a
-   * line that is not JSON or is cut short.
-   */
-  private readEntries(segment: Segment, wanted: readonly { key: string; offset: number; length: number }[]): Snapshot[] {
-    const file = this.fileOf(segment);
-    const snapshots: Snapshot[] = [];
-    // Synchronous reads, as in writeFileAtomic (see atomic.ts): a thread-pool round trip per entry costs more.
-    const fd = openSync(file, "r");
-    try {
-      for (const { key, offset, length } of wanted) {
-        const buffer = Buffer.allocUnsafe(length);
-        readRange(fd, file, buffer, 0, offset, offset + length);
-        let snapshot: Snapshot;
-        try {
-          snapshot = JSON.parse(buffer.toString("utf8")) as Snapshot;
-        } catch {
-          // No cause: JSON.parse's message quotes the text around the fault, a stored object's personal data.
-          throw new CorruptStateError("Snapshot segment entry is not valid JSON", { file });
-        }
-        if (snapshot.key === key) {
-          if (!isSnapshotSequence(snapshot.sequence)) {
-            throw new CorruptStateError("Snapshot segment entry has a sequence that is not a whole number of at least 0", { file });
-          }
-          snapshots.push(snapshot);
-        } else if (typeof snapshot.key !== "string" || !sameFingerprint(key, snapshot.key)) {
-          throw new CorruptStateError("Snapshot segment entry does not hold the key its header names", { file });
-        }
-      }
-    } finally {
-      closeSync(fd);
-    }
-    return snapshots;
   }
 
   /**
@@ -491,45 +405,9 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** Writes `snapshots` as one new segment; returns the bytes of its body. */
   private async writeSnapshots(snapshots: readonly Snapshot[]): Promise<number> {
-    const { entries, body } = this.encodeSegment(snapshots);
+    const { entries, body } = encodeSegment(snapshots, this.scratch);
     await this.writeSegment(entries, body);
     return body.length;
-  }
-
-  /** Encodes `snapshots` into a segment body in the scratch buffer, with the header entries that list its lines. */
-  private encodeSegment(snapshots: readonly Snapshot[]): { entries: HeaderEntry[]; body: Buffer } {
-    // Last write of a key within one call wins, as with separate puts.
-    const unique = new Map<SnapshotKey, Snapshot>();
-    for (const s of snapshots) unique.set(s.key, s);
-    // Each line is written as three pieces around the object text the engine already made to hash it:
-    // no joined line string (a flattened copy per snapshot), no Buffer.byteLength scan, one encode.
-    const keys: SnapshotKey[] = [];
-    const heads: string[] = [];
-    const objects: string[] = [];
-    const tails: string[] = [];
-    let bound = 0;
-    for (const s of unique.values()) {
-      const head = `{"key":${jsonString(s.key)},"hash":${jsonString(s.hash)},"object":`;
-      const object = jsonOf(s.object);
-      const tail = `,"updatedAt":${jsonString(s.updatedAt)}${s.sequence === undefined ? "" : `,"sequence":${s.sequence}`}}\n`;
-      keys.push(s.key);
-      heads.push(head);
-      objects.push(object);
-      tails.push(tail);
-      bound += (head.length + object.length + tail.length) * 3;
-    }
-    const body = this.scratch.take(bound);
-    const entries: HeaderEntry[] = [];
-    let offset = 0;
-    for (let i = 0; i < keys.length; i++) {
-      const start = offset;
-      offset += body.write(heads[i] as string, offset, "utf8");
-      offset += body.write(objects[i] as string, offset, "utf8");
-      offset += body.write(tails[i] as string, offset, "utf8");
-      // The entry's length leaves out the newline.
-      entries.push([keys[i] as string, start, offset - start - 1]);
-    }
-    return { entries, body: body.subarray(0, offset) };
   }
 
   /**
@@ -537,9 +415,9 @@ export class FileSnapshotStore implements SnapshotStore {
    * deletes the segments that leaves without a current entry. putMany and compaction both write through here.
    */
   private async writeSegment(entries: HeaderEntry[], body: Uint8Array): Promise<void> {
-    const head = Buffer.from(JSON.stringify({ v: 1, entries }) + "\n", "utf8");
+    const head = encodeHeader(entries);
     const seq = this.nextSeq++;
-    const name = `seg-${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}.log`;
+    const name = segmentName(seq);
     if (!this.dirReady) {
       makeDirDurable(this.dir);
       this.dirReady = true;
@@ -603,46 +481,13 @@ export class FileSnapshotStore implements SnapshotStore {
     const body = this.scratch.take(bytes);
     const entries: HeaderEntry[] = [];
     let filled = 0;
-    for (const { segment, live } of picked) {
-      const file = this.fileOf(segment);
-      const first = entries.length;
-      const fd = openSync(file, "r");
-      try {
-        // Lines are copied with their newline, so neighbouring live lines are one read.
-        let runFrom = 0;
-        let runTo = 0;
-        let runAt = filled;
-        for (const [key, offset, length] of live) {
-          if (offset !== runTo) {
-            readRange(fd, file, body, runAt, runFrom, runTo);
-            runFrom = offset;
-            runTo = offset;
-            runAt = filled;
-          }
-          runTo += length + 1;
-          entries.push([key, filled, length]);
-          filled += length + 1;
-        }
-        readRange(fd, file, body, runAt, runFrom, runTo);
-      } finally {
-        closeSync(fd);
-      }
-      for (let i = first; i < entries.length; i++) {
-        const [, offset, length] = entries[i] as HeaderEntry;
-        if (body[offset + length] !== 0x0a) throw new CorruptStateError("Snapshot segment entry does not end where its header says", { file });
-      }
-    }
+    for (const { segment, live } of picked) filled = copyLines(this.fileOf(segment), live, body, filled, entries);
     if (filled > 0) await this.writeSegment(entries, body.subarray(0, filled));
     return filled;
   }
 
   private header(segment: Segment): { entries: HeaderEntry[]; bodyStart: number } {
-    const file = this.fileOf(segment);
-    try {
-      return readHeader(file);
-    } catch (err) {
-      throw new CorruptStateError("Snapshot segment header is unreadable", { file }, { cause: err });
-    }
+    return readSegmentHeader(this.fileOf(segment));
   }
 
   private newSegment(name: string, seq: number): Segment {
