@@ -20,6 +20,7 @@ import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly
 import { CorruptStateError } from "./errors.js";
 import { KeyIndex } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
+import { formatCursor, parseCursor, type ParsedCursor } from "./snapshot-cursor.js";
 import {
   SEGMENT_PATTERN,
   copyLines,
@@ -32,12 +33,6 @@ import {
   type HeaderEntry,
 } from "./snapshot-segment.js";
 import { STORE_ID_FILE, makeStoreId, readStoreId } from "./snapshot-store-id.js";
-
-/**
- * A scan cursor: the store's id, then the segment's name without `seg-` and `.log` and the header position of the last
- * entry returned (`<id>.<sequence>-<tag>:<position>`).
- */
-const CURSOR_PATTERN = /^([0-9a-f]{16})\.(\d{12}-[0-9a-f]{8}):(\d{1,9})$/;
 
 /**
  * Whether `name`, an entry of `snapshots/`, is one the store writes: its id file or a segment (named so by every
@@ -114,22 +109,6 @@ export interface FileSnapshotStoreOptions {
    * after another process took the lease (this one stopped past it) would store older snapshots over its newer ones.
    */
   readonly beforeCompaction?: () => Promise<void>;
-}
-
-/** A cursor's parts, before they are checked against the store. */
-interface ParsedCursor {
-  readonly storeId: string;
-  readonly seq: number;
-  readonly name: string;
-  readonly position: number;
-}
-
-/** @throws SnapshotCursorError when `cursor` is not of the form a scan hands out. */
-function parseCursor(cursor: string): ParsedCursor {
-  const match = CURSOR_PATTERN.exec(cursor);
-  if (!match) throw new SnapshotCursorError();
-  const tag = match[2] as string;
-  return { storeId: match[1] as string, seq: Number(tag.slice(0, 12)), name: `seg-${tag}.log`, position: Number(match[3]) };
 }
 
 /**
@@ -280,7 +259,7 @@ export class FileSnapshotStore implements SnapshotStore {
     for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...readEntries(this.fileOf(segment), live));
     // A full page may be the last one: the next call then finds nothing and ends the walk.
     if (count !== options.limit || last === undefined) return { snapshots };
-    return { snapshots, cursor: `${await this.id()}.${last.segment.name.slice(4, -4)}:${last.position}` };
+    return { snapshots, cursor: formatCursor(await this.id(), last.segment.name, last.position) };
   }
 
   /**
