@@ -17,10 +17,9 @@ import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
-import { CorruptStateError } from "./errors.js";
-import { KeyIndex } from "./key-index.js";
 import { STATE_DIRS } from "./layout.js";
 import { formatCursor, parseCursor, type ParsedCursor } from "./snapshot-cursor.js";
+import { SnapshotIndex, type Segment } from "./snapshot-index.js";
 import {
   SEGMENT_PATTERN,
   copyLines,
@@ -65,17 +64,6 @@ const DEFAULT_MERGE_BELOW_BYTES = 128 * 1024;
  * never again with each new small segment.
  */
 const DEFAULT_MERGE_FAN_IN = 8;
-
-interface Segment {
-  /** In-memory id the key index refers to (file sequence numbers may repeat after a race without the lock). */
-  readonly id: number;
-  readonly name: string;
-  readonly seq: number;
-  /** Bytes of the lines of this segment still current in the index, newlines included; 0 when none is. */
-  liveBytes: number;
-  /** Bytes of all its lines. The header is left out: a header entry is shorter than the line it lists. */
-  bodyBytes: number;
-}
 
 /** Tuning of a {@link FileSnapshotStore}; the defaults suit the bridge, tests shrink them. */
 export interface FileSnapshotStoreOptions {
@@ -134,18 +122,12 @@ function nextTurn(): Promise<void> {
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly dir: string;
-  private index = new KeyIndex();
-  /** Segments by in-memory id. */
-  private readonly segments = new Map<number, Segment>();
-  /** Sums of the segments' `bodyBytes` and `liveBytes`: their difference is the dead bytes compaction can free. */
-  private bodyBytes = 0;
-  private liveBytes = 0;
+  private readonly index: SnapshotIndex;
   private readonly compactMinDeadBytes: number;
   private readonly compactBatchBytes: number;
   private readonly mergeBelowBytes: number;
   private readonly mergeFanIn: number;
   private readonly beforeCompaction?: () => Promise<void>;
-  private nextId = 1;
   private nextSeq = 1;
   /** The store's id (STORE_ID_FILE), once read or made. */
   private storeId?: string;
@@ -157,6 +139,7 @@ export class FileSnapshotStore implements SnapshotStore {
 
   constructor(stateDir: string, options: FileSnapshotStoreOptions = {}) {
     this.dir = path.join(stateDir, STATE_DIRS.snapshots);
+    this.index = new SnapshotIndex(this.dir);
     this.compactMinDeadBytes = options.compactMinDeadBytes ?? DEFAULT_COMPACT_MIN_DEAD_BYTES;
     this.compactBatchBytes = options.compactBatchBytes ?? DEFAULT_COMPACT_BATCH_BYTES;
     // A merge fills a batch to over half its size before it stops, so at most half a batch counts as small: a merged
@@ -189,18 +172,8 @@ export class FileSnapshotStore implements SnapshotStore {
    */
   private readMany(keys: readonly SnapshotKey[]): Map<SnapshotKey, Snapshot> {
     const out = new Map<SnapshotKey, Snapshot>();
-    const bySegment = new Map<number, { key: SnapshotKey; offset: number; length: number }[]>();
-    for (const key of keys) {
-      const location = this.index.get(key);
-      if (!location) continue;
-      let list = bySegment.get(location.segment);
-      if (!list) bySegment.set(location.segment, (list = []));
-      list.push({ key, offset: location.offset, length: location.length });
-    }
-    for (const [id, wanted] of bySegment) {
-      const segment = this.segments.get(id);
-      if (!segment) throw new CorruptStateError("Snapshot index names a segment that is gone", { file: this.dir });
-      for (const snapshot of readEntries(this.fileOf(segment), wanted)) out.set(snapshot.key, snapshot);
+    for (const [id, wanted] of this.index.locate(keys)) {
+      for (const snapshot of readEntries(this.index.fileOf(this.index.segment(id)), wanted)) out.set(snapshot.key, snapshot);
     }
     return out;
   }
@@ -214,15 +187,6 @@ export class FileSnapshotStore implements SnapshotStore {
     const run = this.writes.then(task);
     this.writes = run.catch(() => undefined);
     return run;
-  }
-
-  /**
-   * Where `key`'s current entry is, when it is the one a header of `segment` lists at `offset` (from the body start);
-   * undefined for a superseded entry, or a fingerprint collision's other key.
-   */
-  private liveAt(segment: Segment, header: { bodyStart: number }, key: string, offset: number) {
-    const at = this.index.get(key);
-    return at?.segment === segment.id && at.offset === header.bodyStart + offset ? at : undefined;
   }
 
   /**
@@ -240,7 +204,7 @@ export class FileSnapshotStore implements SnapshotStore {
     const picked: { segment: Segment; live: { key: string; offset: number; length: number; position: number }[] }[] = [];
     let count = 0;
     let last: { segment: Segment; position: number } | undefined;
-    walk: for (const segment of [...this.segments.values()].sort(segmentOrder)) {
+    walk: for (const segment of [...this.index.all()].sort(segmentOrder)) {
       const order = from === undefined ? 1 : segmentOrder(segment, from);
       if (order < 0) continue;
       const header = this.header(segment);
@@ -248,7 +212,7 @@ export class FileSnapshotStore implements SnapshotStore {
       picked.push({ segment, live });
       for (let position = order === 0 ? (from?.position ?? -1) + 1 : 0; position < header.entries.length; position++) {
         const [key, offset, length] = header.entries[position] as HeaderEntry;
-        const at = this.liveAt(segment, header, key, offset);
+        const at = this.index.liveAt(segment, header, key, offset);
         if (at === undefined) continue;
         live.push({ key, offset: at.offset, length, position });
         last = { segment, position };
@@ -256,7 +220,7 @@ export class FileSnapshotStore implements SnapshotStore {
       }
     }
     const snapshots: Snapshot[] = [];
-    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...readEntries(this.fileOf(segment), live));
+    for (const { segment, live } of picked) if (live.length > 0) snapshots.push(...readEntries(this.index.fileOf(segment), live));
     // A full page may be the last one: the next call then finds nothing and ends the walk.
     if (count !== options.limit || last === undefined) return { snapshots };
     return { snapshots, cursor: formatCursor(await this.id(), last.segment.name, last.position) };
@@ -282,10 +246,7 @@ export class FileSnapshotStore implements SnapshotStore {
         () => false,
       );
       if (loaded && !this.changedOnDisk()) return;
-      this.index = new KeyIndex();
-      this.segments.clear();
-      this.bodyBytes = 0;
-      this.liveBytes = 0;
+      this.index.clear();
       // The directory may have been replaced since (a restore): its id is read again when a cursor needs it.
       this.storeId = undefined;
       this.dirReady = false;
@@ -303,8 +264,8 @@ export class FileSnapshotStore implements SnapshotStore {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       names = [];
     }
-    if (names.length !== this.segments.size) return true;
-    const known = new Set([...this.segments.values()].map((segment) => segment.name));
+    if (names.length !== this.index.count) return true;
+    const known = new Set([...this.index.all()].map((segment) => segment.name));
     return names.some((name) => !known.has(name));
   }
 
@@ -316,7 +277,7 @@ export class FileSnapshotStore implements SnapshotStore {
       // Segments are deleted by plain unlinks (this pass's, and those of the putMany calls before it): the directory is
       // fsynced so none of them, with the replaced versions it holds, comes back after a power loss. No segment, no
       // directory (the store was never written).
-      if (this.segments.size > 0) fsyncDirSync(this.dir);
+      if (this.index.count > 0) fsyncDirSync(this.dir);
     });
   }
 
@@ -359,7 +320,7 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** Segments less than `liveRatio` live, sparsest first: what compaction copies from. */
   private sparseSegments(liveRatio: number): Segment[] {
-    return [...this.segments.values()]
+    return [...this.index.all()]
       .filter((s) => s.liveBytes < s.bodyBytes * liveRatio)
       .sort((a, b) => a.liveBytes / a.bodyBytes - b.liveBytes / b.bodyBytes);
   }
@@ -370,7 +331,7 @@ export class FileSnapshotStore implements SnapshotStore {
    */
   private segmentsToMerge(): Segment[] {
     const tiers = new Map<number, Segment[]>();
-    for (const segment of this.segments.values()) {
+    for (const segment of this.index.all()) {
       if (segment.liveBytes >= this.mergeBelowBytes) continue;
       const tier = Math.floor(Math.log(this.mergeBelowBytes / Math.max(1, segment.liveBytes)) / Math.log(this.mergeFanIn));
       const members = tiers.get(tier);
@@ -403,28 +364,13 @@ export class FileSnapshotStore implements SnapshotStore {
     }
     // Segment writes never overlap (see putMany), so the scratch buffer is free again once this resolves.
     await writeFileAtomic(path.join(this.dir, name), [head, body], { mode: 0o600 });
-    this.placeSegment(this.newSegment(name, seq), entries, head.length);
-  }
-
-  /**
-   * Points the index at the entries of a segment just made durable, whose body starts at `bodyStart`, and deletes the
-   * segments that leaves without a current entry.
-   */
-  private placeSegment(segment: Segment, entries: readonly HeaderEntry[], bodyStart: number): void {
-    this.segments.set(segment.id, segment);
-    const emptied: Segment[] = [];
-    for (const [key, offset, length] of entries) {
-      const previous = this.place(segment, key, bodyStart + offset, length);
-      if (previous?.liveBytes === 0) emptied.push(previous);
-    }
-    // The new segment is durable, so the ones it wholly supersedes can go.
-    for (const old of emptied) this.drop(old);
+    this.index.placeSegment(this.index.newSegment(name, seq), entries, head.length);
   }
 
   /** Whether dead bytes outweigh live ones and the floor (see COMPACT_LIVE_RATIO): a comparison, free while not due. */
   private compactionDue(): boolean {
-    const dead = this.bodyBytes - this.liveBytes;
-    return dead > this.liveBytes && dead > this.compactMinDeadBytes;
+    const dead = this.index.dead;
+    return dead > this.index.live && dead > this.compactMinDeadBytes;
   }
 
   /**
@@ -445,7 +391,7 @@ export class FileSnapshotStore implements SnapshotStore {
       const live: HeaderEntry[] = [];
       const header = this.header(segment);
       for (const [key, offset, length] of header.entries) {
-        const at = this.liveAt(segment, header, key, offset);
+        const at = this.index.liveAt(segment, header, key, offset);
         if (at === undefined) continue;
         if (bytes > 0 && bytes + length + 1 > this.compactBatchBytes) {
           full = true;
@@ -460,42 +406,13 @@ export class FileSnapshotStore implements SnapshotStore {
     const body = this.scratch.take(bytes);
     const entries: HeaderEntry[] = [];
     let filled = 0;
-    for (const { segment, live } of picked) filled = copyLines(this.fileOf(segment), live, body, filled, entries);
+    for (const { segment, live } of picked) filled = copyLines(this.index.fileOf(segment), live, body, filled, entries);
     if (filled > 0) await this.writeSegment(entries, body.subarray(0, filled));
     return filled;
   }
 
   private header(segment: Segment): { entries: HeaderEntry[]; bodyStart: number } {
-    return readSegmentHeader(this.fileOf(segment));
-  }
-
-  private newSegment(name: string, seq: number): Segment {
-    return { id: this.nextId++, name, seq, liveBytes: 0, bodyBytes: 0 };
-  }
-
-  private fileOf(segment: Segment): string {
-    return path.join(this.dir, segment.name);
-  }
-
-  /** Points `key` at a line of `segment`; returns the segment whose entry that supersedes, if any. */
-  private place(segment: Segment, key: string, offset: number, length: number): Segment | undefined {
-    segment.liveBytes += length + 1;
-    segment.bodyBytes += length + 1;
-    this.liveBytes += length + 1;
-    this.bodyBytes += length + 1;
-    const replaced = this.index.set(key, { segment: segment.id, offset, length });
-    const previous = replaced && this.segments.get(replaced.segment);
-    if (!replaced || !previous) return undefined;
-    previous.liveBytes -= replaced.length + 1;
-    this.liveBytes -= replaced.length + 1;
-    return previous;
-  }
-
-  /** Forgets a segment without a current entry and deletes its file. */
-  private drop(segment: Segment): void {
-    this.segments.delete(segment.id);
-    this.bodyBytes -= segment.bodyBytes;
-    unlinkQuietly(this.fileOf(segment));
+    return readSegmentHeader(this.index.fileOf(segment));
   }
 
   private load(): Promise<void> {
@@ -519,16 +436,15 @@ export class FileSnapshotStore implements SnapshotStore {
         continue;
       }
       const match = SEGMENT_PATTERN.exec(name);
-      if (match) found.push(this.newSegment(name, Number(match[1])));
+      if (match) found.push(this.index.newSegment(name, Number(match[1])));
     }
     found.sort(segmentOrder);
     for (const segment of found) {
       const header = this.header(segment);
-      this.segments.set(segment.id, segment);
-      for (const [key, offset, length] of header.entries) this.place(segment, key, header.bodyStart + offset, length);
+      this.index.addFound(segment, header.entries, header.bodyStart);
       this.nextSeq = Math.max(this.nextSeq, segment.seq + 1);
     }
     // Wholly superseded segments are what a crash between a segment write and the deletes leaves behind.
-    for (const segment of found) if (segment.liveBytes === 0) this.drop(segment);
+    for (const segment of found) if (segment.liveBytes === 0) this.index.drop(segment);
   }
 }
