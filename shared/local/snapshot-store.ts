@@ -18,9 +18,9 @@ import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, Snapshot
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
 import { STATE_DIRS } from "./layout.js";
+import { Compaction, type CompactionTuning } from "./snapshot-compaction.js";
 import { formatCursor, parseCursor, type ParsedCursor } from "./snapshot-cursor.js";
 import { SnapshotIndex, type Segment } from "./snapshot-index.js";
-import { Compaction, type CompactionTuning } from "./snapshot-compaction.js";
 import {
   SEGMENT_PATTERN,
   copyLines,
