@@ -53,7 +53,7 @@ export class SnapshotIndex {
     return this.bodyBytes - this.liveBytes;
   }
 
-  /** Number of segments held (on disk, each with a current line once loading has dropped the emptied ones). */
+  /** Number of segments held. */
   get count(): number {
     return this.segments.size;
   }
