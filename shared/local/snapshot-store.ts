@@ -2,7 +2,7 @@
  * File-backed SnapshotStore built for large backlogs: each `putMany` writes one immutable segment file
  * (temp + fsync + rename), so a page of snapshots costs one fsync, not one per item. A segment's first line
  * is its index (key, offset, length); opening the store reads only those lines into a compact off-heap
- * {@link KeyIndex} (32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
+ * key index ({@link SnapshotIndex} over `key-index.ts`: 32-64 bytes per key, no JS objects per key) while snapshot bodies stay on disk.
  * Segments whose every entry was superseded are deleted. Once superseded (dead) bytes outweigh live ones, a `putMany`
  * also compacts: it copies the live entries of the sparsest segments, byte for byte, into a new segment, which empties
  * them so they are deleted the same way. Small segments (a page with a few new snapshots, what a bridge polling every
