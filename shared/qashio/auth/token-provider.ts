@@ -2,22 +2,16 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import {
-  BadRequestError,
-  DeadlineExceededError,
-  IncompleteTokenSetError,
-  QashioError,
-  ReauthorizationRequiredError,
-  TokenUnavailableError,
-  UnauthorizedError,
-  clientMayBeRefused,
-} from "../errors.js";
+import { DeadlineExceededError, IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { jwtTimes } from "./jwt.js";
+import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import { refusedFile, type StoredTokens, type TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
+
+export { isInvalidClient, isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 
 /** What the call asking for a token is held to. */
 export interface TokenRequestOptions {
@@ -869,53 +863,4 @@ export class OAuthTokenProvider implements TokenProvider {
     // Newly issued: even a token string the provider refused before is good again (a provider may issue it anew).
     if (tokens.accessToken !== undefined) this.refused.delete(tokens.accessToken);
   }
-}
-
-/**
- * The {@link ReauthorizationRequiredError} for a refresh the token endpoint refused (`error`, a rejected grant): `what`
- * happened, and what to do. A 401 naming no `invalid_grant` may be a refusal of the client credentials instead (spec
- * §4.2 answers both with 401), so its message says to check them first.
- *
- * @example
- * ```ts
- * throw reauthorizationRequired("the provider rejected the refresh token during rotation", error);
- * ```
- */
-export function reauthorizationRequired(what: string, error: QashioError): ReauthorizationRequiredError {
-  const context = { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors };
-  const message = clientMayBeRefused(error)
-    ? `${what} or the client credentials: it answered 401 without an OAuth error code, which spec §4.2 gives a reused, ` +
-      "revoked or expired refresh token and wrong client credentials alike; check client_id and client_secret first " +
-      "(authorizing again with wrong ones fails too), else re-authorize the integration"
-    : `${what} (reused, revoked or expired): re-authorize the integration`;
-  return new ReauthorizationRequiredError(message, context, { cause: error });
-}
-
-/**
- * True when the token endpoint refused the client itself (OAuth code `invalid_client`, RFC 6749 §5.2): the client id
- * or secret is wrong. The grant was not judged, so the refresh token (and its family) is still good.
- *
- * @example
- * ```ts
- * try { await refresh(options, token); } catch (e) { if (isInvalidClient(e)) fixClientCredentials(); else throw e; }
- * ```
- */
-export function isInvalidClient(error: unknown): error is QashioError {
-  return error instanceof QashioError && error.errors.some((e) => e.code === "invalid_client");
-}
-
-/**
- * True when the token endpoint refused the grant itself (401, or 400 with OAuth code `invalid_grant`): the refresh
- * token is spent, revoked or expired. Not for `invalid_client` (see {@link isInvalidClient}): a wrong client secret
- * says nothing about the token family.
- *
- * @example
- * ```ts
- * try { await refresh(options, token); } catch (e) { if (isRejectedGrant(e)) reloadStoreOrReauthorize(); else throw e; }
- * ```
- */
-export function isRejectedGrant(error: unknown): error is QashioError {
-  if (isInvalidClient(error)) return false;
-  if (error instanceof UnauthorizedError) return true;
-  return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
 }
