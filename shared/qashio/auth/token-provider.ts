@@ -5,13 +5,14 @@
 import { DeadlineExceededError, IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
-import { jwtTimes } from "./jwt.js";
 import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
+import { RefreshSkew, storedTokensOf } from "./token-expiry.js";
 import { refusedFile, type StoredTokens, type TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
 
 export { isInvalidClient, isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
+export { DEFAULT_REFRESH_SKEW_MS, storedTokensOf } from "./token-expiry.js";
 
 /** What the call asking for a token is held to. */
 export interface TokenRequestOptions {
@@ -141,7 +142,6 @@ export const DEFAULT_LOCK_NAME = "qashio-token-refresh";
 export const DEFAULT_LOCK_TTL_MS = 30_000;
 export const DEFAULT_LOCK_WAIT_MS = 20_000;
 export const DEFAULT_LOCK_POLL_MS = 250;
-export const DEFAULT_REFRESH_SKEW_MS = 60_000;
 
 /**
  * When a refresh under a lease asked for at `acquiredAt` must be over: half-way through the lease. A 429 with a long
@@ -183,54 +183,14 @@ interface Unsaved {
   readonly issuedUnder: RefreshLockHandle | undefined;
 }
 
-/**
- * Stored form of a token set, `now` being when it was received. The expiry is on this host's clock: the access
- * token's JWT lifetime (`exp` - `iat`) counted from `now`, since `exp` alone is on the provider's clock and a skew
- * between the two would make a fresh token look expired (a refresh before every call, each one a new secret version
- * on AWS) or an expired one fresh; failing `iat`, `expires_in` (not in the spec, read when sent) counted from `now`,
- * on this host's clock too; failing that, the JWT `exp` unless it is already past; failing all, unknown (used until a
- * 401).
- */
-export function storedTokensOf(set: TokenSet, now: number): StoredTokens {
-  const { expiresAt } = jwtTimes(set.access_token);
-  const lifetime = jwtLifetime(set.access_token);
-  const fromLifetime = lifetime === undefined ? undefined : now + lifetime;
-  const fromExp = expiresAt !== undefined && expiresAt > now ? expiresAt : undefined;
-  const fromExpiresIn = typeof set.expires_in === "number" && set.expires_in > 0 ? now + set.expires_in * 1000 : undefined;
-  return {
-    accessToken: set.access_token,
-    accessTokenExpiresAt: validTime(fromLifetime) ?? validTime(fromExpiresIn) ?? validTime(fromExp),
-    refreshToken: set.refresh_token,
-    ...(set.scope ? { scope: set.scope } : {}),
-  };
-}
-
 /** A refresh its caller's deadline stopped before anything was sent: a caller with a later deadline may still start one. */
 class RefreshNotStartedError extends DeadlineExceededError {}
-
-/** An access token's JWT lifetime (`exp` - `iat`), when it is a JWT that carries both. */
-function jwtLifetime(accessToken: string): number | undefined {
-  const { expiresAt, issuedAt } = jwtTimes(accessToken);
-  return expiresAt !== undefined && issuedAt !== undefined && expiresAt > issuedAt ? expiresAt - issuedAt : undefined;
-}
-
-/** The last time a Date can hold (+275760-09-13), in epoch ms: a safe integer, as DynamoDB's marshaller requires. */
-const LATEST_TIME_MS = 8.64e15;
 
 /**
  * How many refused (401) access tokens a provider remembers: enough for the few requests in flight when a token is
  * replaced, each of which may answer 401 for the token it carried, in any order.
  */
 const MAX_REFUSED = 8;
-
-/**
- * `ms` when it is a time a Date can hold, else undefined (the expiry is then unknown: the token is used until a 401).
- * A far-future `exp` (one in microseconds, say) or `expires_in` once made an expiry past Number.MAX_SAFE_INTEGER,
- * which the DynamoDB store cannot write: every save failed, and each cold start spent a refresh token for nothing.
- */
-function validTime(ms: number | undefined): number | undefined {
-  return ms !== undefined && ms <= LATEST_TIME_MS ? ms : undefined;
-}
 
 /**
  * OAuth token provider for one tenant.
@@ -257,6 +217,7 @@ export class OAuthTokenProvider implements TokenProvider {
   private readonly options: OAuthTokenProviderOptions;
   private readonly clock: Clock;
   private readonly lockTtlMs: number;
+  private readonly skew: RefreshSkew;
   private current?: StoredTokens;
   /** Tokens the provider issued but the store failed to save: re-saved (see `loaded`) before anything else. */
   private unsaved?: Unsaved;
@@ -281,8 +242,6 @@ export class OAuthTokenProvider implements TokenProvider {
   private closed = false;
   /** Windows {@link openRefreshWindow} opened and not yet closed (see `refreshOnlyInWindows`). */
   private openWindows = 0;
-  /** Lifetime of the access token last looked at, for {@link refreshSkew}: received here, or its JWT's `exp` - `iat`. */
-  private lifetime?: { readonly accessToken: string; readonly ms: number | undefined };
 
   constructor(options: OAuthTokenProviderOptions) {
     this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -293,6 +252,7 @@ export class OAuthTokenProvider implements TokenProvider {
     }
     this.options = options;
     this.clock = options.clock ?? systemClock;
+    this.skew = new RefreshSkew(options.refreshSkewMs);
   }
 
   /**
@@ -430,7 +390,7 @@ export class OAuthTokenProvider implements TokenProvider {
   async authorizeWithCode(code: string, redirectUri: string): Promise<void> {
     const set = await exchangeCode(this.options, { code, redirectUri });
     const now = this.clock.now();
-    const tokens = this.received(storedTokensOf(set, now), now);
+    const tokens = this.skew.received(storedTokensOf(set, now), now);
     // A re-save of earlier tokens under way finishes first: it may hold the kept lease and would otherwise write the
     // old family over this one. Then a lease this process still keeps for rotated tokens it failed to save is renewed,
     // not waited for: the new family replaces those tokens.
@@ -538,27 +498,7 @@ export class OAuthTokenProvider implements TokenProvider {
     if (tokens.accessTokenExpiresAt === undefined) return true;
     const now = this.clock.now();
     if (this.postponed?.accessToken === tokens.accessToken && this.postponed.until > now) return true;
-    return tokens.accessTokenExpiresAt - this.refreshSkew(tokens.accessToken) > now;
-  }
-
-  /**
-   * How long before its expiry `accessToken` is refreshed: `refreshSkewMs`, but at most half the token's lifetime, so
-   * a provider issuing tokens of a minute or less (the spec shows no lifetime, §5 rule 11) does not get a refresh,
-   * and a rotated refresh token, before every call.
-   */
-  private refreshSkew(accessToken: string): number {
-    const skew = this.options.refreshSkewMs ?? DEFAULT_REFRESH_SKEW_MS;
-    if (this.lifetime?.accessToken !== accessToken) this.lifetime = { accessToken, ms: jwtLifetime(accessToken) };
-    const lifetime = this.lifetime.ms;
-    return lifetime === undefined ? skew : Math.min(skew, lifetime / 2);
-  }
-
-  /** Records the lifetime of tokens just received at `now` (it holds for opaque tokens too, from `expires_in`). */
-  private received(tokens: StoredTokens, now: number): StoredTokens {
-    if (tokens.accessToken !== undefined && tokens.accessTokenExpiresAt !== undefined) {
-      this.lifetime = { accessToken: tokens.accessToken, ms: tokens.accessTokenExpiresAt - now };
-    }
-    return tokens;
+    return tokens.accessTokenExpiresAt - this.skew.of(tokens.accessToken) > now;
   }
 
   private async loaded(): Promise<StoredTokens> {
@@ -789,7 +729,7 @@ export class OAuthTokenProvider implements TokenProvider {
           throw error;
         }
         const now = this.clock.now();
-        const rotated = this.received(storedTokensOf(set, now), now);
+        const rotated = this.skew.received(storedTokensOf(set, now), now);
         await save(rotated);
         return rotated;
       });
