@@ -7,6 +7,7 @@ import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
+import { RefusedTokens } from "./refused-tokens.js";
 import { RefreshSkew, storedTokensOf } from "./token-expiry.js";
 import { refusedFile, type StoredTokens, type TokenStore } from "./token-store.js";
 import type { TokenSet } from "../schemas/index.js";
@@ -187,12 +188,6 @@ interface Unsaved {
 class RefreshNotStartedError extends DeadlineExceededError {}
 
 /**
- * How many refused (401) access tokens a provider remembers: enough for the few requests in flight when a token is
- * replaced, each of which may answer 401 for the token it carried, in any order.
- */
-const MAX_REFUSED = 8;
-
-/**
  * OAuth token provider for one tenant.
  *
  * - Access tokens are reused until `refreshSkewMs` (at most half their lifetime) before they expire (no known expiry: until a 401);
@@ -232,12 +227,8 @@ export class OAuthTokenProvider implements TokenProvider {
    * the store again, until it expires.
    */
   private postponed?: { readonly accessToken: string; readonly until: number };
-  /**
-   * The access tokens the provider last answered 401 for, oldest first: never handed out again, nor kept by a postponed
-   * refresh. Several, not one: a late 401 for an older token must not make a newer refusal forgotten, which would hand
-   * that refused token to the caller (see {@link MAX_REFUSED}).
-   */
-  private readonly refused = new Set<string>();
+  /** The access tokens lately answered 401 (see {@link RefusedTokens}). */
+  private readonly refused = new RefusedTokens();
   /** Set by {@link close}: no refresh starts any more. */
   private closed = false;
   /** Windows {@link openRefreshWindow} opened and not yet closed (see `refreshOnlyInWindows`). */
@@ -268,7 +259,7 @@ export class OAuthTokenProvider implements TokenProvider {
 
   /** @throws DeadlineExceededError as {@link getAccessToken}. */
   async refreshAfterUnauthorized(rejected: string, options: TokenRequestOptions = {}): Promise<string> {
-    this.refuse(rejected);
+    this.refused.add(rejected);
     const tokens = await this.loaded();
     // Another caller already replaced the rejected token.
     if (tokens.accessToken !== rejected && this.isFresh(tokens)) return tokens.accessToken as string;
@@ -480,17 +471,6 @@ export class OAuthTokenProvider implements TokenProvider {
   /** Whether `accessToken` may be sent at all: present, neither the rejected one nor one lately refused (401). */
   private usable(accessToken: string | undefined, rejected: string | undefined): accessToken is string {
     return accessToken !== undefined && accessToken !== "" && accessToken !== rejected && !this.refused.has(accessToken);
-  }
-
-  /** Remembers a 401 for `accessToken` as the newest, dropping the oldest beyond {@link MAX_REFUSED}. */
-  private refuse(accessToken: string): void {
-    this.refused.delete(accessToken);
-    this.refused.add(accessToken);
-    // Sets iterate in insertion order: the first is the oldest. Older ones are long replaced, not worth remembering.
-    for (const oldest of this.refused) {
-      if (this.refused.size <= MAX_REFUSED) break;
-      this.refused.delete(oldest);
-    }
   }
 
   private isFresh(tokens: StoredTokens, rejected?: string): boolean {
