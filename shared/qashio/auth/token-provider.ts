@@ -2,11 +2,11 @@
  * Bearer tokens for the API: the `TokenProvider` interface, a static one for tests, and the OAuth one
  * (rotation saved before use, JWT expiry, single flight, optional cross-process lock).
  */
-import { DeadlineExceededError, IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
+import { IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
-import { acquireTimed, whileHolding, type KeepAliveMessages } from "../../lease-keep-alive.js";
 import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
+import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, refreshDeadline, type RefreshLock, type RefreshLockHandle } from "./refresh-lease.js";
 import { RefusedTokens } from "./refused-tokens.js";
 import { RefreshSkew, storedTokensOf } from "./token-expiry.js";
 import { refusedFile, type StoredTokens, type TokenStore } from "./token-store.js";
@@ -14,6 +14,16 @@ import type { TokenSet } from "../schemas/index.js";
 
 export { isInvalidClient, isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 export { DEFAULT_REFRESH_SKEW_MS, storedTokensOf } from "./token-expiry.js";
+export {
+  DEFAULT_LOCK_NAME,
+  DEFAULT_LOCK_POLL_MS,
+  DEFAULT_LOCK_TTL_MS,
+  DEFAULT_LOCK_WAIT_MS,
+  TOKEN_SAVE_MESSAGES,
+  refreshDeadline,
+  type RefreshLock,
+  type RefreshLockHandle,
+} from "./refresh-lease.js";
 
 /** What the call asking for a token is held to. */
 export interface TokenRequestOptions {
@@ -68,20 +78,6 @@ export class StaticTokenProvider implements TokenProvider {
     this.index = Math.min(this.index + 1, this.tokens.length - 1);
     return this.tokens[this.index] as string;
   }
-}
-
-/** A held cross-process lease (structurally the bridge's `LockHandle`). */
-export interface RefreshLockHandle {
-  /** Extends the lease by `ttlMs` from now; false when it was lost. May stop early, rejecting, once `signal` aborts. */
-  renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
-  release(): Promise<void>;
-}
-
-/** Cross-process mutual exclusion (structurally the bridge's `Lock` port). */
-export interface RefreshLock {
-  tryAcquire(name: string, ttlMs: number): Promise<RefreshLockHandle | undefined>;
-  /** Who holds `name` now, in words for a person, where the lock can tell (see the bridge's `Lock.holderOf`). */
-  holderOf?(name: string): Promise<string | undefined>;
 }
 
 /**
@@ -139,34 +135,6 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly spending?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
-export const DEFAULT_LOCK_NAME = "qashio-token-refresh";
-export const DEFAULT_LOCK_TTL_MS = 30_000;
-export const DEFAULT_LOCK_WAIT_MS = 20_000;
-export const DEFAULT_LOCK_POLL_MS = 250;
-
-/**
- * When a refresh under a lease asked for at `acquiredAt` must be over: half-way through the lease. A 429 with a long
- * Retry-After could otherwise keep retrying after the lease lapsed, while another process, holding the lease by
- * then, presents the same refresh token: a reuse that revokes the whole family. The second half is for the saves.
- * `acquiredAt` is when the try that took the lease began ({@link acquireTimed}), not when it answered: the lease's
- * expiry counts from its request, so a put slowed by retries has already used part of it.
- */
-export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
-  return acquiredAt + Math.floor(lockTtlMs / 2);
-}
-
-/** What the keep-alive of a token save logs (never a token); rotation saves tokens too. */
-export const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
-  lost: "token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token",
-  failed: "renewing the token refresh lease failed while saving the rotated tokens",
-};
-
-/** What the renewal of a lease kept for unsaved tokens logs (never a token). */
-const KEPT_LEASE_MESSAGES: KeepAliveMessages = {
-  lost: "token refresh lease kept for rotated tokens not yet saved was lost; another process may refresh with the spent token",
-  failed: "renewing the token refresh lease kept for rotated tokens not yet saved failed",
-};
-
 /**
  * Tokens whose save failed. `replaced` is the refresh token they replaced (spent by the refresh; undefined for a code
  * exchange, which replaces nothing spent). `handle` is the refresh lease they were issued under, kept rather than
@@ -183,9 +151,6 @@ interface Unsaved {
   readonly handle: RefreshLockHandle | undefined;
   readonly issuedUnder: RefreshLockHandle | undefined;
 }
-
-/** A refresh its caller's deadline stopped before anything was sent: a caller with a later deadline may still start one. */
-class RefreshNotStartedError extends DeadlineExceededError {}
 
 /**
  * OAuth token provider for one tenant.
@@ -211,7 +176,8 @@ class RefreshNotStartedError extends DeadlineExceededError {}
 export class OAuthTokenProvider implements TokenProvider {
   private readonly options: OAuthTokenProviderOptions;
   private readonly clock: Clock;
-  private readonly lockTtlMs: number;
+  /** The refresh lease: taken for a refresh or a re-save, kept for unsaved tokens. */
+  private readonly leases: RefreshLeases;
   private readonly skew: RefreshSkew;
   private current?: StoredTokens;
   /** Tokens the provider issued but the store failed to save: re-saved (see `loaded`) before anything else. */
@@ -220,8 +186,6 @@ export class OAuthTokenProvider implements TokenProvider {
   private resaving?: Promise<void>;
   /** What the last {@link saveHeldTokens} failed with, if it did. */
   private heldSaveFailure?: unknown;
-  /** The renewal of a lease kept for unsaved tokens (see {@link releaseUnlessKept}), while it runs. */
-  private keeping?: { readonly stop: () => void; readonly stopped: Promise<void> };
   /**
    * An early refresh the store turned down (see {@link postponedRefresh}): this access token is used, without asking
    * the store again, until it expires.
@@ -235,14 +199,15 @@ export class OAuthTokenProvider implements TokenProvider {
   private openWindows = 0;
 
   constructor(options: OAuthTokenProviderOptions) {
-    this.lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
+    const lockTtlMs = options.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // A refresh attempt must fit whole in the lease's first half (see refreshDeadline), else none would ever start.
-    if (options.lock && refreshDeadline(0, this.lockTtlMs) < timeoutMs) {
-      throw new RangeError(`lockTtlMs (${this.lockTtlMs} ms) must be at least twice the request timeout (${timeoutMs} ms)`);
+    if (options.lock && refreshDeadline(0, lockTtlMs) < timeoutMs) {
+      throw new RangeError(`lockTtlMs (${lockTtlMs} ms) must be at least twice the request timeout (${timeoutMs} ms)`);
     }
     this.options = options;
     this.clock = options.clock ?? systemClock;
+    this.leases = new RefreshLeases(options, lockTtlMs, this.clock);
     this.skew = new RefreshSkew(options.refreshSkewMs);
   }
 
@@ -320,10 +285,10 @@ export class OAuthTokenProvider implements TokenProvider {
     if (successor.unsaved !== undefined || successor.current !== undefined) {
       throw new RangeError("the successor has loaded or issued tokens already: hand held tokens over before its first use");
     }
-    await this.stopKeeping();
+    await this.leases.stopKeeping();
     this.unsaved = undefined;
     successor.unsaved = unsaved;
-    if (unsaved.handle !== undefined) successor.keepHeld(unsaved.handle);
+    if (unsaved.handle !== undefined) successor.leases.keepHeld(unsaved.handle);
   }
 
   /**
@@ -339,7 +304,7 @@ export class OAuthTokenProvider implements TokenProvider {
   close(): void {
     this.closed = true;
     // A lease kept for unsaved tokens is no longer renewed: a closing process's timer must not keep it alive for good.
-    void this.stopKeeping();
+    void this.leases.stopKeeping();
   }
 
   /**
@@ -395,7 +360,7 @@ export class OAuthTokenProvider implements TokenProvider {
       throw error;
     }
     try {
-      await this.keepingAlive(handle, () => this.persist(tokens, { replaced: undefined, handle, issuedUnder: handle }));
+      await this.leases.keepingAlive(handle, () => this.persist(tokens, { replaced: undefined, handle, issuedUnder: handle }));
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
       await this.releaseUnlessKept(handle);
@@ -410,57 +375,14 @@ export class OAuthTokenProvider implements TokenProvider {
    */
   private async releaseUnlessKept(handle: RefreshLockHandle | undefined): Promise<void> {
     if (handle === undefined) return;
-    if (this.unsaved?.handle !== handle) return this.release(handle);
-    if (!this.closed) this.keepHeld(handle);
-  }
-
-  /**
-   * Renews `handle`, kept for unsaved tokens, every third of the lease until {@link stopKeeping}, or until a renewal
-   * finds it lost (logged once: renewing cannot win it back).
-   */
-  private keepHeld(handle: RefreshLockHandle): void {
-    let stop!: () => void;
-    const until = new Promise<void>((resolve) => (stop = resolve));
-    let lost = false;
-    const lease = {
-      renew: async (ttlMs: number, signal?: AbortSignal) => {
-        // Found lost by the renewal before, which logged it: the renewals end here.
-        if (lost) {
-          stop();
-          return false;
-        }
-        lost = !(await handle.renew(ttlMs, signal));
-        return !lost;
-      },
-    };
-    const keeping = { stop, stopped: whileHolding(lease, this.lockTtlMs, this.clock, () => until, this.options.logger, KEPT_LEASE_MESSAGES) };
-    this.keeping = keeping;
-    void keeping.stopped.then(() => {
-      if (this.keeping === keeping) this.keeping = undefined;
-    });
-  }
-
-  /**
-   * Stops renewing the kept lease and waits for a renewal in flight: whoever uses the lease next (a re-save, which
-   * renews and releases it) must not have a late renewal extend it after its release.
-   */
-  private stopKeeping(): Promise<void> {
-    this.keeping?.stop();
-    return this.keeping?.stopped ?? Promise.resolve();
+    if (this.unsaved?.handle !== handle) return this.leases.release(handle);
+    if (!this.closed) this.leases.keepHeld(handle);
   }
 
   /** Tells `onEvent` of `event`, and logs `warning` unless the caller words that event itself (`quietEvents`). */
   private report(event: TokenEvent, warning: string): void {
     if (this.options.quietEvents?.includes(event) !== true) this.options.logger?.warn(warning);
     this.options.onEvent?.(event);
-  }
-
-  /**
-   * Releases a refresh lease without ever failing the call: what the call did (tokens saved, a revoked family found)
-   * must reach the caller, not a throttled DynamoDB delete; an unreleased lease runs out by itself.
-   */
-  private async release(handle: RefreshLockHandle): Promise<void> {
-    await handle.release().catch(() => this.options.logger?.warn("releasing the token refresh lease failed; it runs out by itself"));
   }
 
   private accessTokenOf(tokens: StoredTokens): string {
@@ -527,7 +449,7 @@ export class OAuthTokenProvider implements TokenProvider {
       }
     };
     try {
-      await this.keepingAlive(handle, checkThenSave);
+      await this.leases.keepingAlive(handle, checkThenSave);
     } finally {
       // Kept when the save failed again (persist put it back in `unsaved`). Otherwise the tokens are saved or dropped
       // by now.
@@ -541,21 +463,21 @@ export class OAuthTokenProvider implements TokenProvider {
    * lost) rejects: the lease may still be this process's own, and waiting for it would only time out.
    */
   private async resaveLease(kept: RefreshLockHandle | undefined): Promise<RefreshLockHandle | undefined> {
-    await this.stopKeeping();
+    await this.leases.stopKeeping();
     if (kept !== undefined) {
       let renewed: boolean;
       try {
-        renewed = await kept.renew(this.lockTtlMs);
+        renewed = await kept.renew(this.leases.ttlMs);
       } catch (error) {
         // Still kept for the tokens until the next call: renewed again meanwhile, as before this try.
-        if (!this.closed) this.keepHeld(kept);
+        if (!this.closed) this.leases.keepHeld(kept);
         const reason = error instanceof Error ? error.name : "unknown error";
         // Chained (a lease's error names no token): a caller can tell why, such as a lease file it could not read.
         throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`, {}, { cause: error });
       }
       if (renewed) return kept;
     }
-    return (await this.acquireLock())?.handle;
+    return (await this.leases.acquire())?.handle;
   }
 
   private refreshShared(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
@@ -576,14 +498,6 @@ export class OAuthTokenProvider implements TokenProvider {
       if (!(error instanceof RefreshNotStartedError) || (deadline !== undefined && deadline <= error.deadline)) throw error;
       return this.refreshShared(rejected, deadline);
     });
-  }
-
-  /**
-   * Throws when a refresh starting at `startAt` (its lease asked for then) could not end, saved, by `deadline`: the
-   * whole lease, since the save may take its second half (see {@link TokenRequestOptions.deadline}).
-   */
-  private assertRefreshFits(deadline: number | undefined, startAt: number): void {
-    if (deadline !== undefined && startAt + this.lockTtlMs > deadline) throw this.refreshTooLate(deadline);
   }
 
   /**
@@ -638,18 +552,14 @@ export class OAuthTokenProvider implements TokenProvider {
     return this.options.refreshWithinCallDeadline === true ? deadline : undefined;
   }
 
-  private refreshTooLate(deadline: number): DeadlineExceededError {
-    return new RefreshNotStartedError(`token refresh not started: its ${this.lockTtlMs} ms lease would end after the calling request's deadline`, { deadline });
-  }
-
   private async refreshExclusive(rejected: string | undefined, deadline: number | undefined): Promise<StoredTokens> {
     // A caller already past `loaded()` when an earlier refresh failed to save: never wait on this process's own kept
     // lease, nor refresh with the spent token the store still holds.
     await this.saveUnsaved();
-    this.assertRefreshFits(deadline, this.clock.now());
-    const taken = await this.acquireLock(deadline === undefined ? undefined : deadline - this.lockTtlMs);
+    this.leases.assertFits(deadline, this.clock.now());
+    const taken = await this.leases.acquire(deadline === undefined ? undefined : deadline - this.leases.ttlMs);
     const handle = taken?.handle;
-    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.lockTtlMs) } : undefined;
+    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.leases.ttlMs) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -657,31 +567,12 @@ export class OAuthTokenProvider implements TokenProvider {
       this.current = stored;
       if (this.isFresh(stored, rejected)) return stored;
       // Checked again before anything is spent: the wait for the lease and the load took time.
-      this.assertRefreshFits(deadline, taken?.askedAt ?? this.clock.now());
+      this.leases.assertFits(deadline, taken?.askedAt ?? this.clock.now());
       return await this.rotate(stored, rejected, true, lease);
     } finally {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
       await this.releaseUnlessKept(handle);
     }
-  }
-
-  /**
-   * Waits for the refresh lease; `askedAt` is when the try that took it began (its expiry counts from about then).
-   * `latestAskAt`: the wait ends by then too (a refresh asked for later could not end by its caller's deadline).
-   */
-  private async acquireLock(latestAskAt?: number): Promise<{ handle: RefreshLockHandle; askedAt: number } | undefined> {
-    const { lock } = this.options;
-    if (!lock) return undefined;
-    const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
-    const waitMs = Math.min(this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, latestAskAt === undefined ? Infinity : Math.max(0, latestAskAt - this.clock.now()));
-    const taken = await acquireTimed(lock, name, this.lockTtlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
-    if (!taken) {
-      // Cut short by the caller's deadline: out of time, not a lease stuck elsewhere.
-      if (latestAskAt !== undefined && this.clock.now() >= latestAskAt) throw this.refreshTooLate(latestAskAt + this.lockTtlMs);
-      const holder = await lock.holderOf?.(name).catch(() => undefined);
-      throw new TokenUnavailableError(`token refresh lock "${name}" still held by another process${holder ? ` (${holder})` : ""} after ${waitMs} ms`);
-    }
-    return taken;
   }
 
   private async rotate(
@@ -694,7 +585,7 @@ export class OAuthTokenProvider implements TokenProvider {
     const postponed = await this.postponedRefresh(stored, rejected);
     if (postponed !== undefined) return postponed;
     const issued = { replaced: refreshToken, handle: lease?.handle, issuedUnder: lease?.handle };
-    const save = (tokens: StoredTokens) => this.keepingAlive(lease?.handle, () => this.persist(tokens, issued), lease?.askedAt);
+    const save = (tokens: StoredTokens) => this.leases.keepingAlive(lease?.handle, () => this.persist(tokens, issued), lease?.askedAt);
     const spending = this.options.spending ?? ((work) => work());
     let tokens: StoredTokens;
     try {
@@ -757,13 +648,6 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
-  /**
-   * Runs a token save, renewing `handle` (when there is a lease) while it runs: see {@link whileHolding}. `since`: when
-   * the lease was asked for, when not just now.
-   */
-  private keepingAlive(handle: RefreshLockHandle | undefined, save: () => Promise<void>, since?: number): Promise<void> {
-    return handle ? whileHolding(handle, this.lockTtlMs, this.clock, save, this.options.logger, TOKEN_SAVE_MESSAGES, since) : save();
-  }
 
   /**
    * Saves before use: until the save succeeds the new tokens are kept aside (with the refresh token they replaced and
