@@ -261,7 +261,11 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
-  it("never lets a late access-token write of a superseded refresh drop the successor another container holds in the table, nor report it released", async () => {
+  it.each([
+    ["PutCommand", { refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 }],
+    // A refresh answered with no access token (a 200 that is not a token set): the item write is a delete.
+    ["DeleteCommand", { refreshToken: "rt-2" }],
+  ])("never lets a late access-token write (%s) of a superseded refresh drop the successor another container holds in the table, nor report it released", async (itemWrite, tokens) => {
     const { secrets, make, optionsWith } = setup();
     // Container A's save writes the secret (rt-2), then its item write is held back: a container frozen or stalled
     // between the two writes, thawed after its refresh lease lapsed.
@@ -272,7 +276,7 @@ describe("SecretsManagerTokenStore", () => {
     let holding = true;
     const slowDoc = {
       send: async (command: { constructor: { name: string } }) => {
-        if (holding && command.constructor.name === "PutCommand") {
+        if (holding && command.constructor.name === itemWrite) {
           holding = false;
           itemWriteReached();
           await gate;
@@ -284,7 +288,7 @@ describe("SecretsManagerTokenStore", () => {
     const metrics = { add: (name: string, value: number) => void (name === "TokenHeldInTable" && gauge.push(value)) };
     const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc, metrics }));
     await a.load();
-    const saving = a.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 });
+    const saving = a.save(tokens);
     await reached;
     expect(secrets.current().refresh_token).toBe("rt-2");
     // Container B took the lapsed lease, spent rt-2, and Secrets Manager refused rt-3: it is held in the table.
