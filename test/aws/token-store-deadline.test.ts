@@ -170,6 +170,8 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     await expect(t.store.forRotation({ clientRequestToken: "rotation-1", stages: ["AWSCURRENT", "AWSPENDING"] }).save(ROTATED)).rejects.toThrow(
       /PutSecretValue on the provider secret failed: TimeoutError/,
     );
+    // The plain save's hold, a table write of up to SDK_CALL_MAX_MS, still ends before the save's own margin.
+    expect(t.clock.now() + SDK_CALL_MAX_MS).toBeLessThanOrEqual(endsAt - SAVE_END_MARGIN_MS);
     expect(await t.stored()).toBe("rt-1");
     await t.store.save(ROTATED);
     expect(t.clock.now()).toBeLessThan(endsAt);
