@@ -348,6 +348,7 @@ describe("EventBridgePublisher", () => {
     ["a disabled key", () => awsError("KMSDisabledException", 400)],
     ["a key's fault answered 5xx", () => awsError("KMSInternalException", 500)],
     ["a refused request", () => awsError("ValidationException", 400)],
+    ["a refused request answered 5xx", () => awsError("ValidationException", 500)],
   ])("raises PublishError on a batch's first call refused by the setup or as malformed (%s), so the cycle fails loudly", async (_, failure) => {
     mock.on(PutEventsCommand).rejects(failure());
     await expect(publisher(new FakeClock(), 3).publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError" });
