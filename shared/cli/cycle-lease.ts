@@ -8,6 +8,7 @@ import type { Stats } from "node:fs";
 import { join } from "node:path";
 import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge/index.js";
 import { whileHolding } from "../lease-keep-alive.js";
+import { errorName } from "../error-name.js";
 import {
   LeaseUnreadableError,
   LocalStateError,
@@ -212,7 +213,7 @@ export async function withCycleLock<T>(bridge: LocalState, work: () => Promise<T
     await handle.release().catch((error: unknown) => {
       unreleasedLeases.set(bridge, handle);
       bridge.transactions.logger.warn("releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", {
-        code: systemErrorCode(error) ?? (error instanceof Error ? error.name : "unknown error"),
+        code: systemErrorCode(error) ?? errorName(error),
       });
     });
   }

@@ -4,7 +4,7 @@
  */
 import { IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
-import { errorName } from "./error-name.js";
+import { errorName } from "../../error-name.js";
 import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
 import { exchangeCode, refresh, type OAuthClientOptions } from "./oauth.js";
 import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, refreshDeadline, type RefreshLock, type RefreshLockHandle } from "./refresh-lease.js";
