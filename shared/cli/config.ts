@@ -796,13 +796,17 @@ export function readStateSettings(env: Env, cwd: string): StateSettings {
  * a state directory or events file that cannot be created, and a missing QASHIO_REFRESH_TOKEN while the state
  * directory holds no token, are reported with the rest. Throws {@link ConfigError} (exit 2) naming each bad setting.
  * `holds`: for a command that only works on what the state directory holds, what it holds when it does not exist
- * ("no quarantine to re-drive"), said in place of asking for a token; such a command walks no cards, and the card
- * walk's settings are left unread (false).
+ * ("no quarantine to re-drive"), said in place of asking for a token. `walksCards: false`: for a command that walks no
+ * cards (`redrive`), whose card walk settings are then neither read nor refused (false).
  *
  * @example
  * const settings = readLocalSettings(await loadEnv(process.env, process.cwd()), process.cwd());
  */
-export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly holds?: string } = {}): LocalSettings {
+export function readLocalSettings(
+  env: Env,
+  cwd: string,
+  { holds, walksCards = true }: { readonly holds?: string; readonly walksCards?: boolean } = {},
+): LocalSettings {
   const r = new Reader(env);
   const provider = readProvider(r);
   const tenant = readTenant(r);
@@ -811,11 +815,8 @@ export function readLocalSettings(env: Env, cwd: string, { holds }: { readonly h
   // The stack's rule (tenants file, EVENT_SOURCE): a source tried locally is one a tenant can deploy with.
   const sourceProblem = eventSourceProblem(eventSource);
   if (sourceProblem !== undefined) r.problem("BRIDGE_EVENT_SOURCE", sourceProblem);
-  // `redrive` (working on what the state directory holds) leaves card records alone (redriveQuarantined): the card
-  // walk's settings are not its, so neither read nor refused.
-  const cardWalk = holds === undefined;
-  const emitCardCreated = cardWalk ? booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED") : false;
-  const cardDetails = cardWalk ? booleanSetting(r, "BRIDGE_CARD_DETAILS") : false;
+  const emitCardCreated = walksCards ? booleanSetting(r, "BRIDGE_EMIT_CARD_CREATED") : false;
+  const cardDetails = walksCards ? booleanSetting(r, "BRIDGE_CARD_DETAILS") : false;
   const cycleBudgetMs = readBudget(r);
   const logLevel = r.oneOf("BRIDGE_LOG_LEVEL", LOG_LEVELS, "info");
   const stateDir = pathSetting(r, "BRIDGE_STATE_DIR", cwd, DEFAULT_STATE_DIR);

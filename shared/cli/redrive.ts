@@ -121,7 +121,7 @@ export function redriveOutcome(report: RedriveReport, { interrupted = false }: R
  * process.exitCode = await redriveCommand(io);
  */
 export async function redriveCommand(io: CliIo, seams: Partial<LocalBridgeOptions> = {}): Promise<number> {
-  const bridge = await openFromSettings(io, seams, (env, cwd) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive" }));
+  const bridge = await openFromSettings(io, seams, (env, cwd) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive", walksCards: false }));
   const report = await usingLocalBridge(bridge, () => runRedrive(bridge, { signal: io.signal }));
   const stop = { interrupted: io.signal.aborted };
   line(io.stdout, formatRedriveSummary(report, stop));

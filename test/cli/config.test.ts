@@ -1199,7 +1199,7 @@ describe("SETTINGS", () => {
   };
   const readers = {
     run: (env: Record<string, string>) => readLocalSettings(env, cwd),
-    redrive: (env: Record<string, string>) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive" }),
+    redrive: (env: Record<string, string>) => readLocalSettings(env, cwd, { holds: "no quarantine to re-drive", walksCards: false }),
     "conform-pii": (env: Record<string, string>) => readStateSettings(env, cwd),
     authorize: (env: Record<string, string>) => readAuthorizeSettings(env, cwd),
   } as const;
