@@ -1,0 +1,114 @@
+/**
+ * restrictToOwner: a state path restored or made by hand with the umask's modes (0644, 0755) is narrowed to its owner,
+ * never through a symbolic link in a file's place, and refused (ExposedPathError) when the mode cannot be changed.
+ */
+import type * as nodeFs from "node:fs";
+import { chmod, mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ExposedPathError, restrictToOwner } from "../../shared/local/index.js";
+
+/** How fchmod answers: as the system does, refused with an errno code, or ignored (a vfat mount with `quiet`). */
+const chmodFault = vi.hoisted(() => ({ mode: "none" as "none" | "ignored" | { code: string } }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const fchmodSync = ((fd: number, mode: nodeFs.Mode) => {
+    const fault = chmodFault.mode;
+    if (fault === "ignored") return;
+    if (fault !== "none") throw Object.assign(new Error(`${fault.code}: fchmod failed`), { code: fault.code });
+    fs.fchmodSync(fd, mode);
+  }) as typeof fs.fchmodSync;
+  return { ...fs, default: { ...fs, fchmodSync }, fchmodSync };
+});
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-owner-only-"));
+  chmodFault.mode = "none";
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function modeOf(file: string): Promise<number> {
+  return (await stat(file)).mode & 0o7777;
+}
+
+/** A file of `mode`, whatever the umask. */
+async function fileWithMode(name: string, mode: number): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, '{"refreshToken":"rt"}');
+  await chmod(file, mode);
+  return file;
+}
+
+describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
+  it.each([
+    [0o644, 0o600],
+    [0o604, 0o600],
+    [0o440, 0o400],
+    [0o666, 0o600],
+    // Restored from an archive that kept an executable bit: a token file is data, made 0600 as the bridge writes it.
+    [0o755, 0o600],
+  ])("narrows a file of mode %s to its owner's access (%s) and says which mode it had", async (before, after) => {
+    const file = await fileWithMode("tokens.json", before);
+    expect(restrictToOwner(file, { directory: false })).toBe(before);
+    expect(await modeOf(file)).toBe(after);
+  });
+
+  it("narrows a directory to its owner's access, keeping the search bit its files are reached by", async () => {
+    const state = path.join(dir, "state");
+    await mkdir(state);
+    await chmod(state, 0o755);
+    expect(restrictToOwner(state, { directory: true })).toBe(0o755);
+    expect(await modeOf(state)).toBe(0o700);
+  });
+
+  it("follows a symbolic link to a directory (the state directory may be one), narrowing the directory it names", async () => {
+    const real = path.join(dir, "real-state");
+    await mkdir(real);
+    await chmod(real, 0o750);
+    await symlink(real, path.join(dir, "state"));
+    expect(restrictToOwner(path.join(dir, "state"), { directory: true })).toBe(0o750);
+    expect(await modeOf(real)).toBe(0o700);
+  });
+
+  it("never narrows through a symbolic link in a file's place: refuses it, and the file it names keeps its mode", async () => {
+    const elsewhere = await fileWithMode("elsewhere.json", 0o644);
+    await symlink(elsewhere, path.join(dir, "tokens.json"));
+    expect(() => restrictToOwner(path.join(dir, "tokens.json"), { directory: false })).toThrow(expect.objectContaining({ code: "ELOOP" }));
+    expect(await modeOf(elsewhere)).toBe(0o644);
+  });
+
+  it("leaves a private file as it is and says nothing was narrowed", async () => {
+    const file = await fileWithMode("tokens.json", 0o400);
+    expect(restrictToOwner(file, { directory: false })).toBeUndefined();
+    expect(await modeOf(file)).toBe(0o400);
+  });
+
+  it("says nothing was narrowed for a path that is not there", () => {
+    expect(restrictToOwner(path.join(dir, "missing.json"), { directory: false })).toBeUndefined();
+  });
+
+  it("refuses a file whose mode this user may not change, naming its mode, owner and the system's code", async () => {
+    const file = await fileWithMode("tokens.json", 0o644);
+    chmodFault.mode = { code: "EPERM" };
+    const error = (() => {
+      try {
+        return restrictToOwner(file, { directory: false });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ExposedPathError);
+    expect(error).toMatchObject({ file, mode: 0o644, owner: process.getuid?.(), code: "EPERM" });
+  });
+
+  it("refuses a file whose file system answers the chmod with success but keeps the mode", async () => {
+    const file = await fileWithMode("tokens.json", 0o644);
+    chmodFault.mode = "ignored";
+    expect(() => restrictToOwner(file, { directory: false })).toThrow(expect.objectContaining({ name: "ExposedPathError", code: "mode unchanged by the file system" }));
+  });
+});
