@@ -45,4 +45,23 @@ describe("the durable names a long-lived store remembers", () => {
     expect(names.knows(file(2), { dev: 1, ino: 2 })).toBe(true);
     expect(names.knows(file(0), { dev: 1, ino: 0 })).toBe(false);
   });
+
+  it("forget the least recently noted first: a file noted again outlives one noted once since", () => {
+    const names = new DurableNames(2);
+    const file = (i: number) => path.join(dir, `r${i}.json`);
+    names.note(file(0), { dev: 1, ino: 0 });
+    names.note(file(1), { dev: 1, ino: 1 });
+    names.note(file(0), { dev: 1, ino: 0 });
+    names.note(file(2), { dev: 1, ino: 2 });
+    expect(names.knows(file(0), { dev: 1, ino: 0 })).toBe(true);
+    expect(names.knows(file(1), { dev: 1, ino: 1 })).toBe(false);
+  });
+
+  it("tell files apart by device as well as inode: a file system mounted again at the path holds other files", () => {
+    const names = new DurableNames();
+    const file = path.join(dir, "tokens.json");
+    names.note(file, { dev: 1, ino: 7 });
+    expect(names.knows(file, { dev: 2, ino: 7 })).toBe(false);
+    expect(names.knows(file, { dev: 1n, ino: 7n })).toBe(true);
+  });
 });
