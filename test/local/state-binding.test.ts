@@ -106,6 +106,15 @@ describe("bindStateDir", () => {
     expect((await mismatch(bindStateDir(dir, { ...owner, tenant: "globex" }))).fields).toEqual(["tenant"]);
   });
 
+  it("writes the binding file no more once nothing new is learnt: a bind of the recorded owner leaves it as it was", async () => {
+    // Every cycle binds: a rewrite each time would cost an atomic write and two fsyncs per cycle, for nothing.
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    const before = statSync(join(dir, "binding.json"), { bigint: true });
+    await bindStateDir(dir, owner);
+    expect(statSync(join(dir, "binding.json"), { bigint: true }).ino).toBe(before.ino);
+  });
+
   it("follows the settings while the directory holds no tokens and no snapshots (a first run with a typo)", async () => {
     const dir = freshDir();
     await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
@@ -156,6 +165,9 @@ describe("bindStateDir", () => {
     await bindStateDir(dir, owner);
     holdState(dir, "tokens");
     await mismatch(bindStateDir(dir, { ...owner, clientId: "client-2" }));
+    // Authorize's check before its sign-in writes nothing: a sign-in that then fails leaves the tokens their client's.
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true, checkOnly: true });
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
     await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true });
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual({ ...owner, clientId: "client-2" });
     const error = await mismatch(bindStateDir(dir, { baseUrl: "https://evil.test", clientId: "client-3" }, { rebindClient: true }));
@@ -344,6 +356,17 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
     expect(existsSync(join(dir, "snapshots"))).toBe(false);
     // Authorize does not diff against snapshots: it is not refused.
     await bindStateDir(dir, owner, { checkOnly: true, rebindClient: true });
+  });
+
+  it("records no store id with keepOther (a bridge opening outside the cycle lease): it writes nothing, nor makes a store", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    const before = readFileSync(join(dir, "binding.json"), "utf8");
+
+    await bindStateDir(dir, owner, { snapshots: true, keepOther: true });
+
+    expect(readFileSync(join(dir, "binding.json"), "utf8")).toBe(before);
+    expect(existsSync(join(dir, "snapshots"))).toBe(false);
   });
 
   it("counts the store's id file alone as no snapshots: another client takes a directory whose first run failed before storing any", async () => {
