@@ -35,26 +35,25 @@ describe("the durable names a long-lived store remembers", () => {
     expect(names.size).toBeLessThanOrEqual(4096);
   });
 
-  it("still skip the fsync for a file known durable, and fsync again for one forgotten (never the other way round)", () => {
+  /** Names of at most two files, having noted record file `r<i>.json` (inode i) for each `i` of `order` in turn. */
+  function notedInTurn(order: readonly number[]): { names: DurableNames; knows: (i: number) => boolean } {
     const names = new DurableNames(2);
     const file = (i: number) => path.join(dir, `r${i}.json`);
-    names.note(file(0), { dev: 1, ino: 0 });
-    names.note(file(1), { dev: 1, ino: 1 });
-    names.note(file(2), { dev: 1, ino: 2 });
+    for (const i of order) names.note(file(i), { dev: 1, ino: i });
+    return { names, knows: (i) => names.knows(file(i), { dev: 1, ino: i }) };
+  }
+
+  it("still skip the fsync for a file known durable, and fsync again for one forgotten (never the other way round)", () => {
+    const { names, knows } = notedInTurn([0, 1, 2]);
     expect(names.size).toBe(2);
-    expect(names.knows(file(2), { dev: 1, ino: 2 })).toBe(true);
-    expect(names.knows(file(0), { dev: 1, ino: 0 })).toBe(false);
+    expect(knows(2)).toBe(true);
+    expect(knows(0)).toBe(false);
   });
 
   it("forget the least recently noted first: a file noted again outlives one noted once since", () => {
-    const names = new DurableNames(2);
-    const file = (i: number) => path.join(dir, `r${i}.json`);
-    names.note(file(0), { dev: 1, ino: 0 });
-    names.note(file(1), { dev: 1, ino: 1 });
-    names.note(file(0), { dev: 1, ino: 0 });
-    names.note(file(2), { dev: 1, ino: 2 });
-    expect(names.knows(file(0), { dev: 1, ino: 0 })).toBe(true);
-    expect(names.knows(file(1), { dev: 1, ino: 1 })).toBe(false);
+    const { knows } = notedInTurn([0, 1, 0, 2]);
+    expect(knows(0)).toBe(true);
+    expect(knows(1)).toBe(false);
   });
 
   it("tell files apart by device as well as inode: a file system mounted again at the path holds other files", () => {
