@@ -46,13 +46,13 @@ async function fileWithMode(name: string, mode: number): Promise<string> {
 
 describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
   it.each([
-    [0o644, 0o600],
-    [0o604, 0o600],
-    [0o440, 0o400],
-    [0o666, 0o600],
+    ["0644", 0o644, 0o600],
+    ["0604", 0o604, 0o600],
+    ["0440", 0o440, 0o400],
+    ["0666", 0o666, 0o600],
     // Restored from an archive that kept an executable bit: a token file is data, made 0600 as the bridge writes it.
-    [0o755, 0o600],
-  ])("narrows a file of mode %s to its owner's access (%s) and says which mode it had", async (before, after) => {
+    ["0755", 0o755, 0o600],
+  ])("narrows a file of mode %s to its owner's access and says which mode it had", async (_mode, before, after) => {
     const file = await fileWithMode("tokens.json", before);
     expect(restrictToOwner(file, { directory: false })).toBe(before);
     expect(await modeOf(file)).toBe(after);
