@@ -1,7 +1,8 @@
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 import type { EventDetailSchema } from "./event-schemas-source.js";
-import { resolveProviderUrl, type ProviderUrls, type TenantConfig } from "./tenant-config.js";
+import { resolveProviderUrl, type ProviderUrls } from "./provider-urls.js";
+import type { TenantConfig } from "./tenant-config.js";
 import { TenantStack, tenantStackName } from "./tenant-stack.js";
 
 /** Inputs of {@link buildBridgeApp}. */

@@ -12,7 +12,8 @@ import { nearest } from "../shared/nearest.js";
 import { InfraError } from "./errors.js";
 import { loadEventDetailSchemas } from "./event-schemas-source.js";
 import { runbookUrlFrom } from "./runbook-link.js";
-import { loadTenantsFile, providerUrlsFrom } from "./tenant-config.js";
+import { providerUrlsFrom } from "./provider-urls.js";
+import { loadTenantsFile } from "./tenant-config.js";
 
 const repoRoot = join(import.meta.dirname, "..");
 /** The context settings the app reads. */

@@ -4,13 +4,12 @@ import { join } from "node:path";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
+import { providerUrlsFrom, resolveProviderUrl } from "../../infra/provider-urls.js";
 import {
   MAX_WEBHOOKS_PER_TENANT,
   loadTenantsFile,
   parseTenantConfig,
   parseTenantsDocument,
-  providerUrlsFrom,
-  resolveProviderUrl,
   TENANT_DEFAULTS,
 } from "../../infra/tenant-config.js";
 import { validTenantOf } from "../../shared/aws/config.js";
