@@ -11,6 +11,7 @@ import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, SECRET_ARN_PATTERN, TENA
 import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
+import { formatPath, issueField } from "./field-path.js";
 import { unreachableHost } from "./webhook-host.js";
 
 /** Event types a webhook may forward: the ones the engine publishes (docs/events.md). */
@@ -429,19 +430,6 @@ export type TenantConfig = z.output<typeof tenantSchema>;
 export type WebhookConfig = TenantConfig["webhooks"][number];
 /** How a webhook authenticates, validated. */
 export type WebhookAuthConfig = WebhookConfig["auth"];
-
-/** The field a zod issue is about: for a misspelt key, the key itself, not the object holding it. */
-function issueField(issue: z.core.$ZodIssue): string {
-  return issue.code === "unrecognized_keys" ? formatPath([...issue.path, issue.keys[0] ?? ""]) : formatPath(issue.path);
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const part of path) {
-    out += typeof part === "number" ? `[${part}]` : `${out ? "." : ""}${String(part)}`;
-  }
-  return out || "(root)";
-}
 
 /**
  * Validates one tenant entry.
