@@ -5,7 +5,7 @@
 import { writeFile } from "node:fs/promises";
 import { isEntry } from "../shared/entry.js";
 import { jsonSchemaText } from "../shared/bridge/events/json-schema.js";
-import { tenantsFileDocumentSchema } from "./tenant-config.js";
+import { tenantsFileDocumentSchema } from "./tenants-document.js";
 
 /** `$id` of the rendered schema. */
 export const TENANTS_SCHEMA_ID = "https://schemas.qashio-bridge.dev/tenants.schema.json";

@@ -6,7 +6,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
 import { InfraError, TenantConfigError } from "../../infra/errors.js";
-import { parseTenantsDocument } from "../../infra/tenant-config.js";
+import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, PROVIDER_URLS, REPO_ROOT, testApp } from "./helpers.js";
 
 /** Runs infra/app.ts as `cdk synth` does (context in CDK_CONTEXT_JSON, output in CDK_OUTDIR): its exit and output. */

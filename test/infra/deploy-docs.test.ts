@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseTenantsDocument } from "../../infra/tenant-config.js";
+import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { exampleStacks, REPO_ROOT } from "./helpers.js";
 import type { PolicyStatement } from "./iam-evaluator.js";
 

@@ -9,9 +9,9 @@ import {
   MAX_WEBHOOKS_PER_TENANT,
   loadTenantsFile,
   parseTenantConfig,
-  parseTenantsDocument,
   TENANT_DEFAULTS,
 } from "../../infra/tenant-config.js";
+import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { validTenantOf } from "../../shared/aws/config.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
 

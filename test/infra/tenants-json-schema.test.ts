@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseTenantsDocument } from "../../infra/tenant-config.js";
+import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { renderTenantsJsonSchema } from "../../infra/tenants-json-schema.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
