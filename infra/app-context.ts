@@ -13,7 +13,7 @@ import { InfraError } from "./errors.js";
 import { loadEventDetailSchemas } from "./event-schemas-source.js";
 import { runbookUrlFrom } from "./runbook-link.js";
 import { providerUrlsFrom } from "./provider-urls.js";
-import { loadTenantsFile } from "./tenant-config.js";
+import { loadTenantsFile } from "./tenants-file.js";
 
 const repoRoot = join(import.meta.dirname, "..");
 /** The context settings the app reads. */

@@ -2,7 +2,6 @@
  * Tenant configuration of the CDK app: one JSON file lists every customer tenant.
  * Validated with zod; a bad entry fails synth with a message naming the tenant and the field.
  */
-import { readFileSync } from "node:fs";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import * as z from "zod";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
@@ -12,7 +11,6 @@ import { DEFAULT_SOURCE } from "../shared/bridge/deps.js";
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 import { formatPath, issueField } from "./field-path.js";
-import { parseTenantsDocument } from "./tenants-document.js";
 import { unreachableHost } from "./webhook-host.js";
 
 /** Event types a webhook may forward: the ones the engine publishes (docs/events.md). */
@@ -447,64 +445,4 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
 /** Name of the bus a tenant with `eventBus: { mode: "create" }` gets (TenantEventBus). */
 export function createdEventBusName(tenantId: string): string {
   return `qashio-bridge-${tenantId}`;
-}
-
-/**
- * Reads and validates the tenants file.
- *
- * @throws TenantConfigError when the file is missing, not JSON, or invalid.
- */
-export function loadTenantsFile(path: string): TenantConfig[] {
-  let text: string;
-  try {
-    // A byte-order mark some editors write is not part of the JSON.
-    text = readFileSync(path, "utf8").replace(/^\uFEFF/, "");
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).name;
-    throw new TenantConfigError(`tenants file ${path} cannot be read (${code})`, {}, { cause });
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (cause) {
-    // The file holds no secrets (secrets are referenced by ARN), so the parser's position note may be shown.
-    throw new TenantConfigError(`tenants file ${path} is not valid JSON (YAML is not supported): ${(cause as Error).message}`, {}, { cause });
-  }
-  const repeated = repeatedKeys(text);
-  if (repeated.length > 0) {
-    const fields = repeated.map((field) => `field ${field} is given more than once`).join("; ");
-    throw new TenantConfigError(`tenants file ${path}: ${fields}: keep one${repeated.length > 1 ? " of each" : ""} (JSON keeps only the last)`, { field: repeated[0] });
-  }
-  return parseTenantsDocument(raw);
-}
-
-/**
- * The paths of keys given more than once in one object of `text` (valid JSON), in the order met. JSON.parse keeps the
- * last silently, so a tenants file merged by hand would lose a whole `tenants` list, or a tenant its webhooks, unseen.
- */
-function repeatedKeys(text: string): string[] {
-  const frames: { path: PropertyKey[]; keys?: Set<string>; key?: string; index: number }[] = [];
-  const repeated = new Set<string>();
-  let lastString = "";
-  const valuePath = (): PropertyKey[] => {
-    const top = frames.at(-1);
-    if (top === undefined) return [];
-    return [...top.path, top.keys === undefined ? top.index : (top.key ?? "")];
-  };
-  // Only strings and punctuation matter; numbers, true, false and null hold neither quotes nor punctuation.
-  for (const [token] of text.matchAll(/"(?:[^"\\]|\\.)*"|[{}[\],:]/g)) {
-    const top = frames.at(-1);
-    if (token === "{") frames.push({ path: valuePath(), keys: new Set(), index: 0 });
-    else if (token === "[") frames.push({ path: valuePath(), index: 0 });
-    else if (token === "}" || token === "]") frames.pop();
-    else if (token === ",") {
-      if (top !== undefined) top.index += 1;
-    } else if (token === ":" && top?.keys !== undefined) {
-      const key = JSON.parse(lastString) as string;
-      if (top.keys.has(key)) repeated.add(formatPath([...top.path, key]));
-      top.keys.add(key);
-      top.key = key;
-    } else lastString = token;
-  }
-  return [...repeated];
 }

@@ -2,7 +2,8 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
-import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import type { TenantConfig } from "../../infra/tenant-config.js";
+import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE } from "./helpers.js";
 

@@ -10,7 +10,8 @@ import { PowertoolsMetricsAdapter } from "../../shared/aws/observability.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
 import { cycleAlarmWindow, describePeriodLength, heartbeatAlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { OpsAlarms } from "../../infra/constructs/ops-alarms.js";
-import { loadTenantsFile, type TenantConfig } from "../../infra/tenant-config.js";
+import type { TenantConfig } from "../../infra/tenant-config.js";
+import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks } from "./helpers.js";
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_RUNBOOK_URL, MAX_RUNBOOK_URL_LENGTH, runbookUrlFrom } from "../../infra/runbook-link.js";
 import { InfraError } from "../../infra/errors.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { loadTenantsFile } from "../../infra/tenant-config.js";
+import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks } from "./helpers.js";
 
 const RUNBOOK = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";

@@ -5,13 +5,9 @@ import { RegionInfo } from "aws-cdk-lib/region-info";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
 import { providerUrlsFrom, resolveProviderUrl } from "../../infra/provider-urls.js";
-import {
-  MAX_WEBHOOKS_PER_TENANT,
-  loadTenantsFile,
-  parseTenantConfig,
-  TENANT_DEFAULTS,
-} from "../../infra/tenant-config.js";
+import { MAX_WEBHOOKS_PER_TENANT, parseTenantConfig, TENANT_DEFAULTS } from "../../infra/tenant-config.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
+import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { validTenantOf } from "../../shared/aws/config.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
 
