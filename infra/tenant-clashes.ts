@@ -3,7 +3,8 @@
  * see: ids listed twice, webhook names that collide, event types sent twice to one URL, sources shared on one bus.
  */
 import { TenantConfigError } from "./errors.js";
-import { createdEventBusName, type TenantConfig, type WebhookConfig } from "./tenant-config.js";
+import { createdEventBusName, type TenantConfig } from "./tenant-config.js";
+import type { WebhookConfig } from "./webhook-schema.js";
 
 /**
  * The faults between valid tenants, in the order of the tenants (those on a shared bus last).

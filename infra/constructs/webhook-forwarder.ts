@@ -5,7 +5,7 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import type { WebhookAuthConfig, WebhookConfig } from "../tenant-config.js";
+import type { WebhookAuthConfig, WebhookConfig } from "../webhook-schema.js";
 
 /** Properties of {@link WebhookForwarder}. */
 export interface WebhookForwarderProps {

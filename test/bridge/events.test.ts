@@ -12,7 +12,7 @@ import { eventId } from "../../shared/bridge/hash.js";
 import type { Snapshot } from "../../shared/bridge/ports.js";
 import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { SETTINGS } from "../../shared/cli/config.js";
-import { TENANT_DEFAULTS } from "../../infra/tenant-config.js";
+import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
 import { TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig, type FakeTransaction } from "./fakes.js";

@@ -6,7 +6,7 @@ import { loadEventDetailSchemas, type EventDetailSchema } from "../../infra/even
 import type { TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
-import { EVENT_TYPES } from "../../infra/tenant-config.js";
+import { EVENT_TYPES } from "../../infra/webhook-schema.js";
 import { existsSync, readdirSync } from "node:fs";
 import type { PolicyStatement } from "./iam-evaluator.js";
 
