@@ -466,6 +466,22 @@ describe("QashioClient response handling", () => {
     expect(error.issues.map((i) => i.path)).toContain("pagination");
   });
 
+  it("puts the answer's request id on the InvalidResponseError of a body that does not match its schema", async () => {
+    const fetch = scriptedFetch(json(200, { success: true, data: [], meta: { request_id: "req-schema-1" } }));
+    const { client } = clientWith(fetch);
+    const error = (await client.listTransactions().catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.requestId).toBe("req-schema-1");
+  });
+
+  it("reports the drift of a single read, parsed whole, to onDrift too", async () => {
+    const drift: DriftReport[] = [];
+    const fetch = scriptedFetch(ok(erpCardDetailFixture({ status: "frozen_by_bank" })));
+    const { client } = clientWith(fetch, { onDrift: (w) => drift.push(w) });
+    expect((await client.getErpCard(CARD_ID)).status).toBe("frozen_by_bank");
+    expect(drift).toEqual([expect.objectContaining({ field: "status", value: "frozen_by_bank" })]);
+  });
+
   it("names the first failing field in the error's message, not only in its issues (logs show the message)", async () => {
     const fetch = scriptedFetch(json(200, { success: true, data: [] }));
     const { client } = clientWith(fetch);

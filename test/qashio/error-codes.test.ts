@@ -7,7 +7,7 @@ import { refresh } from "../../shared/qashio/auth/oauth.js";
 import { isInvalidClient, isRejectedGrant, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { BadRequestError, QashioError } from "../../shared/qashio/errors.js";
-import { safeErrorToken } from "../../shared/qashio/redact.js";
+import { safeErrorToken, safeRequestId } from "../../shared/qashio/redact.js";
 import { OAUTH_ERROR_CODES } from "../../shared/qashio/response-errors.js";
 import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
 import { isLogToken, logToken } from "../../shared/log-token.js";
@@ -113,5 +113,22 @@ describe("envelope errors[] field and code", () => {
     expect(safeErrorToken("status", [`${BEARER}status`])).toBe("status");
     expect(safeErrorToken("card_id", ["xcard_idx"])).toBe("card_id");
     expect(safeErrorToken("card_ids", ["xcard_idsx"])).toBe("?");
+  });
+
+  it("takes an empty secret (a body's empty credential) for none: it neither hides every field nor drops the request id", () => {
+    expect(safeErrorToken("page_size", [""])).toBe("page_size");
+    expect(safeRequestId("req-0001", [""])).toBe("req-0001");
+  });
+
+  it("keeps errors[] codes of a body that breaks the envelope's schema, still passed through safeErrorToken", async () => {
+    // No status_code and a numeric field: read tolerantly, not as a body without errors.
+    const body = { message: "rejected", errors: [{ field: 7, code: "OUT_OF_RANGE" }, { field: "page", code: BEARER }] };
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.errors.map((e) => [e.field, e.code])).toEqual([
+      [null, "OUT_OF_RANGE"],
+      ["page", "?"],
+    ]);
   });
 });

@@ -141,6 +141,13 @@ describe("HttpCore requests", () => {
     expect(error.providerText).toEqual({ message: "bad ***", errors: ["reused ***"] });
   });
 
+  it("answers a 2xx with an empty or blank body as body undefined, not as a body that is not JSON", async () => {
+    for (const text of ["", " \r\n"]) {
+      const { http } = core(scriptedFetch(new Response(text, { status: 200 })));
+      expect((await http.request(read())).body, JSON.stringify(text)).toBeUndefined();
+    }
+  });
+
   it("rejects a 2xx body that is not JSON with InvalidResponseError", async () => {
     const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
     await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
@@ -803,6 +810,10 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter("Wed, 01 Foo 2025 00:00:05 GMT", now, served)).toBeUndefined();
     // Delta seconds need no clock at all.
     expect(parseRetryAfter("7", now, served)).toBe(7000);
+  });
+
+  it("reads delta seconds with whitespace around them, as a fetch that does not trim header values gives them", () => {
+    expect(parseRetryAfter(" 5 ", Date.UTC(2025, 0, 1))).toBe(5000);
   });
 
   it("reads fractional delta seconds as seconds", () => {

@@ -120,6 +120,15 @@ describe("parseDataPiecewise", () => {
     expect(() => parseJsonChunks([Buffer.from('{"data":[1,],"n":1}')])).toThrow(SyntaxError);
   });
 
+  it("splits a body of exactly PIECEWISE_FROM_BYTES, and reads a tab as blank before data's bracket and inside it", () => {
+    const head = '{"data":[1],"pad":"';
+    const exact = Buffer.from(`${head}${"x".repeat(PIECEWISE_FROM_BYTES - head.length - 2)}"}`);
+    expect(exact.length).toBe(PIECEWISE_FROM_BYTES);
+    expect(parseDataPiecewise([exact])?.value).toStrictEqual(JSON.parse(exact.toString()));
+    expect(parseDataPiecewise([Buffer.from('{"data":\t[1]}')], 0)?.value).toStrictEqual({ data: [1] });
+    expect(parseDataPiecewise([Buffer.from('{"data":[\t]}')], 0)?.value).toStrictEqual({ data: [] });
+  });
+
   it("reads a backslash ending one chunk as escaping the next chunk's first byte", () => {
     const text = '{"data":["a\\"],[b",{"k\\\\":"\\\\"}],"x":"]"}';
     const bytes = Buffer.from(text);
