@@ -7,8 +7,8 @@ import { refresh } from "../../shared/qashio/auth/oauth.js";
 import { isInvalidClient, isRejectedGrant, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { BadRequestError, QashioError } from "../../shared/qashio/errors.js";
-import { safeErrorToken, safeRequestId } from "../../shared/qashio/redact.js";
-import { OAUTH_ERROR_CODES } from "../../shared/qashio/response-errors.js";
+import { safeErrorToken, safeRequestId, secretsOf } from "../../shared/qashio/redact.js";
+import { codingNote, OAUTH_ERROR_CODES } from "../../shared/qashio/response-errors.js";
 import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
 import { isLogToken, logToken } from "../../shared/log-token.js";
 import { fakeClock, json, scriptedFetch } from "./helpers.js";
@@ -130,5 +130,26 @@ describe("envelope errors[] field and code", () => {
       [null, "OUT_OF_RANGE"],
       ["page", "?"],
     ]);
+  });
+});
+
+describe("secretsOf", () => {
+  it("counts every token-endpoint credential a request body carries, the bearer tokens sent beside them, and nothing else", () => {
+    const body = { client_secret: "cs-1", refresh_token: "rt-1", code: "code-1", access_token: "at-1", grant_type: "refresh_token", page: 2 };
+    expect(secretsOf({ body }, ["bearer-1"]).sort()).toEqual(["at-1", "bearer-1", "code-1", "cs-1", "rt-1"]);
+    expect(secretsOf({}, ["bearer-1"])).toEqual(["bearer-1"]);
+  });
+});
+
+describe("codingNote", () => {
+  const headers = (coding?: string) => new Headers(coding === undefined ? {} : { "content-encoding": coding });
+
+  it("says nothing for identity, in any case, or no Content-Encoding: the body came as asked", () => {
+    for (const coding of [undefined, "identity", "Identity", " IDENTITY "]) expect(codingNote(headers(coding))).toBe("");
+  });
+
+  it("names a coding the transport did not undo, and quotes only what reads as a coding list", () => {
+    expect(codingNote(headers("gzip"))).toBe(": it came in Content-Encoding gzip, though identity was asked for (a proxy compressing on its own?)");
+    expect(codingNote(headers("<script>"))).toContain("it came in a Content-Encoding, though");
   });
 });
