@@ -25,7 +25,13 @@ async function suspendedUnder(cardDetails: boolean, answer: Answer): Promise<{ r
   expect((await pollCards(rig.deps)).outcome).toBe("complete");
   for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
   const list = rig.provider.listErpCards.bind(rig.provider);
-  rig.provider.listErpCards = (query) => answer(query, (page) => list({ ...query, page }));
+  // A walk that starts afresh on every page answered wrongly would list forever on resolved promises, starving the
+  // test's timeout: failed here instead, far past any page bound below.
+  let lists = 0;
+  rig.provider.listErpCards = (query) => {
+    if (++lists > 200) throw new Error("card list called past any page bound: the walk loops");
+    return answer(query, (page) => list({ ...query, page }));
+  };
   rig.provider.calls.length = 0;
   return { rig, list };
 }
