@@ -93,4 +93,12 @@ describe("pollTransactions memory", () => {
     handled.add(["z"]);
     expect(handled.lastVersionOf("x")).toBeUndefined();
   });
+
+  it("gives, of an id handled in several versions in one batch (copies side by side on a page), the last of them", () => {
+    const handled = new RecentIds();
+    handled.add(["x"], new Map([["x", ["v1", "v2", "v3"]]]));
+    expect(handled.lastVersionOf("x")).toBe("v3");
+    handled.add(["x"], new Map([["x", ["v4", "v5"]]]));
+    expect(handled.lastVersionOf("x")).toBe("v5");
+  });
 });
