@@ -122,9 +122,10 @@ describe("redriveQuarantined (mutation-tested cases)", () => {
     const rig = makeRig();
     const txn = await quarantinedPublishFailure(rig);
     const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
-    rig.quarantine.deleteMany = (_ids, options) => Promise.reject(new WriteDeadlineExceededError("not deleted", options?.deadline ?? 0));
+    const deadline = rig.clock.now() + 10_000;
+    rig.quarantine.deleteMany = () => Promise.reject(new WriteDeadlineExceededError("not deleted", deadline));
 
-    const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 10_000 });
+    const report = await redriveQuarantined(rig.deps, { deadline });
     expect(report.cycle.outcome).toBe("deadline");
     expect(report.redriven).toEqual([]);
     expect(report.keptByWhy).toEqual({ "not reached before the deadline": 1 });
