@@ -178,4 +178,25 @@ describe("redriveQuarantined (mutation-tested cases)", () => {
     expect(report.keptByWhy).toEqual({ "its current state still fails validation": 1 });
     expect(rig.quarantine.records.has(record)).toBe(true);
   });
+
+  it("asks for no further chunk once one ended out of time, though the deadline has not passed on the clock", async () => {
+    const rig = makeRig();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
+    };
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0, deadline: rig.clock.now() + 10_000 });
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id !== undefined)).toHaveLength(1);
+    expect(report.considered).toBe(1);
+    expect(report.notScanned).toBe(true);
+    expect(rig.quarantine.records.size).toBe(2);
+  });
 });
