@@ -23,6 +23,7 @@ import type {
   SnapshotStore,
   TokenStore,
 } from "../../shared/bridge/ports.js";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { SnapshotCursorError } from "../../shared/bridge/errors.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import type {
@@ -540,6 +541,15 @@ export async function putGlitchedValidationRecord(rig: TestRig, entityId: string
     at: "2025-01-15T09:00:00.000Z",
     entityId,
   });
+}
+
+/** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
+export async function quarantinePublishFailures(rig: TestRig, count = 1, reason = "AccessDeniedException: not allowed"): Promise<FakeTransaction[]> {
+  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
+  rig.publisher.reject = () => reason;
+  await pollTransactions(rig.deps);
+  rig.publisher.reject = () => undefined;
+  return txns;
 }
 
 /** A repeatable stand-in for `Math.random` (Park-Miller), for a re-drive's shuffle a test must replay. */

@@ -2,16 +2,13 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { KEPT_RECORDS_NAMED, REDRIVEN_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, keptCount, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { makeRig, putGlitchedValidationRecord, quarantinePublishFailures, seededRandom, slowReadsByQashioId } from "./fakes.js";
 
 type Rig = ReturnType<typeof makeRig>;
 
-/** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
+/** Adds `count` transactions whose events fail for good, so a cycle quarantines them (quarantinePublishFailures). */
 async function quarantined(rig: Rig, count: number) {
-  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
-  rig.publisher.reject = () => "AccessDeniedException: not allowed";
-  await pollTransactions(rig.deps);
-  rig.publisher.reject = () => undefined;
+  const txns = await quarantinePublishFailures(rig, count);
   expect(rig.quarantine.records.size).toBe(count);
   return txns;
 }

@@ -7,18 +7,29 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { uuidFromHex } from "../../shared/bridge/hash.js";
 import { WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
-import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord } from "./fakes.js";
+import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, quarantinePublishFailures } from "./fakes.js";
 
 type Rig = ReturnType<typeof makeRig>;
 
-/** One transaction whose event failed for good, so a cycle quarantined it; publishing works again after. */
+/** `count` transactions quarantined as their events failed for good (quarantinePublishFailures), and no other record. */
+async function quarantinedPublishFailures(rig: Rig, count: number) {
+  const txns = await quarantinePublishFailures(rig, count);
+  expect(rig.quarantine.records.size).toBe(count);
+  return txns;
+}
+
+/** One transaction quarantined as its event failed for good. */
 async function quarantinedPublishFailure(rig: Rig) {
-  const txn = rig.provider.addTransaction();
-  rig.publisher.reject = () => "AccessDeniedException: not allowed";
-  await pollTransactions(rig.deps);
-  rig.publisher.reject = () => undefined;
-  expect(rig.quarantine.records.size).toBe(1);
-  return txn;
+  const [txn] = await quarantinedPublishFailures(rig, 1);
+  return txn!;
+}
+
+/** Every acknowledge runs out of time (its calls' deadline past the run's), the clock still before the run's deadline. */
+function acknowledgesOutOfTime(rig: Rig): void {
+  rig.provider.beforeCall = (call) => {
+    if (call.op !== "acknowledgeTransactions") return;
+    throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
+  };
 }
 
 /** The quarantine hands out one record a page, each page read taking `ms` of the rig's clock. */
@@ -140,15 +151,8 @@ describe("redriveQuarantined (mutation-tested cases)", () => {
 
   it("keeps every transaction after a batch that ran out of time as not reached, none lost from the count", async () => {
     const rig = makeRig();
-    rig.publisher.reject = () => "AccessDeniedException: not allowed";
-    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
-    expect(rig.quarantine.records.size).toBe(3);
-    rig.provider.beforeCall = (call) => {
-      if (call.op !== "acknowledgeTransactions") return;
-      throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
-    };
+    await quarantinedPublishFailures(rig, 3);
+    acknowledgesOutOfTime(rig);
 
     const report = await redriveQuarantined(rig.deps, { deadline: rig.clock.now() + 10_000, pageSize: 1 });
     expect(report.cycle.outcome).toBe("deadline");
@@ -181,16 +185,10 @@ describe("redriveQuarantined (mutation-tested cases)", () => {
 
   it("asks for no further chunk once one ended out of time, though the deadline has not passed on the clock", async () => {
     const rig = makeRig();
-    rig.publisher.reject = () => "AccessDeniedException: not allowed";
-    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
-    await pollTransactions(rig.deps);
-    rig.publisher.reject = () => undefined;
+    await quarantinedPublishFailures(rig, 3);
     const pages = rig.quarantine.pages.bind(rig.quarantine);
     rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
-    rig.provider.beforeCall = (call) => {
-      if (call.op !== "acknowledgeTransactions") return;
-      throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
-    };
+    acknowledgesOutOfTime(rig);
 
     const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0, deadline: rig.clock.now() + 10_000 });
     expect(report.cycle.outcome).toBe("deadline");

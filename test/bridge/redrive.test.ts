@@ -3,17 +3,8 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { REDRIVE_READ_PAGES } from "../../shared/bridge/reprocess.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError } from "../../shared/bridge/errors.js";
-import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, seededRandom, slowReadsByQashioId } from "./fakes.js";
+import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, quarantinePublishFailures, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
-
-/** Adds `count` transactions whose events fail for good, so a cycle quarantines them; publishing works again after. */
-async function quarantinePublishFailures(rig: ReturnType<typeof makeRig>, count = 1, reason = "AccessDeniedException: not allowed") {
-  const txns = Array.from({ length: count }, () => rig.provider.addTransaction());
-  rig.publisher.reject = () => reason;
-  await pollTransactions(rig.deps);
-  rig.publisher.reject = () => undefined;
-  return txns;
-}
 
 /**
  * A rig whose transaction validator refuses a memo of "REFUND?" while `strict` is on (a rule that wrongly refuses good
