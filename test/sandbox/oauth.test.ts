@@ -371,6 +371,18 @@ describe("access token expiry and GET /oauth2/validate", () => {
     expect((await validate(h.tokens.access_token)).status).toBe(200);
   });
 
+  // §4.2 validate and §5 rule 9: a malformed token is a 401, never passed and never a 500.
+  it("answers 401 for a token that is not three dot-separated parts: one with a part added after the signature, or one without its signature", async () => {
+    const validate = (t: string) => h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${t}` } });
+    const [header, payload] = h.tokens.access_token.split(".") as [string, string, string];
+    for (const malformed of [`${h.tokens.access_token}.extra`, `${header}.${payload}`]) {
+      const res = await validate(malformed);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ error: "invalid_token" });
+      expect((await api(malformed)).status).toBe(401);
+    }
+  });
+
   it("answers 401 without a token and 403 when the company's API access is disabled", async () => {
     expect((await h.sandbox.fetch(`${BASE}/oauth2/validate`)).status).toBe(401);
     const disabled = (await exchange(code(h.disabledCompanyId))).body;
