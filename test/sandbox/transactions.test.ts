@@ -377,6 +377,16 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect((await h.json(`${LIST}/${mine?.id}`)).body.data.client_sync_status).toBe("not_synced");
   });
 
+  // §7: "a failed write returns 400 with one errors entry per offending field": one unknown id fails the batch too.
+  it("refuses a batch with a single unknown id beside known ones, acknowledging none of them", async () => {
+    const mine = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=2`)).body.data as { id: string }[];
+    const unknown = "2f1e7c52-0d3b-4c5a-9e8f-000000000000";
+    const { status, body } = await h.json(ACK, { body: { transaction_ids: [mine[0]?.id, unknown, mine[1]?.id] } });
+    expect(status).toBe(400);
+    expect(errorCodes(body)).toEqual(["transaction_ids.1:NOT_FOUND"]);
+    for (const tx of mine) expect((await h.json(`${LIST}/${tx.id}`)).body.data.client_sync_status).toBe("not_synced");
+  });
+
   it.each([
     [{ transaction_ids: [] }, ["transaction_ids:REQUIRED"]],
     [{}, ["transaction_ids:REQUIRED"]],
