@@ -116,6 +116,19 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(children.body.data.every((t: { parent_qashio_id: string }) => t.parent_qashio_id === child?.parent_qashio_id)).toBe(true);
   });
 
+  // §4.3 and §8.2 rule 5: both are exact identifier filters, and filters sent together all apply.
+  it("answers qashio_id with parent_qashio_id only when that transaction names that parent", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as { qashio_id: string; parent_qashio_id: string | null }[];
+    const child = all.find((t) => t.parent_qashio_id !== null);
+    const other = all.find((t) => t.parent_qashio_id === null && t.qashio_id !== child?.parent_qashio_id);
+    expect(child && other).toBeDefined();
+    const named = await h.json(`${LIST}?qashio_id=${child?.qashio_id}&parent_qashio_id=${child?.parent_qashio_id}`);
+    expect(named.body.data.map((t: { qashio_id: string }) => t.qashio_id)).toEqual([child?.qashio_id]);
+    const notNamed = await h.json(`${LIST}?qashio_id=${child?.qashio_id}&parent_qashio_id=${other?.qashio_id}`);
+    expect(notNamed.body.data).toEqual([]);
+    expect(notNamed.body.pagination).toMatchObject({ total_records: 0, total_pages: 0, has_next: false });
+  });
+
   it("pages the children of one parent by page_size, newest first, with the pagination totals of all of them", async () => {
     // Money back is capped at what a purchase took (spec-gaps, Balances), so a refund of it in full ends its children:
     // take the first purchase that three refunds in a row still find something left of.
