@@ -75,4 +75,17 @@ describe.skipIf(!available)("authorization screen in headless Chromium", () => {
     expect(landed.searchParams.has("code")).toBe(false);
     await page.close();
   });
+
+  // §4.2: `state` is opaque and the client checks it on return (§5 rule 4b), so the page must carry any text back as sent.
+  it("carries back a state holding HTML's special characters exactly, the page's own form left intact", async () => {
+    const state = `a"b'c<d>&amp;e" onfocus="x`;
+    const page = await browser.newPage();
+    await page.goto(authorizeUrl(state));
+    expect(await page.locator("input[onfocus]").count()).toBe(0);
+    await Promise.all([page.waitForURL(/\/callback\?/), page.click("button[value=approve]")]);
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get("state")).toBe(state);
+    expect(landed.searchParams.get("code")).not.toBeNull();
+    await page.close();
+  });
 });
