@@ -59,6 +59,8 @@ describe("GET /public/v1/erp/transactions", () => {
     ["page=abc", ["page:INVALID_FORMAT"]],
     ["page_size=0", ["page_size:OUT_OF_RANGE"]],
     ["page_size=101", ["page_size:OUT_OF_RANGE"]],
+    // Past the safe integers and past the sandbox's maximum too: still one entry for the field (§7).
+    ["page_size=99999999999999999999", ["page_size:OUT_OF_RANGE"]],
     ["transaction_status=done", ["transaction_status:INVALID_ENUM"]],
     ["transaction_category=gift", ["transaction_category:INVALID_ENUM"]],
     ["erp_sync_status=maybe", ["erp_sync_status:INVALID_ENUM"]],
