@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
-import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateLimitedError, RetryDeferredError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import { issuesOf } from "../../shared/qashio/parse.js";
 import type { RetryEvent } from "../../shared/qashio/http.js";
@@ -27,7 +27,7 @@ import {
   transactionDetailFixture,
   transactionFixture,
 } from "./schemas/fixtures.js";
-import { captureLogger, fail, fakeClock, json, ok, pagination, routedFetch, scriptedFetch, type RecordedCall } from "./helpers.js";
+import { captureLogger, fail, fakeClock, hangingReply, json, ok, pagination, routedFetch, scriptedFetch, type RecordedCall } from "./helpers.js";
 
 const BASE_URL = "https://api.example.test";
 const SECOND_TX = "6a1d8b6f-3e5c-4a7b-8c2f-4d9e3b8f0a21";
@@ -70,6 +70,34 @@ describe("QashioClient reads", () => {
     expect(page.pagination.has_next).toBe(false);
   });
 
+  it.each([
+    ["listTransactions", (c: QashioClient) => c.listTransactions(), transactionFixture()],
+    ["listErpCards", (c: QashioClient) => c.listErpCards(), erpCardFixture()],
+    ["listPoolAccounts", (c: QashioClient) => c.listPoolAccounts(), poolAccountFixture()],
+    ["listBankAccounts", (c: QashioClient) => c.listBankAccounts(), bankAccountFixture()],
+    ["listChartOfAccounts", (c: QashioClient) => c.listChartOfAccounts(), chartOfAccountFixture()],
+    ["listTaxRates", (c: QashioClient) => c.listTaxRates(), taxRateFixture()],
+    ["listSuppliers", (c: QashioClient) => c.listSuppliers(), supplierFixture()],
+    ["listStatements", (c: QashioClient) => c.listStatements(), statementSummaryFixture()],
+  ])("%s sets an item that does not match its schema aside in invalid, keeping the others", async (_name, call, item) => {
+    const { client } = clientWith(scriptedFetch(listOf([item, { id: 42 }])));
+    const page = await call(client);
+    expect(page.data).toEqual([item]);
+    expect(page.invalid.map((each) => each.index)).toEqual([1]);
+  });
+
+  it("quarantines an ERP card read by id that does not match its schema rather than returning it", async () => {
+    const { client } = clientWith(scriptedFetch(ok({ id: 42 })));
+    const read = await client.readErpCard(CARD_ID);
+    expect(read.data).toEqual([]);
+    expect(read.invalid).toHaveLength(1);
+  });
+
+  it("rejects a core cards answer whose data is not {cards, page_info} with InvalidResponseError", async () => {
+    const { client } = clientWith(scriptedFetch(ok({ items: [coreCardFixture()] })));
+    await expect(client.listCoreCards()).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
   it("sends booleans and numbers of the query as text", async () => {
     const fetch = scriptedFetch(listOf([]));
     const { client } = clientWith(fetch);
@@ -99,6 +127,7 @@ describe("QashioClient reads", () => {
     const page = await client.getStatementsByAccount(CARD_ID, { from_month: "2024-01" });
     expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/statements/${CARD_ID}`);
     expect(page).toMatchObject({ page: 1, totalPages: 2, total: 14, account: { account_external_id: CARD_ID, account_type: "Card" } });
+    for (const key of ["data", "page", "total_pages", "total"]) expect(page.account).not.toHaveProperty(key);
     expect(page.data).toHaveLength(2);
   });
 
@@ -139,12 +168,24 @@ describe("QashioClient reads", () => {
     expect(fetch.calls[1]!.url.searchParams.get("last_four")).toBe("4821");
   });
 
+  it("sends the card balance query as checked: a key the operation does not take (a plain-JS caller's) is not sent", async () => {
+    const fetch = scriptedFetch(ok(cardBalanceFixture()));
+    const { client } = clientWith(fetch);
+    await client.getCardBalance({ last_four: "4821", card_id: CARD_ID } as Parameters<QashioClient["getCardBalance"]>[0]);
+    expect([...fetch.calls[0]!.url.searchParams]).toEqual([["last_four", "4821"]]);
+  });
+
   it("validates the current token at /oauth2/validate", async () => {
     const fetch = scriptedFetch(json(200, { active: true }));
     const { client } = clientWith(fetch);
     expect(await client.validate()).toEqual({ active: true });
     expect(fetch.calls[0]!.url.pathname).toBe("/oauth2/validate");
     expect(fetch.calls[0]!.headers.authorization).toBe("Bearer access-1");
+  });
+
+  it("times a validate attempt out at the client's timeoutMs, as every other call's", async () => {
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider("access-1"), fetch: scriptedFetch(hangingReply()), clock: fakeClock(), timeoutMs: 20, retry: { maxAttempts: 1 } });
+    await expect(client.validate()).rejects.toMatchObject({ name: "TimeoutError", timeoutMs: 20 });
   });
 
   it("reports a retried validate attempt to onRetry, as every other call's", async () => {
@@ -294,6 +335,14 @@ describe("QashioClient writes", () => {
     expect(fetch.calls).toHaveLength(0);
   });
 
+  it("leaves a failed acknowledgement's retry to a caller that asks for it (callerRetries), sending it once", async () => {
+    const fetch = scriptedFetch(fail(503), ok({}));
+    const { client } = clientWith(fetch);
+    const error = await client.acknowledgeTransactions([TRANSACTION_ID], { callerRetries: { failedBefore: 0 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryDeferredError);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("accepts an acknowledgement answered 2xx without the standard envelope, with a warning", async () => {
     const fetch = scriptedFetch(new Response(null, { status: 204 }));
     const { client, logger } = clientWith(fetch);
@@ -341,6 +390,7 @@ describe("QashioClient writes", () => {
     const fetch = scriptedFetch(json(201, { status_code: 201, success: true, message: "Resource created", data: { card: coreCardFixture() } }));
     const { client } = clientWith(fetch);
     const result = await client.issueCard({ nickname: "New card" });
+    expect(fetch.calls[0]!.method).toBe("POST");
     expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/core/cards");
     expect(fetch.calls[0]!.body).toEqual({ nickname: "New card" });
     expect(result.card?.id).toBe(CARD_ID);
@@ -381,6 +431,7 @@ describe("QashioClient writes", () => {
     const { client } = clientWith(fetch);
     await expect(client.updateVelocityLimit(CARD_ID, { spend_limit_active: true, spend_limit_period: "WEEKLY" })).rejects.toBeInstanceOf(ServerError);
     expect(fetch.calls).toHaveLength(1);
+    expect(fetch.calls[0]!.method).toBe("POST");
     expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/core/cards/${CARD_ID}/update_velocity_limit`);
   });
 
@@ -388,6 +439,8 @@ describe("QashioClient writes", () => {
     const fetch = scriptedFetch(json(201, { status_code: 201, success: true, data: invitationResultFixture() }));
     const { client } = clientWith(fetch);
     const result = await client.inviteUsers(["new.hire@example.com", "already.invited@example.com"]);
+    expect(fetch.calls[0]!.method).toBe("POST");
+    expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/core/user_profiles/invite");
     expect(fetch.calls[0]!.body).toEqual({ end_user: ["new.hire@example.com", "already.invited@example.com"] });
     expect(result.summary?.total_processed?.failed).toBe(1);
   });
@@ -599,6 +652,34 @@ describe("QashioClient iterators", () => {
     expect(setAside).toEqual([1]);
   });
 
+  it.each([
+    ["iterateTransactions", (c: QashioClient) => c.iterateTransactions({ client_sync_status: "not_synced", page_size: 1 }), "/public/v1/erp/transactions", transactionFixture],
+    ["iterateErpCards", (c: QashioClient) => c.iterateErpCards({ status: "active", page_size: 1 }), "/public/v1/erp/cards", erpCardFixture],
+    ["iteratePoolAccounts", (c: QashioClient) => c.iteratePoolAccounts({ status: "all", page_size: 1 }), "/public/v1/erp/pool_accounts", poolAccountFixture],
+    ["iterateBankAccounts", (c: QashioClient) => c.iterateBankAccounts({ remote_name: "emirates", page_size: 1 }), "/public/v1/erp/bank_accounts", bankAccountFixture],
+    ["iterateChartOfAccounts", (c: QashioClient) => c.iterateChartOfAccounts({ account_currency: "AED", page_size: 1 }), "/public/v1/erp/chart_of_accounts", chartOfAccountFixture],
+    ["iterateTaxRates", (c: QashioClient) => c.iterateTaxRates({ remote_name: "vat", page_size: 1 }), "/public/v1/erp/tax_rates", taxRateFixture],
+    ["iterateSuppliers", (c: QashioClient) => c.iterateSuppliers({ remote_name: "careem", page_size: 1 }), "/public/v1/erp/suppliers", supplierFixture],
+    ["iterateStatements", (c: QashioClient) => c.iterateStatements({ month: "2024-04", page_size: 1 }), "/public/v1/erp/statements", statementSummaryFixture],
+  ])("%s walks its list with the query on every page and yields the items of each", async (_name, walk, path, fixture) => {
+    const first = fixture();
+    // A second item told apart by its id where it has one (the walks that yield each id once).
+    const second = "id" in first ? fixture({ id: String(first.id).replace(/.$/, (last) => (last === "2" ? "3" : "2")) }) : fixture();
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      return ok([page === 1 ? first : second], { pagination: pagination(page, 2, 1) });
+    });
+    const items: unknown[] = [];
+    for await (const item of walk(clientWith(fetch).client)) items.push(item);
+    expect(items).toHaveLength(2);
+    expect(fetch.calls.map((c) => c.url.pathname)).toEqual([path, path]);
+    expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2"]);
+    const queryOf = (c: RecordedCall) => [...c.url.searchParams].filter(([key]) => key !== "page");
+    expect(queryOf(fetch.calls[1]!)).toEqual(queryOf(fetch.calls[0]!));
+    expect(queryOf(fetch.calls[0]!)).toContainEqual(["page_size", "1"]);
+    expect(queryOf(fetch.calls[0]!)).toHaveLength(2);
+  });
+
   it("sends the walk's query with every page of the ERP cards, core cards and statements by account", async () => {
     const erpCards = routedFetch(() => listOf([erpCardFixture()]));
     for await (const _ of clientWith(erpCards).client.iterateErpCards({ status: "active" })) void _;
@@ -612,6 +693,13 @@ describe("QashioClient iterators", () => {
     const statements = routedFetch(() => ok(statementsByAccountFixture({ page: 1, total_pages: 1, total: 0, data: [] })));
     for await (const _ of clientWith(statements).client.iterateStatementsByAccount(CARD_ID, { page_size: 6 })) void _;
     expect(statements.calls.map((c) => c.url.searchParams.get("page_size"))).toEqual(["6"]);
+  });
+
+  it("starts a walk of one account's statements at startPage", async () => {
+    const fetch = routedFetch((call) => ok(statementsByAccountFixture({ page: Number(call.url.searchParams.get("page")), total_pages: 3, total: 0, data: [] })));
+    const { client } = clientWith(fetch);
+    for await (const _ of client.iterateStatementsByAccount(CARD_ID, {}, { startPage: 2 })) void _;
+    expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["2", "3"]);
   });
 
   it("starts a walk at startPage", async () => {

@@ -161,6 +161,20 @@ describe("HttpCore after a 429", () => {
     expect(sentFor(fetch, "Q4")).toBe(0);
   });
 
+  it("holds, not refuses, after a 429 ending its request whose Retry-After is exactly maxRetryAfterMs: a retry would wait that", async () => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "60" }), ok([]));
+    const clock = manualClock();
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, maxRetryAfterMs: 60_000 });
+    track(http.request(read("Q1")));
+    await clock.advance(0);
+    const second = track(http.request(read("Q2")));
+    await clock.advance(59_999);
+    expect(second.outcome).toBeUndefined();
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    expect(second.outcome).toMatchObject({ status: 200 });
+  });
+
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "5" }), ok([]));
     const { http, clock } = core(fetch);

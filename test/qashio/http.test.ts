@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HttpCore, realSleep, type HttpRequest, type RetryEvent, type RetryMode } from "../../shared/qashio/http.js";
 import { redactSecrets } from "../../shared/qashio/redact.js";
@@ -151,6 +153,27 @@ describe("HttpCore requests", () => {
   it("rejects a 2xx body that is not JSON with InvalidResponseError", async () => {
     const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
     await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+});
+
+describe("HttpCore redirects", () => {
+  it("does not follow a 3xx with global fetch: the Location is never requested, so the bearer token goes nowhere else", async () => {
+    const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+    const server = createServer((req, res) => {
+      seen.push({ url: req.url ?? "", headers: req.headers });
+      if (req.url?.startsWith("/public/")) res.writeHead(302, { location: "/elsewhere" }).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ success: true, data: [] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const http = new HttpCore({ baseUrl: `http://127.0.0.1:${port}`, fetch: globalThis.fetch, tokenProvider: new StaticTokenProvider("token-1") });
+      await expect(http.request(read())).rejects.toMatchObject({ status: 302 });
+      expect(seen.map((each) => each.url)).toEqual(["/public/v1/erp/transactions?page=1&client_sync_status=not_synced&exclude_from_sync=false"]);
+      expect(seen[0]?.headers.authorization).toBe("Bearer token-1");
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
