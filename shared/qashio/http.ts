@@ -338,12 +338,13 @@ export class HttpCore {
       }
       if (!isRetryable(error, request.retry) || attempt >= this.retry.maxAttempts) {
         // The provider asked the client to wait also when this request gives up (its last attempt, a request never
-        // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling, when no
-        // longer than a retry would wait), or refused for a Retry-After longer than that.
+        // retried): the others are held as after a retried 429 (its Retry-After, else the backoff's ceiling whatever
+        // its length: maxRetryAfterMs bounds what the provider asks, not the client's own backoff), or refused for a
+        // Retry-After longer than a retry would wait.
         if (error instanceof RateLimitedError) {
-          const waitMs = askedWaitOf(error) ?? this.backoffCeiling(attempt);
-          if (waitMs <= this.retry.maxRetryAfterMs) this.throttleClient(waitMs);
-          else if (error.retryAfterMs !== undefined) this.refuseClient(waitMs);
+          const askedMs = askedWaitOf(error);
+          if (askedMs !== undefined && askedMs > this.retry.maxRetryAfterMs) this.refuseClient(askedMs);
+          else this.throttleClient(askedMs ?? this.backoffCeiling(attempt));
         }
         throw error;
       }

@@ -175,6 +175,24 @@ describe("HttpCore after a 429", () => {
     expect(second.outcome).toMatchObject({ status: 200 });
   });
 
+  it.each([
+    ["without Retry-After", {}],
+    ["asking for no wait (Retry-After 0)", { "retry-after": "0" }],
+  ])("holds the client for a backoff ceiling past maxRetryAfterMs after a 429 %s that ends its request, as a retry would wait", async (_, headers: Record<string, string>) => {
+    // maxRetryAfterMs bounds what a Retry-After may ask; a backoff of the client's own is waited for whatever its length.
+    const fetch = scriptedFetch(fail(429, [], headers), ok([]));
+    const clock = manualClock();
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, baseDelayMs: 90_000, maxDelayMs: 90_000, maxRetryAfterMs: 60_000 });
+    track(http.request(read("Q1")));
+    await clock.advance(0);
+    const second = track(http.request(read("Q2")));
+    await clock.advance(89_999);
+    expect(second.outcome).toBeUndefined();
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    expect(second.outcome).toMatchObject({ status: 200 });
+  });
+
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "5" }), ok([]));
     const { http, clock } = core(fetch);
