@@ -132,17 +132,24 @@ describe("HttpCore after a 429", () => {
     expect(second.outcome).toMatchObject({ status: 200 });
   });
 
-  it.each([
-    ["without Retry-After", {}],
-    ["asking for no wait (Retry-After 0)", { "retry-after": "0" }],
-  ])("holds the client for the backoff's ceiling after a 429 %s that ends its request", async (_, headers: Record<string, string>) => {
+  // maxRetryAfterMs (60 s) bounds what a Retry-After may ask; the client's own backoff is waited for whatever its length.
+  const longCeiling = { baseDelayMs: 90_000, maxDelayMs: 90_000 };
+  const holds: { why: string; headers: Record<string, string>; retry: RetryOptions; heldMs: number }[] = [
+    { why: "without Retry-After, for the backoff's ceiling", headers: {}, retry: { baseDelayMs: 200 }, heldMs: 200 },
+    { why: "asking for no wait (Retry-After 0), for the backoff's ceiling", headers: { "retry-after": "0" }, retry: { baseDelayMs: 200 }, heldMs: 200 },
+    { why: "without Retry-After, for a backoff ceiling past maxRetryAfterMs", headers: {}, retry: longCeiling, heldMs: 90_000 },
+    { why: "asking for no wait, for a backoff ceiling past maxRetryAfterMs", headers: { "retry-after": "0" }, retry: longCeiling, heldMs: 90_000 },
+    { why: "asking for exactly maxRetryAfterMs, for that wait (a retry would wait it)", headers: { "retry-after": "60" }, retry: {}, heldMs: 60_000 },
+  ];
+  it.each(holds)("holds the client, not refuses it, after a 429 that ends its request $why", async ({ headers, retry, heldMs }) => {
     const fetch = scriptedFetch(fail(429, [], headers), ok([]));
     const clock = manualClock();
-    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, baseDelayMs: 200 });
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, maxRetryAfterMs: 60_000, ...retry });
     track(http.request(read("Q1")));
     await clock.advance(0);
     const second = track(http.request(read("Q2")));
-    await clock.advance(199);
+    await clock.advance(heldMs - 1);
+    expect(second.outcome).toBeUndefined();
     expect(sentFor(fetch, "Q2")).toBe(0);
     await clock.advance(1);
     expect(second.outcome).toMatchObject({ status: 200 });
@@ -159,38 +166,6 @@ describe("HttpCore after a 429", () => {
     await clock.advance(0);
     expect(fourth.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 120_000 });
     expect(sentFor(fetch, "Q4")).toBe(0);
-  });
-
-  it("holds, not refuses, after a 429 ending its request whose Retry-After is exactly maxRetryAfterMs: a retry would wait that", async () => {
-    const fetch = scriptedFetch(fail(429, [], { "retry-after": "60" }), ok([]));
-    const clock = manualClock();
-    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, maxRetryAfterMs: 60_000 });
-    track(http.request(read("Q1")));
-    await clock.advance(0);
-    const second = track(http.request(read("Q2")));
-    await clock.advance(59_999);
-    expect(second.outcome).toBeUndefined();
-    expect(sentFor(fetch, "Q2")).toBe(0);
-    await clock.advance(1);
-    expect(second.outcome).toMatchObject({ status: 200 });
-  });
-
-  it.each([
-    ["without Retry-After", {}],
-    ["asking for no wait (Retry-After 0)", { "retry-after": "0" }],
-  ])("holds the client for a backoff ceiling past maxRetryAfterMs after a 429 %s that ends its request, as a retry would wait", async (_, headers: Record<string, string>) => {
-    // maxRetryAfterMs bounds what a Retry-After may ask; a backoff of the client's own is waited for whatever its length.
-    const fetch = scriptedFetch(fail(429, [], headers), ok([]));
-    const clock = manualClock();
-    const { http } = core(fetch, clock, undefined, { maxAttempts: 1, baseDelayMs: 90_000, maxDelayMs: 90_000, maxRetryAfterMs: 60_000 });
-    track(http.request(read("Q1")));
-    await clock.advance(0);
-    const second = track(http.request(read("Q2")));
-    await clock.advance(89_999);
-    expect(second.outcome).toBeUndefined();
-    expect(sentFor(fetch, "Q2")).toBe(0);
-    await clock.advance(1);
-    expect(second.outcome).toMatchObject({ status: 200 });
   });
 
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
