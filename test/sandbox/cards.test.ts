@@ -134,6 +134,17 @@ describe("GET /public/v1/core/cards", () => {
     expect(all.some((c) => c.status === "draft")).toBe(false);
   });
 
+  it("lists newest first, as every list (spec-gaps, Lists and validation: creation order), the pages joining without a gap", async () => {
+    const all = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const created = all.map((c) => String(c.created_at));
+    expect(created.every((at) => at !== "undefined")).toBe(true);
+    expect([...created].sort().reverse()).toEqual(created);
+    expect(new Set(created).size).toBeGreaterThan(1);
+    const pages = [1, 2, 3].map(async (page) => (await h.json(`${CORE}?page_size=5&page=${page}`)).body.data.cards as Row[]);
+    expect((await Promise.all(pages)).flat().map((c) => c.id)).toEqual(all.map((c) => c.id));
+    expect(all.every((c) => typeof c.id === "string")).toBe(true);
+  });
+
   it("accepts limit instead of page_size and defaults to 20", async () => {
     expect((await h.json(`${CORE}?limit=4`)).body.data.page_info.per_page).toBe(4);
     expect((await h.json(CORE)).body.data.page_info).toMatchObject({ per_page: 20, next_page: null, previous_page: null });
