@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { makeRig } from "./fakes.js";
 
-describe("refund parents (mutation-tested cases)", () => {
+describe("refund parents", () => {
   it("takes a parent a read finds whose id is no UUID when the client accepted its row: only a rejected row needs a transaction UUID", async () => {
     const rig = makeRig();
     const parent = rig.provider.addTransaction({ id: "legacy-parent-7" });

@@ -43,7 +43,7 @@ function slowSingleRecordPages(rig: Rig, ms: number): void {
   };
 }
 
-describe("redriveQuarantined (mutation-tested cases)", () => {
+describe("redriveQuarantined: records kept, and why", () => {
   it("keeps a glitched validation record's not-found why when a later chunk's read of its transaction by the trusted qashio_id is not reached", async () => {
     const rig = makeRig();
     const txn = await quarantinedPublishFailure(rig);
