@@ -99,14 +99,16 @@ export interface SettingDoc {
    * so that the events file `run` keeps in the state directory is no foreign entry there: it never refuses it.
    */
   readonly commands: readonly SettingsCommand[];
-  /** `<command> <option>`: with that option, that command neither uses it nor refuses a bad value of it. */
-  readonly unusedWith?: string;
+  /** With that option, that command neither uses it nor refuses a bad value of it. */
+  readonly unusedWith?: { readonly command: SettingsCommand; readonly option: string };
 }
 
 const LOCAL: readonly SettingsCommand[] = ["run", "redrive"];
 const PROVIDER: readonly SettingsCommand[] = [...LOCAL, "authorize"];
 const STATE: readonly SettingsCommand[] = [...LOCAL, "conform-pii"];
 const EVERY: readonly SettingsCommand[] = [...STATE, "authorize"];
+/** authorize --secret-id puts the tokens into the secret, not into a state directory (readAuthorizeSettings). */
+const SECRET_ID_AUTHORIZE = { command: "authorize", option: "--secret-id" } as const;
 
 export const SETTINGS: readonly SettingDoc[] = [
   { name: "QASHIO_BASE_URL", required: "yes", default: "", commands: PROVIDER },
@@ -116,9 +118,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   // Else the token stored by authorize (checkPaths).
   { name: "QASHIO_REFRESH_TOKEN", required: "while no token is stored", default: "", commands: LOCAL },
   { name: "QASHIO_AUTHORIZE_URL", required: "no", default: "the base URL", commands: ["authorize"] },
-  // authorize --secret-id puts the tokens into the secret, not into a state directory (readAuthorizeSettings).
-  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY, unusedWith: "authorize --secret-id" },
-  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, commands: EVERY, unusedWith: "authorize --secret-id" },
+  { name: "BRIDGE_TENANT", required: "except for `authorize`", default: "", commands: EVERY, unusedWith: SECRET_ID_AUTHORIZE },
+  { name: "BRIDGE_STATE_DIR", required: "no", default: DEFAULT_STATE_DIR, commands: EVERY, unusedWith: SECRET_ID_AUTHORIZE },
   { name: "BRIDGE_EVENTS_FILE", required: "no", default: DEFAULT_EVENTS_FILE, commands: LOCAL },
   { name: "BRIDGE_PII_MODE", required: "no", default: DEFAULT_PII_MODE, commands: STATE },
   { name: "BRIDGE_PII_SALT", required: "with `hash`", default: "", commands: STATE },

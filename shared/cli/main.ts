@@ -39,8 +39,8 @@ function needOf(setting: SettingDoc, command: string | undefined): string {
 
 /** For `command`'s own list, the option with which it leaves `setting` unused (`; unused with --secret-id`), else "". */
 function unusedNote(setting: SettingDoc, command: string | undefined): string {
-  const [by, option] = setting.unusedWith?.split(" ") ?? [];
-  return command !== undefined && by === command ? `; unused with ${option}` : "";
+  const unused = setting.unusedWith;
+  return unused !== undefined && unused.command === command ? `; unused with ${unused.option}` : "";
 }
 
 async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {

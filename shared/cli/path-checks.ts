@@ -34,18 +34,30 @@ function accessRefusal(path: string, mode: number): NodeJS.ErrnoException | unde
 }
 
 /**
- * Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. `hint`
- * (a likely cause) follows the path when the refusal is this user's rights. With `need`, for a path of the bridge's
- * own, an EACCES says what shuts this user out and the way in (see {@link deniedAccessOf}); without, the path may be
- * anyone's (a parent directory), whose owner's rights are not for the bridge to hand out.
+ * Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. The
+ * path may be anyone's (a parent directory), whose owner's rights are not for the bridge to hand out: the problem
+ * names no fix. For a path of the bridge's own, {@link ownPathProblem}.
  */
-function notWritable(path: string, mode: number, what = "writable", hint = "", need?: Need): string | undefined {
+function notWritable(path: string, mode: number): string | undefined {
+  return accessProblem(path, mode, "writable");
+}
+
+/**
+ * {@link notWritable} for a path of the bridge's own (a state entry, the events file), read and written by it alone:
+ * the likely cause follows the path, and an EACCES says what shuts this user out and the way in
+ * (see {@link deniedAccessOf}).
+ */
+function ownPathProblem(path: string, mode: number): string | undefined {
+  return accessProblem(path, mode, "readable and writable", { hint: LEFT_BY_ANOTHER_USER, need: "read and write" });
+}
+
+function accessProblem(path: string, mode: number, what: string, own?: { readonly hint: string; readonly need: Need }): string | undefined {
   const code = accessRefusal(path, mode)?.code;
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
-  const problem = `is not ${what} by this user (${code}): ${path}${hint}`;
-  return need === undefined ? problem : withDeniedAccess(problem, path, code, need);
+  const problem = `is not ${what} by this user (${code}): ${path}${own?.hint ?? ""}`;
+  return own === undefined ? problem : withDeniedAccess(problem, path, code, own.need);
 }
 
 /**
@@ -273,7 +285,7 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     }
     // Files are read, and replaced by a rename in the directory: reading is all they need.
     const problem = directory
-      ? (notWritable(path, constants.R_OK | constants.W_OK | constants.X_OK, "readable and writable", LEFT_BY_ANOTHER_USER, "read and write") ??
+      ? (ownPathProblem(path, constants.R_OK | constants.W_OK | constants.X_OK) ??
         (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
       : unreadableStateFileProblem(path);
     if (problem !== undefined) return problem;
@@ -557,7 +569,7 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
     // directory need not be writable: only a power-loss cut writes there (what it cuts is saved beside the file
     // first), rare enough not to refuse such a setup; that append fails then, naming the problem (jsonl-publisher.ts).
     // Like the state directory's files, it is created by the bridge's first run: a run under sudo leaves it root's.
-    return notWritable(eventsFile, constants.R_OK | constants.W_OK, "readable and writable", LEFT_BY_ANOTHER_USER, "read and write");
+    return ownPathProblem(eventsFile, constants.R_OK | constants.W_OK);
   }
   const dir = dirname(eventsFile);
   const parent = statOf(dir);
