@@ -128,7 +128,10 @@ function showAmount(amount: number, currency: unknown): string {
   const sent = decimalsOf(amount);
   // toFixed takes at most 100 digits and writes 1e21 and above with an exponent: such a number is shown as JavaScript writes it.
   if (!(Math.abs(amount) < 1e21) || sent > 100) return String(amount);
-  const text = amount.toFixed(sent);
+  // The shortest form where it has no exponent: toFixed writes a whole number past 2^53 with the binary value's digits
+  // (12345678901234567000 → …567168). Only a tiny amount (1e-7) needs toFixed for its plain digits.
+  const shortest = String(amount);
+  const text = shortest.includes("e") ? amount.toFixed(sent) : shortest;
   const missing = minorDigits(currency) - sent;
   if (missing <= 0) return text;
   return `${text}${sent === 0 ? "." : ""}${"0".repeat(missing)}`;

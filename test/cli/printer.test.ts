@@ -111,6 +111,9 @@ describe("formatEvent", () => {
     expect(priced(1e-7, "USD")).toBe("USD 0.0000001");
     // Padding to the currency's digits adds zeros, not the binary value's digits the provider did not send.
     expect(priced(123456789012345.6, "KWD")).toBe("KWD 123456789012345.600");
+    // A whole number past 2^53 as sent, not the binary value's digits toFixed(0) writes (…567168).
+    expect(priced(12345678901234567000, "KWD")).toBe("KWD 12345678901234567000.000");
+    expect(priced(1e20, "KWD")).toBe("KWD 100000000000000000000.000");
     // A code the currency tables do not know, one that is no currency code at all, or none: two digits, as before.
     expect(priced(1.5, "XYZ")).toBe("XYZ 1.50");
     expect(priced(1.5, "dollars")).toBe("dollars 1.50");
