@@ -54,6 +54,21 @@ describe("formatEvent", () => {
     );
   });
 
+  it("shows a single substantive change alone, counting the bookkeeping timestamps beside it", () => {
+    const approved = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
+      {
+        object: {},
+        changes: [
+          { path: "/modified_date", before: "a", after: "b" },
+          { path: "/approval_status", before: "pending", after: "approved" },
+        ],
+      },
+    );
+    expect(formatEvent(approved)).toBe("03-01 10:15:02  transaction.changed  CT1001  approval_status: pending → approved, +1 more");
+  });
+
   it("shows bookkeeping timestamps when nothing else changed", () => {
     const touched = event(
       "transaction.changed",
@@ -75,6 +90,17 @@ describe("formatEvent", () => {
   it("colours the type only when given the colour palette", () => {
     expect(formatEvent(purchase, COLOURS)).toContain("\u001b[32mtransaction.created");
     expect(formatEvent(purchase, NO_COLOURS)).not.toContain("\u001b[");
+  });
+
+  it("colours a changed transaction yellow and what changed blue", () => {
+    const changed = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
+      { object: {}, changes: [{ path: "/memo", before: "a", after: "b" }] },
+    );
+    const line = formatEvent(changed, COLOURS);
+    expect(line).toContain("\u001b[33mtransaction.changed");
+    expect(line).toContain("\u001b[34mmemo: a → b\u001b[39m");
   });
 
   it("colours a card suspension red, other card events magenta", () => {
@@ -109,6 +135,8 @@ describe("formatEvent", () => {
     expect(priced(1500.5, "JPY")).toBe("JPY 1500.5");
     expect(priced(12.345, "AED")).toBe("AED 12.345");
     expect(priced(1e-7, "USD")).toBe("USD 0.0000001");
+    // 100 decimals, the most toFixed writes.
+    expect(priced(1e-100, "USD")).toBe(`USD 0.${"0".repeat(99)}1`);
     // Padding to the currency's digits adds zeros, not the binary value's digits the provider did not send.
     expect(priced(123456789012345.6, "KWD")).toBe("KWD 123456789012345.600");
     // A whole number past 2^53 as sent, not the binary value's digits toFixed(0) writes (…567168).
@@ -150,6 +178,17 @@ describe("formatEvent", () => {
     expect(formatEvent(changed)).toContain(String.raw`CT1\u001b]0;owned\u0007\u001b[2J\r\nerror  forged\u009b31m\u202egnp.exe`);
   });
 
+  it("leaves out an empty category, currency, merchant, nickname or status", () => {
+    const blank = event(
+      "transaction.created",
+      { type: "transaction", id: "9d", qashio_id: "CT1005", sequence: 1 },
+      { object: { transaction_category: "", billing_amount: 5, billing_currency: "", merchant_name: "" } },
+    );
+    expect(formatEvent(blank)).toBe("03-01 10:15:02  transaction.created  CT1005  5.00");
+    const card = event("card.updated", { type: "card", id: "CA79", sequence: 1 }, { object: { card_nickname: "", status: "" } });
+    expect(formatEvent(card)).toBe("03-01 10:15:02  card.updated         CA79");
+  });
+
   it("shows a numeric field as its number", () => {
     const card = event("card.created", { type: "card", id: "CA78", sequence: 1 }, { object: { card_nickname: 4411, status: "Active" } });
     expect(formatEvent(card)).toBe('03-01 10:15:02  card.created         CA78  "4411"  Active');
@@ -175,6 +214,19 @@ describe("formatCycleSummary", () => {
   it("counts events by type", () => {
     expect(formatCycleSummary({ cycle: 3, published: { "transaction.created": 2, "card.created": 0 }, acknowledged: 2, quarantined: 0, durationMs: 84.4 })).toBe(
       "── cycle 3: 2 events (2 transaction.created) · 2 acknowledged · 0 quarantined · 84 ms",
+    );
+  });
+
+  it("says one event in the singular and rounds the duration to the nearest millisecond", () => {
+    expect(formatCycleSummary({ cycle: 1, published: { "card.suspended": 1 }, acknowledged: 1, quarantined: 0, durationMs: 84.6 })).toBe(
+      "── cycle 1: 1 event (1 card.suspended) · 1 acknowledged · 0 quarantined · 85 ms",
+    );
+  });
+
+  it("colours refused acknowledges and the stop yellow, quarantined records red", () => {
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, acknowledgeRefused: 1, quarantined: 2, durationMs: 5, partial: true }, COLOURS)).toBe(
+      "\u001b[2m── cycle 1: \u001b[22m0 events · 0 acknowledged · \u001b[33m1 acknowledge refused\u001b[39m · \u001b[31m2 quarantined\u001b[39m · 5 ms · " +
+        "\u001b[33mstopped at budget, resumes next cycle\u001b[39m",
     );
   });
 
@@ -220,9 +272,9 @@ describe("formatCycleSummary", () => {
     );
     const finished = { ...stopped, transactions: { ...transactions, outcome: "complete" as const }, complete: true };
     expect(summaryOf(3, finished, NO_COLOURS)).toBe("── cycle 3: 0 events · 0 acknowledged · 0 quarantined · 6 ms");
-    // A status whose count the provider did not give is left out, not shown as 0.
-    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, backlog: { outdated: 7 } })).toBe(
-      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · listed when first read: 7 outdated · stopped at budget, resumes next cycle",
+    // A status whose count the provider did not give is left out, not shown as 0; one it gave as 0 is shown.
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, backlog: { not_synced: undefined, outdated: 0 } })).toBe(
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · listed when first read: 0 outdated · stopped at budget, resumes next cycle",
     );
   });
 
