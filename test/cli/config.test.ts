@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseCommand } from "../../shared/cli/args.js";
 import { loadEnv, parseEnvFile, readAuthorizeSettings, readLocalSettings, readStateSettings, SETTINGS, settingNameWarnings } from "../../shared/cli/config.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
-import { looseAccessProblem } from "../../shared/cli/path-checks.js";
+import { foreignStateDirProblem, looseAccessProblem } from "../../shared/cli/path-checks.js";
 import { FileLock } from "../../shared/local/file-lock.js";
 
 /** Lets go a reader stuck in a blocking open of `fifo` (a writer's open ends it), so the test run cannot hang on one. */
@@ -734,6 +734,11 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect((await readdir(dir)).sort()).toEqual(["README.md", "notes.txt", "package.json", "report.pdf", "src"]);
   });
 
+  it("names all four entries in the way but the last, counting it as one more", async () => {
+    await fill(join(dir, "state"), ["a.txt", "b.txt", "c.txt", "d.txt"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([refusal(join(dir, "state"), "a.txt, b.txt, c.txt and 1 more")]);
+  });
+
   it("names a single entry in the way, escaped so a name cannot forge a line", async () => {
     await fill(join(dir, "state"), ["notes\nBRIDGE_TENANT: fine.txt"]);
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([refusal(join(dir, "state"), "notes\\nBRIDGE_TENANT: fine.txt")]);
@@ -744,16 +749,19 @@ describe("a state directory that is an ordinary directory of other files", () =>
     await mkdir(state);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state" }, dir).stateDir).toBe(state);
     await mkdir(join(state, "lost+found"));
-    await fill(state, [".gitkeep", ".keep", ".gitignore", ".DS_Store", "events.jsonl", "events.jsonl.1", "events.jsonl.2.gz", "events.jsonl.cut-1024", "events.jsonl.cut-1024.2"]);
+    await fill(state, [".gitkeep", ".keep", ".gitignore", ".DS_Store", "events.jsonl", "events.jsonl.1", "events.jsonl.2.gz", "events.jsonl.cut-1024", "events.jsonl.cut-1024.2", "events.jsonl-20260301"]);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "state/events.jsonl" }, dir).stateDir).toBe(state);
     // An interrupted first write of the binding leaves its temp file; an events file in a subdirectory, that directory.
     const nested = join(dir, "nested");
     await fill(join(nested, "out"), ["events.jsonl"]);
     await fill(nested, ["binding.json.4242.0a1b2c3d.tmp"]);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: "nested", BRIDGE_EVENTS_FILE: "nested/out/events.jsonl" }, dir).stateDir).toBe(nested);
+    // The directory's name starts no rotations: a file named after it is in the way.
+    await fill(nested, ["out.1"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "nested", BRIDGE_EVENTS_FILE: "nested/out/events.jsonl" })).toEqual([refusal(nested, "out.1")]);
     // Set elsewhere, the same files are no events of this bridge's: they are in the way.
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state", BRIDGE_EVENTS_FILE: "events.jsonl" })).toEqual([
-      refusal(state, "events.jsonl, events.jsonl.1, events.jsonl.2.gz and 2 more"),
+      refusal(state, "events.jsonl, events.jsonl-20260301, events.jsonl.1 and 3 more"),
     ]);
   });
 
@@ -813,6 +821,14 @@ describe("a state directory that is an ordinary directory of other files", () =>
     await writeFile(join(design, "tokens.json"), JSON.stringify({ color: { primary: { value: "#0a84ff" } } }));
     await mkdir(join(design, "snapshots"));
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "design" })).toEqual([refusal(design, "tokens.json")]);
+    // A tokens.json past what a token set takes is another's, JSON or not; a lease's name is the bridge's in locks/ only.
+    const big = join(dir, "big");
+    await mkdir(big);
+    await writeFile(join(big, "tokens.json"), "x".repeat(64 * 1024 + 1));
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "big" })).toEqual([refusal(big, "tokens.json")]);
+    const leased = join(dir, "leased");
+    await fill(join(leased, "snapshots"), ["cycle.lock"]);
+    expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "leased" })).toEqual([refusal(leased, "snapshots")]);
   });
 
   it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
@@ -864,6 +880,19 @@ describe("a state directory that is an ordinary directory of other files", () =>
     await mkdir(design, { mode: 0o700 });
     await writeFile(join(design, "tokens.json"), JSON.stringify({ spacing: { small: { value: "4px" } } }));
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "design" })).toEqual([refusal(design, "tokens.json")]);
+  });
+
+  it("takes a directory whose snapshots or locks cannot be listed (a link loop) as the bridge's: the entries check names what is wrong there", async () => {
+    // A snapshots/ that cannot be listed counts as state: a file of the user's beside it is no reason to refuse.
+    const looped = join(dir, "looped");
+    await fill(looped, ["notes.txt"]);
+    await symlink("snapshots", join(looped, "snapshots"));
+    expect(foreignStateDirProblem(looped)).toBeUndefined();
+    // A locks/ that cannot be listed, alone, is not in the way.
+    const locked = join(dir, "locked");
+    await mkdir(locked);
+    await symlink("locks", join(locked, "locks"));
+    expect(foreignStateDirProblem(locked)).toBeUndefined();
   });
 
   it("takes a directory holding only what an older version's first run left before its first token save: empty directories, leases, temp files", async () => {
@@ -971,6 +1000,12 @@ describe("a state directory other local users could write into", () => {
       },
     ]);
     await chmod(tokens, 0o600);
+    expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir).stateDir).toBe(state);
+    // Left out: a lease (a forged one only holds a cycle off until it expires) and a temp file (never read: swept).
+    await mkdir(join(state, "locks"), { mode: 0o700 });
+    await writeFile(join(state, "locks", "cycle.lock"), "{}", { mode: 0o600 });
+    await writeFile(join(state, "snapshots", "seg-000000000002-0123abcd.log.tmp"), "x", { mode: 0o600 });
+    for (const file of [join(state, "locks", "cycle.lock"), join(state, "snapshots", "seg-000000000002-0123abcd.log.tmp")]) await chmod(file, 0o666);
     expect(readLocalSettings({ ...valid, BRIDGE_STATE_DIR: state }, dir).stateDir).toBe(state);
   });
 
@@ -1112,6 +1147,10 @@ describe("looseAccessProblem", () => {
     expect(looseAccessProblem("/my state", dirStats(0o1777, 1001), 1000, true)).toBe(
       "is owned by uid 1001, not by you (uid 1000) and is writable by its group and others (mode 1777; the sticky bit still lets them create files in it): " +
         `/my state; ${replaced}: run \`sudo chown -R 1000 '/my state' && chmod 700 '/my state'\` (or use a state directory of your own)`,
+    );
+    // A sticky bit says nothing of a file: it names the mode only.
+    expect(looseAccessProblem("/s/tokens.json", { mode: 0o101620, uid: 1000 }, 1000, false)).toBe(
+      "is writable by its group (mode 1620): /s/tokens.json; another local user could rewrite it, so the bridge will not use it: run `chmod 600 /s/tokens.json`",
     );
   });
 });

@@ -4,13 +4,13 @@
  * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
 import type * as nodeFs from "node:fs";
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
 
-const readOnly = vi.hoisted(() => ({ under: undefined as string | undefined, unreadable: new Set<string>() }));
+const readOnly = vi.hoisted(() => ({ under: undefined as string | undefined, unreadable: new Set<string>(), unenterable: new Set<string>() }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -19,6 +19,9 @@ vi.mock("node:fs", async (importOriginal) => {
       throw Object.assign(new Error(`EROFS: read-only file system, access '${String(path)}'`), { code: "EROFS" });
     }
     if (readOnly.unreadable.has(String(path)) && (mode ?? 0) & fs.constants.R_OK) {
+      throw Object.assign(new Error(`EACCES: permission denied, access '${String(path)}'`), { code: "EACCES" });
+    }
+    if (readOnly.unenterable.has(String(path)) && (mode ?? 0) & fs.constants.X_OK) {
       throw Object.assign(new Error(`EACCES: permission denied, access '${String(path)}'`), { code: "EACCES" });
     }
     fs.accessSync(path, mode);
@@ -34,6 +37,7 @@ beforeEach(async () => {
 afterEach(async () => {
   readOnly.under = undefined;
   readOnly.unreadable.clear();
+  readOnly.unenterable.clear();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -50,11 +54,30 @@ describe("path checks on a read-only file system", () => {
     await writeFile(events, "");
     expect(eventsFileProblem(events)).toBe(`is on a read-only file system (EROFS): ${events}`);
   });
+
+  it("say the same of the directory an events file's link points into, not made yet", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), "writable-"));
+    try {
+      await mkdir(join(dir, "out"));
+      const link = join(elsewhere, "events.jsonl");
+      await symlink(join(dir, "out", "events.jsonl"), link);
+      expect(eventsFileProblem(link)).toBe(`is on a read-only file system (EROFS): ${join(dir, "out")}`);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("path checks of paths this user may not read", () => {
   beforeEach(() => {
     readOnly.under = undefined;
+  });
+
+  it("name a state directory this user may write but not enter", async () => {
+    const state = join(dir, "state");
+    await mkdir(state);
+    readOnly.unenterable.add(state);
+    expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}`);
   });
 
   it("name a state directory entry left unreadable, hinting at a run as another user", async () => {
