@@ -43,6 +43,17 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
+    harness = await startHarness();
+    let stepBack = 0;
+    const clock = { now: () => Date.now() - stepBack, sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
+    // Stepped back a minute once the first events are out (an NTP correction mid-cycle).
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock, onPublished: () => (stepBack = 60_000) });
+    const result = await runCycle(bridge);
+    expect(result.events).toBeGreaterThan(0);
+    expect(result.durationMs).toBe(0);
+  });
+
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
     harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
