@@ -14,6 +14,10 @@ function event(type: string, subject: BridgeEvent["detail"]["subject"], data: Br
   };
 }
 
+/** A transaction.created event of `object`, for the transaction `qashioId`. */
+const created = (qashioId: string, object: Record<string, unknown>): BridgeEvent =>
+  event("transaction.created", { type: "transaction", id: qashioId, qashio_id: qashioId, sequence: 1 }, { object });
+
 const purchase = event(
   "transaction.created",
   { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
@@ -110,11 +114,7 @@ describe("formatEvent", () => {
   });
 
   it("falls back to the transaction amount and currency when the billing amount is missing", () => {
-    const pending = event(
-      "transaction.created",
-      { type: "transaction", id: "8b", qashio_id: "CT1003", sequence: 1 },
-      { object: { transaction_category: "purchase", transaction_amount: 99, transaction_currency: "USD", merchant_name: "Uber" } },
-    );
+    const pending = created("CT1003", { transaction_category: "purchase", transaction_amount: 99, transaction_currency: "USD", merchant_name: "Uber" });
     expect(formatEvent(pending)).toBe("03-01 10:15:02  transaction.created  CT1003  USD 99.00  Uber");
   });
 
@@ -179,11 +179,7 @@ describe("formatEvent", () => {
   });
 
   it("leaves out an empty category, currency, merchant, nickname or status", () => {
-    const blank = event(
-      "transaction.created",
-      { type: "transaction", id: "9d", qashio_id: "CT1005", sequence: 1 },
-      { object: { transaction_category: "", billing_amount: 5, billing_currency: "", merchant_name: "" } },
-    );
+    const blank = created("CT1005", { transaction_category: "", billing_amount: 5, billing_currency: "", merchant_name: "" });
     expect(formatEvent(blank)).toBe("03-01 10:15:02  transaction.created  CT1005  5.00");
     const card = event("card.updated", { type: "card", id: "CA79", sequence: 1 }, { object: { card_nickname: "", status: "" } });
     expect(formatEvent(card)).toBe("03-01 10:15:02  card.updated         CA79");
