@@ -34,6 +34,37 @@ describe("CycleRun.publish", () => {
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(90);
   });
 
+  it("counts an event refused for good (no retryable) as failed, neither published nor deferred, and warns of its rejection", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    const report = await pollTransactions(rig.deps);
+    expect(report).toMatchObject({ published: {}, publishFailed: 1, publishDeferred: 0 });
+    expect(rig.metrics.sum("EventsPublished")).toBe(0);
+    expect(rig.metrics.sum("EventsFailed")).toBe(1);
+    // The item is quarantined (a warning of its own); the publisher's warnings say it was refused, not deferred.
+    const warnings = rig.logger.lines.filter((line) => line.message.includes("by the publisher")).map((line) => [line.level, line.message, line.attributes]);
+    expect(warnings).toEqual([["warn", "events rejected by the publisher", { count: 1, reasons: ["AccessDeniedException: not allowed"] }]]);
+  });
+
+  it("names at most five distinct reasons in a batch's warning, each once", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 8; i++) rig.provider.addTransaction();
+    let refused = 0;
+    rig.publisher.reject = () => `reason ${Math.min(refused++, 6)}`;
+    await pollTransactions(rig.deps);
+    const warning = rig.logger.lines.find((line) => line.message === "events rejected by the publisher");
+    expect(warning?.attributes).toEqual({ count: 8, reasons: ["reason 0", "reason 1", "reason 2", "reason 3", "reason 4"] });
+  });
+
+  it("writes no snapshots for a batch whose every event the publisher took none of for now", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.publisher.reject = () => ({ reason: "ThrottlingException", retryable: true });
+    expect(await pollTransactions(rig.deps)).toMatchObject({ publishDeferred: 1, acknowledged: 0 });
+    expect(rig.snapshots.putManyCalls).toBe(0);
+  });
+
   it("starts the count of batches taken by none afresh after a batch the publisher took", async () => {
     const rig = makeRig();
     for (let i = 0; i < 80; i++) rig.provider.addTransaction();
