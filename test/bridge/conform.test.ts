@@ -289,6 +289,24 @@ describe("conformSnapshots", () => {
     expect(writes.flat().some((key) => key.includes("~conform-pass"))).toBe(false);
   });
 
+  it("writes no page whose scan answered once its signal aborted, and hands out no cursor though pages are left (a timed-out invocation)", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const stop = new AbortController();
+    const scan = rig.snapshots.scan.bind(rig.snapshots);
+    let scans = 0;
+    vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
+      // The invocation gives up while the second page is read.
+      if (++scans === 2) stop.abort();
+      return scan(options);
+    });
+    const writes = recordWrites(rig);
+    const report = await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 5, signal: stop.signal, deadline: rig.clock.now() + 60_000 });
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 5, rewritten: 5 });
+    expect(report.cursor).toBeUndefined();
+    // The first page only: neither the second nor a pass id.
+    expect(writes).toHaveLength(1);
+  });
+
   it("stops the quarantine walk at the deadline too, with the cursor of the last page of snapshots, from which a run reads that page again and goes on with the quarantine", async () => {
     const rig = await rigWrittenUnderFull(3);
     const body = { id: "t1", qashio_id: "CT1", card_holder_name: "Ann Holder", card_holder_email: "ann@example.com" };
