@@ -56,6 +56,18 @@ function recordWrites(rig: TestRig): SnapshotKey[][] {
   return writes;
 }
 
+/** `call` made to abort `stop` during its second call (an invocation giving up then); `count` says how often it was called. */
+function abortingOnSecondCall<A, R>(call: (arg: A) => Promise<R>, stop: AbortController): { call: (arg: A) => Promise<R>; count: () => number } {
+  let calls = 0;
+  return {
+    call: async (arg) => {
+      if (++calls === 2) stop.abort();
+      return call(arg);
+    },
+    count: () => calls,
+  };
+}
+
 /** The hash a cycle takes of a snapshot's object: cards in canonical key order, transactions in the provider's. */
 const hashOf = (key: SnapshotKey, object: Record<string, unknown>): string => (key.startsWith("card:") ? contentHash(object) : recordHash(object));
 
@@ -273,18 +285,14 @@ describe("conformSnapshots", () => {
       await rig.quarantine.put({ id: `q${i}`, kind: "transaction", reason: "bad", raw: { ...body, memo: `m${i}` }, at: "2026-03-01T12:00:00Z" });
     }
     const stop = new AbortController();
-    const put = rig.quarantine.put.bind(rig.quarantine);
-    let puts = 0;
-    rig.quarantine.put = async (record) => {
-      // The invocation gives up while the second record is written.
-      if (++puts === 2) stop.abort();
-      return put(record);
-    };
+    // The invocation gives up while the second record is written.
+    const put = abortingOnSecondCall(rig.quarantine.put.bind(rig.quarantine), stop);
+    rig.quarantine.put = put.call;
     const writes = recordWrites(rig);
     const report = await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 10, signal: stop.signal, deadline: rig.clock.now() + 60_000 });
     expect(report).toMatchObject({ outcome: "deadline", rewritten: 3, quarantineRewritten: 2 });
     expect(report.cursor).toBeUndefined();
-    expect(puts).toBe(2);
+    expect(put.count()).toBe(2);
     // No pass id stored: only the page of snapshots was written.
     expect(writes.flat().some((key) => key.includes("~conform-pass"))).toBe(false);
   });
@@ -292,13 +300,8 @@ describe("conformSnapshots", () => {
   it("writes no page whose scan answered once its signal aborted, and hands out no cursor though pages are left (a timed-out invocation)", async () => {
     const rig = await rigWrittenUnderFull(20);
     const stop = new AbortController();
-    const scan = rig.snapshots.scan.bind(rig.snapshots);
-    let scans = 0;
-    vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
-      // The invocation gives up while the second page is read.
-      if (++scans === 2) stop.abort();
-      return scan(options);
-    });
+    // The invocation gives up while the second page is read.
+    rig.snapshots.scan = abortingOnSecondCall(rig.snapshots.scan.bind(rig.snapshots), stop).call;
     const writes = recordWrites(rig);
     const report = await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 5, signal: stop.signal, deadline: rig.clock.now() + 60_000 });
     expect(report).toMatchObject({ outcome: "deadline", scanned: 5, rewritten: 5 });
