@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, npmOwnOptionWarnings, parseCommand, parseDuration, usageOf } from "../../shared/cli/args.js";
+import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, parseDuration, usageOf } from "../../shared/cli/args.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -38,6 +38,20 @@ describe("parseDuration", () => {
   ])("refuses %j naming the unit given twice or out of order", (text, message) => {
     expect(() => parseDuration(text)).toThrow(UsageError);
     expect(() => parseDuration(text)).toThrow(message);
+  });
+
+  it("reads a decimal without a unit as one lacking its unit, not as a malformed duration", () => {
+    expect(() => parseDuration("1.5")).toThrow(new UsageError('invalid duration "1.5": no unit; write e.g. 1.5s or 1.5m'));
+  });
+
+  it("rounds to whole milliseconds, which is what the timers take", () => {
+    expect(parseDuration("1.5ms")).toBe(2);
+    expect(parseDuration("0.0004s")).toBe(0);
+  });
+
+  it("reads a duration with blanks around it (a quoted value), and quotes the value as given when refusing it", () => {
+    expect(parseDuration(" 30s ")).toBe(30_000);
+    expect(() => parseDuration(" 300 ")).toThrow(new UsageError('invalid duration " 300 ": no unit; write e.g. 300s or 300m'));
   });
 });
 
@@ -85,6 +99,10 @@ describe("parseCommand", () => {
 
   it("rejects an unknown flag naming it", () => {
     expect(() => parseCommand(["run", "--onse"])).toThrow(/--onse/);
+  });
+
+  it("joins only a string option to a value starting with a dash: after a flag, the dash is an unknown option", () => {
+    expect(() => parseCommand(["run", "--once", "-5"])).toThrow(/^run: Unknown option '-5'/);
   });
 
   it.each(["run", "authorize", "demo", "bench", "redrive", "conform-pii"])("answers %s --help (or -h) with the usage, whatever other options it holds", (command) => {
@@ -294,6 +312,10 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["authorize", flag, value])).toThrow(UsageError);
   });
 
+  it("refuses a --secret-id of blanks alone, as it refuses an empty one", () => {
+    expect(() => parseCommand(["authorize", "--secret-id", "  "])).toThrow(new UsageError("--secret-id must not be empty"));
+  });
+
   it("takes ports up to 65535 and no further", () => {
     expect(parseCommand(["authorize", "--port", "65535"])).toMatchObject({ args: { port: 65_535 } });
     expect(() => parseCommand(["authorize", "--port", "65536"])).toThrow(/--port must be at most 65535, got 65536/);
@@ -488,7 +510,22 @@ describe("parseCommand: every bad option value at once", () => {
     for (const problem of problems) expect((error as UsageError).message).toContain(`\n  - ${problem}`);
   });
 
+  it("names the command once, in the heading, for a refusal that names it on its own", () => {
+    expect(() => parseCommand(["run", "--once", "--interval", "30"])).toThrow(
+      new UsageError(
+        'run: 2 problems with the options:\n  - --once and --interval cannot be combined\n  - --interval: invalid duration "30": no unit; write e.g. 30s or 30m',
+      ),
+    );
+  });
+
   it("keeps the message of a single bad value as it was", () => {
     expect(() => parseCommand(["bench", "--transactions", "abc", "--latency-ms", "5"])).toThrow(new UsageError('--transactions must be a whole number, got "abc"'));
+  });
+});
+
+describe("invokedIn", () => {
+  it("takes INIT_CWD under this package's scripts only when it is an absolute path", () => {
+    expect(invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "/srv/tenant-a" }, "/opt/qashio-bridge")).toBe("/srv/tenant-a");
+    expect(invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "tenant-a" }, "/opt/qashio-bridge")).toBe("/opt/qashio-bridge");
   });
 });
