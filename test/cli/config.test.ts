@@ -67,6 +67,13 @@ describe("readLocalSettings", () => {
     });
   });
 
+  it("takes false for a card switch, as it takes true", () => {
+    expect(readLocalSettings({ ...valid, BRIDGE_EMIT_CARD_CREATED: "false", BRIDGE_CARD_DETAILS: "FALSE" }, "/work")).toMatchObject({
+      emitCardCreated: false,
+      cardDetails: false,
+    });
+  });
+
   it("resolves a named provider environment through its variable, in any case", () => {
     for (const name of ["eu", "EU", "Eu"]) {
       expect(readLocalSettings({ ...valid, QASHIO_BASE_URL: name, QASHIO_EU_URL: "https://eu.provider.test/" }, "/work"), name).toMatchObject({
@@ -229,7 +236,7 @@ describe("readLocalSettings", () => {
     const dir = await mkdtemp(join(tmpdir(), "cli-control-"));
     try {
       await writeFile(join(dir, ".env"), `QASHIO_CLIENT_SECRET="${SECRET}\\nx"\nBRIDGE_PII_SALT='0123456789abcdef\\nx'\n`);
-      const env = await loadEnv({ ...valid, QASHIO_CLIENT_SECRET: "", BRIDGE_PII_MODE: "hash", BRIDGE_EVENT_SOURCE: "acme.\u0000bridge" }, dir);
+      const env = await loadEnv({ ...valid, QASHIO_CLIENT_SECRET: "", BRIDGE_PII_MODE: "hash", BRIDGE_EVENT_SOURCE: "acme.\u0000bridge", BRIDGE_TENANT: "ac\u007fme" }, dir);
       let error: unknown;
       try {
         readLocalSettings(env, dir);
@@ -240,6 +247,7 @@ describe("readLocalSettings", () => {
       const problem = "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)";
       expect((error as ConfigError).issues).toEqual([
         { setting: "QASHIO_CLIENT_SECRET", problem },
+        { setting: "BRIDGE_TENANT", problem },
         { setting: "BRIDGE_EVENT_SOURCE", problem },
       ]);
       expect((error as ConfigError).message).not.toContain(SECRET);
@@ -380,6 +388,33 @@ describe("readLocalSettings on the file system", () => {
     }
     throw new Error("expected a ConfigError");
   };
+
+  it("applies to conform-pii the defaults run has (log level, PII mode, cycle budget)", () => {
+    expect(readStateSettings({ BRIDGE_TENANT: "acme", BRIDGE_STATE_DIR: join(dir, "a-directory") }, dir)).toMatchObject({
+      logLevel: "info",
+      piiMode: "redact",
+      cycleBudgetMs: 300_000,
+    });
+  });
+
+  it("asks no QASHIO_REFRESH_TOKEN of a state directory refused for a control character: its path is not the one meant", () => {
+    const { QASHIO_REFRESH_TOKEN: _seed, ...noSeed } = valid;
+    expect(settingsError({ ...noSeed, BRIDGE_STATE_DIR: join(dir, "st\u0001ate") }).issues.map((issue) => issue.setting)).toEqual(["BRIDGE_STATE_DIR"]);
+  });
+
+  it("names only the missing state directory to redrive, asking no token of a directory that holds nothing", () => {
+    const { QASHIO_REFRESH_TOKEN: _seed, ...noSeed } = valid;
+    const missing = join(dir, "missing");
+    let error: unknown;
+    try {
+      readLocalSettings({ ...noSeed, BRIDGE_STATE_DIR: missing }, dir, { holds: "no quarantine to re-drive" });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `${missing} does not exist, so it holds no quarantine to re-drive: set it to the directory \`run\` uses` },
+    ]);
+  });
 
   it("names a state directory under a regular file", () => {
     const error = settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file/state" });
@@ -1423,6 +1458,13 @@ describe("parseEnvFile", () => {
     expect(cutAtHash).toEqual([1, 2, 3]);
     expect(values).toMatchObject({ OK: "value", Q: "a#b", BLANK: "", T: "acme" });
   });
+
+  it("takes a # after a tab as a comment, as after a space (tab-aligned files)", () => {
+    const { cutAtHash, values } = parseEnvFile("OK=value\t# comment\n");
+    expect(cutAtHash).toEqual([]);
+    // parseEnv keeps the tab; every setting is read trimmed.
+    expect(values["OK"]?.trim()).toBe("value");
+  });
 });
 
 describe("loadEnv", () => {
@@ -1484,6 +1526,7 @@ describe("loadEnv", () => {
   it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
     await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
     expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
+    expect((await loadEnv({ BRIDGE_TENANT: "  " }, dir)).BRIDGE_TENANT).toBe("from-file");
   });
 
   it("says a setting is set but blank when the environment sets it blank and .env names it not, or blank too", async () => {
@@ -1520,6 +1563,11 @@ describe("loadEnv", () => {
   it("names every malformed line at once", async () => {
     await writeFile(join(dir, ".env"), "A=1\nbad one\nB=2\nbad: two\n");
     await expect(loadEnv({}, dir)).rejects.toThrow("lines 2, 4 are malformed (expected NAME=value)");
+  });
+
+  it("names ten malformed lines without counting more", async () => {
+    await writeFile(join(dir, ".env"), "bad\n".repeat(10));
+    await expect(loadEnv({}, dir)).rejects.toThrow("lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 are malformed (expected NAME=value)");
   });
 
   it("names the first ten malformed lines and counts the rest", async () => {
@@ -1647,5 +1695,13 @@ describe("loadEnv", () => {
     expect((error as EnvFileError).message).toBe(
       `cannot read the settings file ${join(dir, ".env")} (EISDIR): it is a directory, not a file: rename it, or start the bridge in another working directory`,
     );
+  });
+
+  it("names a .env that is a link to a directory as a directory, not as a link to a missing target", async () => {
+    await mkdir(join(dir, "mounted"));
+    await symlink(join(dir, "mounted"), join(dir, ".env"));
+    const error = await loadEnv({}, dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvFileError);
+    expect((error as EnvFileError).message).toMatch(/ \(EISDIR\): it is a directory, not a file/);
   });
 });
