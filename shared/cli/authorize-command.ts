@@ -14,7 +14,8 @@ import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.j
 import type { AuthorizeArgs } from "./args.js";
 import { authorizeWithBrowser } from "./authorize.js";
 import { DEFAULT_SCOPES, grantShortfall, type GrantShortfall } from "./cycle-scopes.js";
-import { loadEnv, readAuthorizeSettings, settingNameWarnings } from "./config.js";
+import { readAuthorizeSettings, settingNameWarnings } from "./config.js";
+import { loadEnv } from "./env-file.js";
 import { assertHostAnswers } from "./host-probe.js";
 import { AuthorizeError, ConfigError, EXIT, GrantTooNarrowError, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";

@@ -3,7 +3,8 @@
  * (transactions, then cards) or loops every interval until SIGINT/SIGTERM, which stops the cycle after its page in hand.
  */
 import type { RunArgs } from "./args.js";
-import { loadEnv, readLocalSettings, settingNameWarnings, type Env } from "./config.js";
+import { readLocalSettings, settingNameWarnings, type Env } from "./config.js";
+import { loadEnv } from "./env-file.js";
 import { streamLogger } from "./console-ports.js";
 import { CycleIncompleteError, EXIT, retriedNextCycle } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
