@@ -563,6 +563,11 @@ describe("tenant config", () => {
     const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] }));
     expect(error.field).toBe("webhooks[1].name");
     expect(error.message).toBe('tenant "acme": field webhooks[1].name: "erp" is used twice');
+    // A second entry of one id is that fault alone: its own webhooks are not checked as a tenant's, nor its source.
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    expect(errorOf(() => parseTenantsDocument({ tenants: [pinned, { ...pinned, webhooks: [hook, hook] }] })).message).toBe(
+      'tenant "acme": field id: listed more than once',
+    );
   });
 
   it("rejects webhook names that are the same once dashes are removed, naming both", () => {
