@@ -717,6 +717,17 @@ describe("provider URL", () => {
     expect(resolveProviderUrl(tenant, urls)).toBe("https://env.test");
   });
 
+  it("takes a variable set to blanks as unset, falling back to the cdk context", () => {
+    expect(providerUrlsFrom({ sandbox: "https://context.test" }, { QASHIO_SANDBOX_URL: "  " })).toEqual({ sandbox: "https://context.test" });
+  });
+
+  it("resolves each named deployment to its own URL, eu too", () => {
+    const urls = providerUrlsFrom({ production: "https://production.test", eu: "https://eu.test", sandbox: "https://sandbox.test" }, {});
+    for (const deployment of ["production", "eu", "sandbox"]) {
+      expect(resolveProviderUrl(parseTenantConfig({ ...minimal, environment: deployment }), urls)).toBe(`https://${deployment}.test`);
+    }
+  });
+
   it("reads qashioUrls given on the command line (-c passes JSON text) as cdk.json's object", () => {
     expect(providerUrlsFrom('{"sandbox":"https://cli.test"}', {})).toEqual({ sandbox: "https://cli.test" });
     expect(providerUrlsFrom(undefined, {})).toEqual({});
