@@ -7,7 +7,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
-import { tableGrants, TenantTable } from "../../infra/constructs/tenant-table.js";
+import { TABLE_ACCESS, tableGrants, TenantTable } from "../../infra/constructs/tenant-table.js";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { CorruptItemError, SecretStoreError } from "../../shared/aws/errors.js";
@@ -1128,6 +1128,13 @@ describe("least-privilege IAM", () => {
       expect(new Set(grants.map((g) => g.actions.join())).size).toBe(grants.length);
     }
     expect(Object.values(partitionKeyPatterns("acme-sandbox")).every((p) => p.includes("acme-sandbox"))).toBe(true);
+  });
+
+  it.each(Object.keys(TABLE_ACCESS) as (keyof typeof TABLE_ACCESS)[])("folds %s's partitions into grants without losing one: each keeps exactly its actions", (user) => {
+    const patterns = partitionKeyPatterns("acme");
+    const granted = tableGrants("acme", user).flatMap((g) => g.partitionKeys.map((pk) => [pk, [...g.actions]]));
+    const wanted = Object.entries(TABLE_ACCESS[user]).map(([kind, actions]) => [patterns[kind as keyof typeof patterns], [...new Set(actions)].sort()]);
+    expect(granted.sort()).toEqual(wanted.sort());
   });
 
   it.each(["PollTransactionsRole", "PollCardsRole"])("grants %s Query on the live-by-ttl index's own ARN only, not on every index of the table", (role) => {
