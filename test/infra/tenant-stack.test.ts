@@ -1097,6 +1097,13 @@ describe("least-privilege IAM", () => {
     }
   });
 
+  it("names each service of a key grant at the stack's region, as KMS sees kms:ViaService (dynamodb.<region>.amazonaws.com)", () => {
+    const keyGrants = roleStatements(acmeT, "PollCardsRole").filter((st) => actionsOf(st).some((a) => a.startsWith("kms:")));
+    expect(keyGrants.map((st) => st.Condition)).toEqual([
+      { StringEquals: { "kms:ViaService": ["dynamodb.eu-west-1.amazonaws.com", "secretsmanager.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"] } },
+    ]);
+  });
+
   it.each([
     ["PollTransactionsRole", "pollTransactions"],
     ["PollCardsRole", "pollCards"],
