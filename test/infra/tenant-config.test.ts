@@ -731,6 +731,8 @@ describe("provider URL", () => {
   it("reads qashioUrls given on the command line (-c passes JSON text) as cdk.json's object", () => {
     expect(providerUrlsFrom('{"sandbox":"https://cli.test"}', {})).toEqual({ sandbox: "https://cli.test" });
     expect(providerUrlsFrom(undefined, {})).toEqual({});
+    // cdk.json's "qashioUrls": null is no context either, not a refused one
+    expect(providerUrlsFrom(null, {})).toEqual({});
   });
 
   it("refuses a qashioUrls that is no object of URLs by deployment, naming each problem, rather than ignoring it", () => {
