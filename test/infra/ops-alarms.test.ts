@@ -204,6 +204,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(alarmsNamed(globex, "QashioBridge-globex-CardDetailsUnread")).toHaveLength(0);
     const withDetails = Template.fromStack(buildTestApp({ tenants: [{ ...globexEvery(5, 30), cardDetails: true }] }).stacks[0] as TenantStack);
     expect(alarmsNamed(withDetails, "QashioBridge-globex-CardDetailsUnread")[0]).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    // Only that alarm follows the cards schedule: the transaction poller's refusals keep its own.
+    expect(alarmsNamed(withDetails, "QashioBridge-globex-AcknowledgeRefused")[0]).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
   });
 
   it("alarms on acknowledges refused in 2 of 3 periods of the transactions schedule, not on one refusal, clearing in periods without", () => {
