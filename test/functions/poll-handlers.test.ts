@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { Tracer } from "@aws-lambda-powertools/tracer";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LambdaConfigurationError, ProviderClientRejectedError } from "../../shared/aws/errors.js";
 import { truncationsOf } from "../../shared/aws/event-size.js";
@@ -202,6 +203,8 @@ describe("poll-transactions handler", () => {
     expect(stopped).toMatchObject({ status: "completed", outcome: "deadline", backlog: { not_synced: before.not_synced } });
     expect(stopped.backlog).not.toHaveProperty("outdated");
     expect(stopped.published).toBeLessThan(before.not_synced + before.outdated);
+    // How long it ran: past its deadline, by the acknowledge that answered after it.
+    expect(stopped.durationMs).toBeGreaterThan(60_000 - CYCLE_SAFETY_MARGIN_MS);
     // The function log's line of the cycle carries it too (Logs Insights over past cycles).
     const finished = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle finished");
     expect(finished).toMatchObject({ outcome: "deadline", backlog: { not_synced: before.not_synced } });
@@ -717,6 +720,36 @@ describe("poll-transactions handler", () => {
     expect(failed?.["error"]).toMatchObject({ name: "CycleAbortedError", awsCall: "DynamoDB BatchWriteItem", table: h.table.tableName });
   });
 
+  it("logs an AWS SDK TimeoutError that escapes the cycle as the cycle's failure only, not as the invocation's timeout", async () => {
+    // The SDK's own TimeoutError (every attempt timed out) shares its name with middy's early timeout; only middy's is
+    // the invocation running into its Lambda timeout (the runbook tells them apart by this line).
+    const clients = h.clients((dynamo) =>
+      dynamo.middlewareStack.add(
+        () => async () => {
+          throw awsError("TimeoutError");
+        },
+        { step: "initialize", name: "everyCallTimesOut" },
+      ),
+    );
+    const error = await h.poller("transactions", { clients })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "TimeoutError" });
+    const errors = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["level"] === "ERROR");
+    expect(errors.map((doc) => doc["message"])).toEqual(["Cycle failed"]);
+  });
+
+  it("traces the calls of each SDK client of a container once (X-Ray subsegments), however many invocations it serves", async () => {
+    const tracer = new Tracer({ enabled: false });
+    const captured = vi.spyOn(tracer, "captureAWSv3Client");
+    const build = h.clients();
+    const built: AwsClients[] = [];
+    const poll = h.poller("transactions", { tracer, clients: () => built[built.push(build()) - 1] as AwsClients });
+    await poll();
+    await poll();
+    expect(built).toHaveLength(1);
+    const [clients] = built as [AwsClients];
+    expect(captured.mock.calls.map(([client]) => client)).toEqual([clients.dynamo, clients.eventBridge, clients.secrets]);
+  });
+
   it("logs no warning on a cycle that goes well: the tenant dimension is set once per container, not overwritten", async () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     const warnings = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["level"] === "WARN");
@@ -798,6 +831,19 @@ describe("poll-transactions handler", () => {
     expect(result).toMatchObject({ action: "redrive", outcome: "complete", redriven: 0, keptNotNamed: 5 });
     expect(new Set(result.kept)).toHaveProperty("size", KEPT_RECORDS_NAMED);
     expect(await quarantine.size()).toBe(count);
+  });
+
+  it("says a re-drive that stopped at its deadline before reading the quarantine left its records not looked at, and the next one looks at them", async () => {
+    const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
+    for (const id of ["kept-a", "kept-b"]) await quarantine.put({ id, kind: "transaction", reason: "publish: refused", raw: {}, at: "2025-01-01T00:00:00.000Z" });
+    // A 60 s function whose Init phase ran within the container's first invocation: only the safety margin left at entry.
+    const poll = h.poller("transactions", { processUptimeMs: () => MIN_POLLER_TIMEOUT_MS - CYCLE_SAFETY_MARGIN_MS });
+    const stopped = await poll({ action: "redrive" }, lambdaContext(CYCLE_SAFETY_MARGIN_MS));
+    expect(stopped).toMatchObject({ status: "completed", action: "redrive", outcome: "deadline", redriven: 0, kept: [], notScanned: true });
+    const next = await poll({ action: "redrive" });
+    expect(next).toMatchObject({ status: "completed", action: "redrive", outcome: "complete", redriven: 0 });
+    expect(next).not.toHaveProperty("notScanned");
+    expect([...(next.kept ?? [])].sort()).toEqual(["kept-a", "kept-b"]);
   });
 
   it("re-drives a transaction whose event the bus refused for good once invoked with action redrive, and refuses the action elsewhere", async () => {
@@ -990,6 +1036,8 @@ describe("poll-transactions conform-pii action", () => {
       cursor = result.cursor;
     } while (cursor !== undefined && results.length < 20);
     expect(results[0]).toMatchObject({ status: "completed", action: "conform-pii", outcome: "deadline", cursor: expect.any(String) });
+    // How long the pass ran: its scans took it past its deadline (the invocation's 60 s less the margin).
+    expect(results[0]?.durationMs).toBeGreaterThanOrEqual(60_000 - CYCLE_SAFETY_MARGIN_MS);
     expect(results.at(-1)).toMatchObject({ outcome: "complete" });
     expect(results.length).toBeGreaterThan(1);
     const scanned = results.reduce((sum, r) => sum + (r.scanned ?? 0), 0);
