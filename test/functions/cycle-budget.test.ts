@@ -107,6 +107,33 @@ describe("the cycle budget and the token refresh (sandbox clock: no time passes 
     expect(await poll(undefined, lambdaContext(900_000))).toMatchObject({ status: "completed", outcome: "complete" });
     expect(h.pendingAtProvider()).toBe(0);
   });
+
+  it("stops an invocation's cycle at CYCLE_BUDGET_MS though its remaining time would allow more", async () => {
+    const backlog = h.pendingAtProvider();
+    // The first acknowledge answers after the budget: the cycle ends with its page in hand, the rest left.
+    const fetch: Harness["fetch"] = async (input, init) => {
+      if (String(input).endsWith("/transactions/acknowledge")) h.sandbox.control.advanceClock(MIN_CYCLE_BUDGET_MS / 1_000 + 1);
+      return h.fetch(input, init);
+    };
+    const poll = h.poller("transactions", { env: { ...h.env, CYCLE_BUDGET_MS: String(MIN_CYCLE_BUDGET_MS) }, fetch });
+    const stopped = await poll(undefined, lambdaContext(900_000));
+    expect(stopped).toMatchObject({ status: "completed", outcome: "deadline" });
+    expect(stopped.published).toBeLessThan(backlog);
+    expect(h.pendingAtProvider()).toBeGreaterThan(0);
+  });
+
+  it("takes the cycle's deadline from the time left once its runtime is built, not from the time left at entry", async () => {
+    const { context } = h.invocation(MIN_POLLER_TIMEOUT_MS);
+    // Building the container's runtime takes all but 29 s of the invocation: less than the margin kept back.
+    const build = h.clients();
+    const slow = () => {
+      h.sandbox.control.advanceClock((MIN_POLLER_TIMEOUT_MS - CYCLE_SAFETY_MARGIN_MS + 1_000) / 1_000);
+      return build();
+    };
+    const result = await h.poller("transactions", { clients: slow })(undefined, context);
+    expect(result).toMatchObject({ status: "completed", outcome: "deadline", published: 0 });
+    expect(h.refreshTokensPresented).toEqual([]);
+  });
 });
 
 describe("a poller whose Lambda timeout was lowered by hand (config cannot see it: only the remaining time shows it)", () => {
