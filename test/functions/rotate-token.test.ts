@@ -194,6 +194,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
       [eventFor(randomUUID(), "createsecret"), 'Step must be one of "createSecret", "setSecret", "testSecret", "finishSecret"'],
       [eventFor(token, "rotate"), 'Step must be one of "createSecret", "setSecret", "testSecret", "finishSecret"'],
       [eventFor("", "createSecret"), "ClientRequestToken must not be empty"],
+      // Blank is empty too: no version is named by spaces.
+      [eventFor("  ", "createSecret"), "ClientRequestToken must not be empty"],
     ];
     for (const [event, message] of cases) {
       const error = await h.rotator()(event).catch((e: unknown) => e);
