@@ -878,6 +878,10 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(stageCalls()).toBe(before);
     expect(h.secrets.versionWith("AWSCURRENT")).toBe(current);
     expect(h.output.join("\n")).toContain("finishSecret: AWSPENDING already detached");
+    // Only a finishSecret is done with such a version: any other step of it is not under rotation.
+    const presented = h.refreshTokensPresented.length;
+    for (const step of ["createSecret", "testSecret"]) await expect(h.rotator()(eventFor(token, step))).rejects.toThrow(/no stage for rotation/);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
   });
 });
 
