@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
+import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { OAuthTokenProvider, type RefreshLock } from "../../shared/qashio/auth/token-provider.js";
@@ -394,6 +395,22 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await rotator(eventFor(token, "testSecret"));
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("refreshes at testSecret an access token that expires before the validate call could end, instead of testing it as it expires", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    await rotator(eventFor(token, "createSecret"));
+    await rotator(eventFor(token, "setSecret"));
+    const expiresAt = (await h.tokenStore().load())?.accessTokenExpiresAt;
+    if (expiresAt === undefined) throw new Error("no access token expiry stored");
+    // Still valid now, but for less than the validate call may take.
+    h.sandbox.control.advanceClock((expiresAt - h.clock.now() - DEFAULT_TIMEOUT_MS / 2) / 1_000);
+    const presented = h.refreshTokensPresented.length;
+    await rotator(eventFor(token, "testSecret"));
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
   });
 
   /** The shared access token's expiry forgotten, as stored for a provider that sends no JWT times and no `expires_in`. */
