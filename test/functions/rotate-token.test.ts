@@ -563,6 +563,9 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSCURRENT")).toBe(newer);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
+    // Its log line says so, for an operator reading why AWSCURRENT is not the rotation's version.
+    const finished = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "finishSecret: rotation complete");
+    expect(finished).toMatchObject({ currentIsRotationVersion: false });
     expect(await h.familyStillValid()).toBe(true);
   });
 
