@@ -21,8 +21,8 @@ import {
   stateDirProblem,
   stateDirUnderEventsFile,
   statOf,
-  uncheckedProblem,
 } from "./path-checks.js";
+import { uncheckedProblem } from "./access-advice.js";
 import { durationRangeProblem, readDuration, type CommandName } from "./args.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
 

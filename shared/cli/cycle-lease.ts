@@ -25,7 +25,8 @@ import {
   type StateBinding,
 } from "../local/index.js";
 import type { LocalSettings, StateSettings } from "./config.js";
-import { shellQuoted, statOf } from "./path-checks.js";
+import { shellQuoted } from "./access-advice.js";
+import { statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
 import { leaseUnreadableProblem, stateErrorOf, stateFileProblem, stoppedBeforeRefresh, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import { recheckStateDirAccess } from "./state-access.js";

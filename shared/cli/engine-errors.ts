@@ -7,7 +7,7 @@ import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByCl
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
 import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
-import { unreadableProblem } from "./path-checks.js";
+import { unreadableProblem } from "./access-advice.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseEnv } from "node:util";
 import type { Env } from "./config.js";
 import { ConfigError, EnvFileError, type SettingIssue } from "./errors.js";
-import { deniedAccessOf } from "./path-checks.js";
+import { deniedAccessOf } from "./access-advice.js";
 
 /** One `.env` assignment: optional `export`, a variable name, `=`, the value (parsed by Node's parseEnv). */
 const ASSIGNMENT = /^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(.*)$/;

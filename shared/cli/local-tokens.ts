@@ -7,7 +7,7 @@
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { CorruptStateError, type FileTokenStore } from "../local/index.js";
 import { AUTHORIZE_AGAIN, TokenFileError, type SignInAgain } from "./errors.js";
-import { octal, shellWord } from "./path-checks.js";
+import { octal, shellWord } from "./access-advice.js";
 import { restrictOrRefuse } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 

@@ -6,7 +6,7 @@
  */
 import { ExposedPathError, restrictToOwner } from "../local/index.js";
 import { ConfigError } from "./errors.js";
-import { looseAccessProblem, modeCheckingUid, octal, shellWord, type OwnerAndMode } from "./path-checks.js";
+import { looseAccessProblem, modeCheckingUid, octal, shellWord, type OwnerAndMode } from "./access-advice.js";
 
 /** What {@link restrictOrRefuse} says of one path of the state directory, each text naming the path. */
 export interface ExposureWording {
