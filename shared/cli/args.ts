@@ -6,6 +6,7 @@ import { isAbsolute } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
+import { durationRangeProblem, parseDuration } from "./duration.js";
 import { UsageError } from "./errors.js";
 import { nearest } from "../nearest.js";
 import { wordList } from "../word-list.js";
@@ -18,110 +19,6 @@ export type CommandName = (typeof COMMANDS)[number];
 export const DEFAULT_INTERVAL_MS = 60_000;
 /** Shortest interval accepted: below this the provider's rate limit is the likely outcome. */
 export const MIN_INTERVAL_MS = 1_000;
-/** Longest duration accepted: Node timers overflow above 2^31-1 ms (about 24.8 days) and then fire at once. */
-export const MAX_DURATION_MS = 2 ** 31 - 1;
-
-/** Milliseconds of each unit, largest first: the order a duration writes them in. */
-const UNIT_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
-const UNITS = Object.keys(UNIT_MS);
-
-/** Milliseconds of a duration's text, or what is wrong with its form, worded for a prefix that names the value or not. */
-export type DurationReading = { readonly ms: number } | { readonly problem: string };
-
-/**
- * Reads `magnitude` (a duration's text without its sign). Each unit may come once, largest first (`1h30m`): `1h1h`
- * or `30s1h` is more likely a slip than a way to write 2h or 1h30s, and summing it would hide the slip. A sum past
- * what a number holds is Infinity: a duration too long, which the range check names, not a wrong form.
- */
-function readMagnitude(magnitude: string, echo: boolean): DurationReading {
-  if (/^0+(?:\.0+)?$/.test(magnitude)) return { ms: 0 };
-  // A number alone is no duration: 30 could mean seconds or minutes.
-  if (/^\d+(?:\.\d+)?$/.test(magnitude)) {
-    return { problem: `no unit; ${echo ? `write e.g. ${magnitude}s or ${magnitude}m` : "put s (seconds) or m (minutes) after the number"}` };
-  }
-  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0;
-  let consumed = 0;
-  const seen: string[] = [];
-  for (let match = part.exec(magnitude); match; match = part.exec(magnitude)) {
-    const unit = match[2] ?? "";
-    const previous = seen.at(-1);
-    if (previous !== undefined && UNITS.indexOf(unit) <= UNITS.indexOf(previous)) {
-      const slip = seen.includes(unit) ? `${unit} is given twice` : `${unit} comes after ${previous}`;
-      return { problem: `${slip}; give each unit once, largest first (e.g. 1h30m)` };
-    }
-    seen.push(unit);
-    total += Number(match[1]) * (UNIT_MS[unit] ?? Number.NaN);
-    consumed = part.lastIndex;
-  }
-  if (magnitude === "" || consumed !== magnitude.length) return { problem: "use a number with a unit, e.g. 30s, 5m, 1h, 1m30s" };
-  return { ms: Math.round(total) };
-}
-
-/**
- * Reads a duration such as `500ms`, `30s`, `5m`, `1h` or `1m30s` into milliseconds, or says what is wrong with its
- * form: the one wording of a duration's problem for the options (which quote the value before it) and the settings
- * (which never echo a value). Only `echo` tells them apart: with it, a number without a unit is written back with
- * units ("write e.g. 300s or 300m"). A bare `0` is one (zero in any unit), and a leading minus gives a negative
- * duration: both are durations that are too short rather than no durations, so the range check
- * (durationRangeProblem) names the minimum instead of the format. Likewise a sum too large for a number comes back as
- * Infinity (-Infinity with the minus), for the range check to report as too long. Each unit comes once, largest
- * first: `1h1h` and `30s1h` are refused.
- *
- * @example
- * readDuration("1m30s", { echo: false }); // { ms: 90000 }
- * readDuration("300", { echo: false }); // { problem: "no unit; put s (seconds) or m (minutes) after the number" }
- */
-export function readDuration(text: string, { echo }: { readonly echo: boolean }): DurationReading {
-  const trimmed = text.trim();
-  const negative = trimmed.startsWith("-");
-  const reading = readMagnitude(negative ? trimmed.slice(1) : trimmed, echo);
-  return negative && "ms" in reading ? { ms: -reading.ms } : reading;
-}
-
-/**
- * {@link readDuration} for a value the message may quote: its milliseconds, or a {@link UsageError} naming it.
- *
- * @example
- * parseDuration("5m"); // 300000
- * parseDuration("-5s"); // -5000
- * parseDuration("1h1h"); // throws 'invalid duration "1h1h": h is given twice; ...'
- */
-export function parseDuration(text: string): number {
-  const reading = readDuration(text, { echo: true });
-  if ("problem" in reading) throw new UsageError(`invalid duration "${text}": ${reading.problem}`);
-  return reading.ms;
-}
-
-/**
- * `ms` in the largest unit that divides it, as a user would write it.
- *
- * @example
- * formatDuration(1_000); // "1s"
- * formatDuration(1_500); // "1500ms"
- */
-function formatDuration(ms: number): string {
-  for (const unit of ["h", "m", "s"]) {
-    const size = UNIT_MS[unit] ?? 1;
-    if (ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}
-
-/**
- * What is wrong with a duration of `ms` for a setting whose minimum is `minMs`, or undefined when it is in range.
- * Worded without the value, so a flag or a setting name can prefix it.
- *
- * @example
- * durationRangeProblem(0, 1_000); // "must be at least 1s"
- * durationRangeProblem(2_160_000_000, 1_000); // "must be at most 2147483647 ms (about 24.8 days)"
- */
-export function durationRangeProblem(ms: number, minMs: number): string | undefined {
-  if (ms < minMs) return minMs === 0 ? "must not be negative" : `must be at least ${formatDuration(minMs)}`;
-  if (ms > MAX_DURATION_MS) return `must be at most ${MAX_DURATION_MS} ms (about 24.8 days)`;
-  return undefined;
-}
-
 export interface RunArgs {
   readonly once: boolean;
   readonly intervalMs: number;

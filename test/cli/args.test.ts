@@ -1,59 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { COMMANDS, DEFAULT_INTERVAL_MS, MAX_DURATION_MS, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, parseDuration, usageOf } from "../../shared/cli/args.js";
+import { COMMANDS, DEFAULT_INTERVAL_MS, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf } from "../../shared/cli/args.js";
+import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
-
-describe("parseDuration", () => {
-  it.each([
-    ["500ms", 500],
-    ["30s", 30_000],
-    ["5m", 300_000],
-    ["1h", 3_600_000],
-    ["1m30s", 90_000],
-    ["1.5s", 1_500],
-    // Zero is zero in any unit; a minus sign makes a negative duration, which the range checks name.
-    ["0", 0],
-    ["-5s", -5_000],
-  ])("reads %s as %i ms", (text, ms) => {
-    expect(parseDuration(text)).toBe(ms);
-  });
-
-  it.each(["", "30", "5 minutes", "m5", "10x", "5m-", "-", "--5s"])("rejects %j with a usage error", (text) => {
-    expect(() => parseDuration(text)).toThrow(UsageError);
-  });
-
-  it.each([
-    ["1h30m", 5_400_000],
-    ["1h30m15s500ms", 5_415_500],
-    ["1h15s", 3_615_000],
-  ])("reads %s, its units each once and largest first, as %i ms", (text, ms) => {
-    expect(parseDuration(text)).toBe(ms);
-  });
-
-  // 1h1h was read as 2h, and 30s1h as 1h30s: more likely a slip than a way to write either.
-  it.each([
-    ["1h1h", 'invalid duration "1h1h": h is given twice; give each unit once, largest first (e.g. 1h30m)'],
-    ["5m30s5m", 'invalid duration "5m30s5m": m is given twice; give each unit once, largest first (e.g. 1h30m)'],
-    ["30s1h", 'invalid duration "30s1h": h comes after s; give each unit once, largest first (e.g. 1h30m)'],
-    ["500ms1s", 'invalid duration "500ms1s": s comes after ms; give each unit once, largest first (e.g. 1h30m)'],
-  ])("refuses %j naming the unit given twice or out of order", (text, message) => {
-    expect(() => parseDuration(text)).toThrow(UsageError);
-    expect(() => parseDuration(text)).toThrow(message);
-  });
-
-  it("reads a decimal without a unit as one lacking its unit, not as a malformed duration", () => {
-    expect(() => parseDuration("1.5")).toThrow(new UsageError('invalid duration "1.5": no unit; write e.g. 1.5s or 1.5m'));
-  });
-
-  it("rounds to whole milliseconds, which is what the timers take", () => {
-    expect(parseDuration("1.5ms")).toBe(2);
-    expect(parseDuration("0.0004s")).toBe(0);
-  });
-
-  it("reads a duration with blanks around it (a quoted value), and quotes the value as given when refusing it", () => {
-    expect(parseDuration(" 30s ")).toBe(30_000);
-    expect(() => parseDuration(" 300 ")).toThrow(new UsageError('invalid duration " 300 ": no unit; write e.g. 300s or 300m'));
-  });
-});
 
 describe("parseCommand", () => {
   it("reads redrive, which takes no options", () => {
