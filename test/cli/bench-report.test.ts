@@ -32,6 +32,8 @@ describe("floorOf", () => {
 
   it("rounds a partial last page and batch up", () => {
     expect(floorOf({ transactions: 150, pageSize: 100, ackBatchSize: 50 })).toEqual({ pages: 3, acknowledgeCalls: 3, calls: 6 });
+    // A last page and a last batch under half full still take a call each.
+    expect(floorOf({ transactions: 120, pageSize: 100, ackBatchSize: 50 })).toEqual({ pages: 3, acknowledgeCalls: 3, calls: 6 });
   });
 });
 
@@ -48,6 +50,12 @@ describe("toBenchJson", () => {
       peak_rss_mb: 123.5,
       latency_ms: 20,
     });
+  });
+
+  it("gives CPU per transaction to the tenth, per transaction of the backlog (not per event), so 100.4 us misses the 100 us budget", () => {
+    const json = toBenchJson({ ...measurement, events: 8_000, bridgeCpuUs: 1_004_000, baselineCpuUs: 451_000 });
+    expect([json.cpu_us_per_txn, json.baseline_cpu_us_per_txn]).toEqual([100.4, 45.1]);
+    expect(checkBudgets(json).find((c) => c.name === "CPU per transaction")).toMatchObject({ actual: "100.4 us", ok: false });
   });
 
   it("adds the baseline's CPU per transaction, last, only when --baseline measured one", () => {
@@ -124,16 +132,31 @@ describe("formatBenchReport", () => {
     expect(text).not.toContain("CPU floor");
   });
 
+  it("prints each budget's row in full, a missed one as MISS, ratios to the thousandth", () => {
+    const lines = formatBenchReport({ ...measurement, providerCalls: 210, wallMs: 5_000 });
+    expect(lines.slice(lines.indexOf("budget check:") + 1, lines.indexOf("budget check:") + 5)).toEqual([
+      "  ok   provider calls       210 (1.045x floor)           budget <= 1.05x",
+      "  ok   CPU per transaction  60 us                        budget <= 100 us",
+      "  MISS wall time            5000 ms (1.244x floor)       budget <= 1.2x",
+      "  ok   peak RSS             123.5 MB                     budget < 200 MB",
+    ]);
+  });
+
+  it("judges the wall budget at any latency above 0, however small", () => {
+    expect(formatBenchReport({ ...measurement, latencyMs: 1 })).toContain("  MISS wall time            4500 ms (22.388x floor)      budget <= 1.2x");
+  });
+
   it("prints the baseline's CPU and the bridge's ratio to it after the bridge's CPU", () => {
     const lines = formatBenchReport({ ...measurement, baselineCpuUs: 480_000 });
     const cpu = lines.findIndex((l) => l.startsWith("CPU / transaction"));
     expect(lines[cpu + 1]).toMatch(/^CPU floor {9}48 us \(--baseline: .*the bridge takes 1\.25x of it\)$/);
   });
 
-  it("gives no budget an ok for a drain that did not finish: events short of the backlog, or transactions left not_synced", () => {
+  it("gives no budget an ok for a drain that did not finish or delivered twice: events short of or past the backlog, or transactions left not_synced", () => {
     for (const [drain, problem] of [
       [{ ...measurement, events: 9_900 }, "9900 events for 10000 transactions, 0 left not_synced"],
       [{ ...measurement, notSyncedLeft: 100 }, "10000 events for 10000 transactions, 100 left not_synced"],
+      [{ ...measurement, events: 10_100 }, "10100 events for 10000 transactions, 0 left not_synced"],
     ] as const) {
       const lines = formatBenchReport(drain);
       expect(lines.filter((l) => /^ {2}(ok|MISS) /.test(l))).toEqual([]);
