@@ -23,6 +23,9 @@ describe("parseThreadStat", () => {
     expect(parseThreadStat("4242 node S 1 2 3")).toBeUndefined();
     expect(parseThreadStat("4242 (node) S 1 4242 4242 0 -1 4194560 2420 30108 0 13 120")).toBeUndefined();
     expect(parseThreadStat("4242 (node) S 1 4242 4242 0 -1 4194560 2420 30108 0 13 x 30 26")).toBeUndefined();
+    expect(parseThreadStat("4242 (node) S 1 4242 4242 0 -1 4194560 2420 30108 0 13 120 x 26")).toBeUndefined();
+    // Every field there but the name's parentheses.
+    expect(parseThreadStat(statLine("node", 120, 30).replace("(node)", "node"))).toBeUndefined();
   });
 });
 
@@ -49,6 +52,8 @@ describe("clockTicksOfAuxv", () => {
     expect(clockTicksOfAuxv(auxv([[6, 4096]], 8, true), 8, true)).toBeUndefined();
     expect(clockTicksOfAuxv(Buffer.concat([auxv([[6, 4096]], 8, true), auxv([[17, 100]], 8, true)]), 8, true)).toBeUndefined();
     expect(clockTicksOfAuxv(auxv([[17, 0]], 8, true), 8, true)).toBeUndefined();
+    expect(clockTicksOfAuxv(auxv([[17, 1_000_000]], 8, true), 8, true)).toBe(1_000_000);
+    expect(clockTicksOfAuxv(auxv([[17, 1_000_001]], 8, true), 8, true)).toBeUndefined();
     expect(clockTicksOfAuxv(Buffer.alloc(0), 8, true)).toBeUndefined();
   });
 });
@@ -76,6 +81,45 @@ describe("threadCpuMeter", () => {
     // 1,650,000 us in all; the process's own figure may be off by up to a tick (10,000 us) a thread.
     expect(threads.split(1_650_000 + 25_000)).toEqual({ mainUs: 1_350_000, otherUs: 300_000 });
     expect(threads.split(1_650_000 - 25_000)).toEqual({ mainUs: 1_350_000, otherUs: 300_000 });
+    // Three threads: a tick each (30,000 us) is the most it may be off.
+    expect(threads.split(1_650_000 + 30_000)).toEqual({ mainUs: 1_350_000, otherUs: 300_000 });
+    expect(threads.split(1_650_000 - 30_001)).toBeUndefined();
+  });
+
+  it("counts a thread that ended inside the stretch among those whose tick the total may miss, and still splits", () => {
+    writeStat(10, 0, 0);
+    writeStat(11, 0, 0);
+    writeStat(12, 0, 0);
+    const threads = meter();
+    writeStat(10, 100, 0);
+    writeStat(11, 20, 0);
+    rmSync(join(taskDir, "12"), { recursive: true });
+    // Thread 12's last 2.5 ticks are lost with it: within a tick of each of the three threads.
+    expect(threads.split(1_200_000 + 25_000)).toEqual({ mainUs: 1_000_000, otherUs: 200_000 });
+  });
+
+  it("still splits when a thread ends between the listing and the read of its stat file", () => {
+    writeStat(10, 0, 0);
+    const threads = meter();
+    writeStat(10, 100, 0);
+    mkdirSync(join(taskDir, "13")); // listed, its stat file gone (ENOENT)
+    expect(threads.split(1_000_000)).toEqual({ mainUs: 1_000_000, otherUs: 0 });
+  });
+
+  it("is unavailable, not all CPU on the other threads, when the main thread is not among the tasks (a /proc of another pid namespace)", () => {
+    writeStat(11, 0, 0);
+    const threads = meter();
+    writeStat(11, 100, 0);
+    expect(threads.split(1_000_000)).toBeUndefined();
+  });
+
+  it("is unavailable when a thread's time went down (its tid reused by a new thread), though the sum agrees", () => {
+    writeStat(10, 0, 0);
+    writeStat(11, 50, 0);
+    const threads = meter();
+    writeStat(10, 100, 0);
+    writeStat(11, 30, 0);
+    expect(threads.split(800_000)).toBeUndefined();
   });
 
   it("leaves the split out when it is further from the process's own total than a tick a thread: the tick length is wrong", () => {
@@ -104,6 +148,12 @@ describe("threadCpuMeter", () => {
     const threads = meter();
     writeFileSync(join(taskDir, "10", "stat"), "garbage");
     expect(threads.split(0)).toBeUndefined();
+    // Another thread's, the main thread's fine.
+    writeStat(10, 0, 0);
+    writeStat(11, 0, 0);
+    const again = meter();
+    writeFileSync(join(taskDir, "11", "stat"), "garbage");
+    expect(again.split(0)).toBeUndefined();
   });
 
   it.runIf(process.platform === "linux")("splits this process's real CPU on Linux, the busy main thread taking most of it", () => {
