@@ -12,7 +12,7 @@ import { spendableOf } from "../../sandbox/data/balances.js";
 import { accountBalanceOf } from "../../sandbox/data/model.js";
 import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
-import { AuthorizeAgainError, CliError, EXIT } from "../../shared/cli/errors.js";
+import { AuthorizeAgainError, AuthorizeError, CliError, EXIT } from "../../shared/cli/errors.js";
 import { STATE_FILES } from "../../shared/local/layout.js";
 import { ROOT, runInProcess } from "./helpers.js";
 
@@ -207,6 +207,22 @@ describe("bridge demo with a token the provider refuses", () => {
     expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
     // Its sandbox and state went with it: nothing to authorize, a new demo signs in anew.
     expect((error as AuthorizeAgainError).message).toBe("the provider revoked this integration's token family: start a new demo with `npm start` to sign in again");
+  });
+});
+
+describe("bridge demo whose sign-in fails", () => {
+  it("fails with the sign-in's error, its temp directory removed, rather than stop cleanly after 0 cycles: no Ctrl-C asked for it", async () => {
+    let stderr = "";
+    const seams: DemoSeams = {
+      onSandbox: (sandbox) => {
+        // The provider hands out a code its token endpoint then refuses.
+        sandbox.control.issueAuthorizationCode = () => "a-code-the-provider-never-issued";
+      },
+    };
+    const error = await demo({ cycles: 1, seams }, undefined, (chunk) => (stderr += chunk)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as AuthorizeError).message).toMatch(/^the code exchange failed: /);
+    expect(stderr).toMatch(/demo failed; removed \S*qashio-bridge-demo-\S+ \(--keep keeps it\)/);
   });
 });
 
