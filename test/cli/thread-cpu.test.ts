@@ -70,6 +70,13 @@ describe("threadCpuMeter", () => {
     writeFileSync(join(taskDir, String(tid), "stat"), statLine(name, utime, stime));
   };
   const meter = () => threadCpuMeter({ taskDir, mainTid: 10, clockTicks: 100 });
+  /** A meter over a stretch from `before` to `after`, each thread's user ticks by tid. */
+  const stretch = (before: Readonly<Record<number, number>>, after: Readonly<Record<number, number>>) => {
+    for (const [tid, ticks] of Object.entries(before)) writeStat(Number(tid), ticks, 0);
+    const threads = meter();
+    for (const [tid, ticks] of Object.entries(after)) writeStat(Number(tid), ticks, 0);
+    return threads;
+  };
 
   it("splits the stretch's ticks into the main thread's and the others', a thread started inside it counted whole", () => {
     writeStat(10, 500, 20);
@@ -87,47 +94,28 @@ describe("threadCpuMeter", () => {
   });
 
   it("counts a thread that ended inside the stretch among those whose tick the total may miss, and still splits", () => {
-    writeStat(10, 0, 0);
-    writeStat(11, 0, 0);
-    writeStat(12, 0, 0);
-    const threads = meter();
-    writeStat(10, 100, 0);
-    writeStat(11, 20, 0);
+    const threads = stretch({ 10: 0, 11: 0, 12: 0 }, { 10: 100, 11: 20 });
     rmSync(join(taskDir, "12"), { recursive: true });
     // Thread 12's last 2.5 ticks are lost with it: within a tick of each of the three threads.
     expect(threads.split(1_200_000 + 25_000)).toEqual({ mainUs: 1_000_000, otherUs: 200_000 });
   });
 
   it("still splits when a thread ends between the listing and the read of its stat file", () => {
-    writeStat(10, 0, 0);
-    const threads = meter();
-    writeStat(10, 100, 0);
+    const threads = stretch({ 10: 0 }, { 10: 100 });
     mkdirSync(join(taskDir, "13")); // listed, its stat file gone (ENOENT)
     expect(threads.split(1_000_000)).toEqual({ mainUs: 1_000_000, otherUs: 0 });
   });
 
   it("is unavailable, not all CPU on the other threads, when the main thread is not among the tasks (a /proc of another pid namespace)", () => {
-    writeStat(11, 0, 0);
-    const threads = meter();
-    writeStat(11, 100, 0);
-    expect(threads.split(1_000_000)).toBeUndefined();
+    expect(stretch({ 11: 0 }, { 11: 100 }).split(1_000_000)).toBeUndefined();
   });
 
   it("is unavailable when a thread's time went down (its tid reused by a new thread), though the sum agrees", () => {
-    writeStat(10, 0, 0);
-    writeStat(11, 50, 0);
-    const threads = meter();
-    writeStat(10, 100, 0);
-    writeStat(11, 30, 0);
-    expect(threads.split(800_000)).toBeUndefined();
+    expect(stretch({ 10: 0, 11: 50 }, { 10: 100, 11: 30 }).split(800_000)).toBeUndefined();
   });
 
   it("leaves the split out when it is further from the process's own total than a tick a thread: the tick length is wrong", () => {
-    writeStat(10, 0, 0);
-    writeStat(11, 0, 0);
-    const threads = meter();
-    writeStat(10, 100, 0);
-    writeStat(11, 20, 0);
+    const threads = stretch({ 10: 0, 11: 0 }, { 10: 100, 11: 20 });
     // 1.2 s by the ticks: a process that took 120 ms had ticks of 1 ms, not 10 ms.
     expect(threads.split(120_000)).toBeUndefined();
     expect(threads.split(1_200_000 + 30_000)).toBeUndefined();
