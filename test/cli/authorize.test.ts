@@ -179,8 +179,12 @@ describe("authorizeWithBrowser", () => {
 
   it.each([
     [80, "this user may not listen on that port (ports below 1024 need root on most systems)"],
-    // Above 1024, a security policy (SELinux, a sandbox) refuses it: no word of privileged ports then.
+    [1023, "this user may not listen on that port (ports below 1024 need root on most systems)"],
+    // From 1024 on, a security policy (SELinux, a sandbox) refuses it: no word of privileged ports then.
+    [1024, "this user may not listen on that port"],
     [8765, "this user may not listen on that port"],
+    // Any free port (--port 0) refused is a policy too, not a privileged port.
+    [0, "this user may not listen on that port"],
   ])("names a port this user may not listen on (EACCES: %i) and how to pick another, as a usage error", async (port, why) => {
     // This machine may run as root, for whom no port is privileged: the listen failure is injected.
     const listen = vi.spyOn(Server.prototype, "listen").mockImplementation(function (this: Server) {
