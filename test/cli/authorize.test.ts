@@ -95,6 +95,29 @@ describe("authorizeWithBrowser", () => {
     expect(store.saved).toMatchObject({ accessToken: "at-1", refreshToken: "rt-1", scope: "transactions:read" });
   });
 
+  it("stores when the access token expires as the time of the exchange plus its expires_in", async () => {
+    const store = new MemoryTokenStore();
+    const expiring = async () => Response.json({ access_token: "at-1", token_type: "Bearer", refresh_token: "rt-1", expires_in: 3600 });
+    const before = Date.now();
+    await authorizeWithBrowser(options({ store, fetch: expiring, onAuthorizeUrl: approving([]) }));
+    const after = Date.now();
+    const expiresAt = store.saved?.accessTokenExpiresAt ?? 0;
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 3_600_000);
+    expect(expiresAt).toBeLessThanOrEqual(after + 3_600_000);
+  });
+
+  it("stores nothing when cancelled while the code was being exchanged, and says so", async () => {
+    const store = new MemoryTokenStore();
+    const controller = new AbortController();
+    const exchanging = async (input: string, init: RequestInit) => {
+      controller.abort();
+      return tokenEndpoint([])(input, init);
+    };
+    const run = authorizeWithBrowser(options({ store, signal: controller.signal, fetch: exchanging, onAuthorizeUrl: approving([]) }));
+    await expect(run).rejects.toThrow(new AuthorizeError("authorization cancelled: this sign-in was not stored"));
+    expect(store.saved).toBeUndefined();
+  });
+
   it("tells the browser \"Authorized\" only once the tokens are saved", async () => {
     const pages: { status: number; text: string }[] = [];
     const store = new MemoryTokenStore();
