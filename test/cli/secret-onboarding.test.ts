@@ -1,7 +1,7 @@
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { EXIT } from "../../shared/cli/errors.js";
+import { EXIT, UsageError } from "../../shared/cli/errors.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
 import { SecretOnboardingError, assertUsableSalt, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
@@ -69,6 +69,19 @@ describe("secretTokenStore", () => {
     expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
   });
 
+  it("treats a version without a SecretString (binary only) as empty", async () => {
+    mock.on(GetSecretValueCommand).resolves({ VersionId: "v1" });
+    expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
+  });
+
+  it("treats a JSON array as empty, merging none of its items into the secret as fields", async () => {
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify(["x", "y"]), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
+    await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }).save({ refreshToken: "rt" });
+    expect(Object.keys(written()).sort()).toEqual(["client_id", "client_secret", "pii_salt", "refresh_token"]);
+  });
+
   it("refuses a JSON object broken by a hand edit instead of reading it as empty, so its pii_salt is never replaced", async () => {
     const salt = "kept-salt-0123456789abcdef";
     mock.on(GetSecretValueCommand).resolves({ SecretString: `{"client_id":"cid","pii_salt":"${salt}",}`, VersionId: "v1" });
@@ -84,6 +97,11 @@ describe("secretTokenStore", () => {
   it("explains a read that failed before any request (no credentials), and names a write failure only", async () => {
     mock.on(GetSecretValueCommand).rejects(new Error("Could not load credentials from any providers"));
     await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(`cannot read secret ${ARN}: Error: Could not load credentials from any providers`);
+    // An answer of Secrets Manager is named only: its name says what went wrong.
+    mock.reset();
+    const denied = Object.assign(new Error("User: arn:aws:iam::111122223333:user/dev is not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } });
+    mock.on(GetSecretValueCommand).rejects(denied);
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(new SecretOnboardingError(`cannot read secret ${ARN}: AccessDeniedException`, ARN));
     mock.reset();
     mock.on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
     mock.on(PutSecretValueCommand).rejects(new Error("failed writing rt-secret"));
@@ -199,5 +217,16 @@ describe("secretRegion", () => {
     expect(secretRegion(ARN, { AWS_REGION: "  " })).toBe("eu-west-1");
     expect(secretRegion(ARN, { AWS_REGION: " eu-west-1 " })).toBe("eu-west-1");
     expect(secretRegion("qashio-acme", { AWS_REGION: "" })).toBeUndefined();
+  });
+
+  it("refuses, as a usage error, an arn: id whose account is not twelve digits or that names no secret", () => {
+    for (const id of [
+      "arn:aws:secretsmanager:eu-west-1:11112222333:secret:qashio-acme-AbCdEf",
+      "arn:aws:secretsmanager:eu-west-1:1111222233334:secret:qashio-acme-AbCdEf",
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf:version",
+      "arn:aws:ssm:eu-west-1:111122223333:parameter/x",
+    ]) {
+      expect(() => secretRegion(id, {}), id).toThrow(UsageError);
+    }
   });
 });
