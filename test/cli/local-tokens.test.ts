@@ -1,0 +1,68 @@
+/**
+ * What LocalTokenStore tells a person about the token file: a seed it no longer reads, a corrupt file, a file removed
+ * while tokens were held (and whether a copy of it is still good).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { TokenFileError } from "../../shared/cli/errors.js";
+import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
+import { spendingRefreshes } from "../../shared/cli/token-spending.js";
+import { FileTokenStore } from "../../shared/local/index.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "local-tokens-words-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("LocalTokenStore's words to the person", () => {
+  it("names the ignored QASHIO_REFRESH_TOKEN only when one is set, in a corrupt file's error too, never its value", async () => {
+    const files = new FileTokenStore(dir);
+    expect(new LocalTokenStore(files).seedIgnoredHint).toBe("");
+    const seeded = new LocalTokenStore(files, "rt-seed-secret");
+    expect(seeded.seedIgnoredHint).toBe(`; QASHIO_REFRESH_TOKEN is not read while ${files.file} exists: to start from it instead, move that file aside`);
+
+    await writeFile(files.file, "{ not json");
+    const error = await seeded.load().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenFileError);
+    expect((error as Error).message.endsWith(seeded.seedIgnoredHint)).toBe(true);
+    expect((error as Error).message).not.toContain("rt-seed-secret");
+  });
+
+  it("says a removed token file's copy is still good, unless this process holds unsaved tokens for that file", async () => {
+    const files = new FileTokenStore(dir);
+    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
+    const store = new LocalTokenStore(files);
+    await store.load();
+    rmSync(files.file);
+    const removed = () => store.load().then(() => new Error("expected a failure"), (e: unknown) => e as Error);
+    expect((await removed()).message).toContain("put it back if you have a copy, the tokens it held are still good");
+
+    const untrack = spendingRefreshes.track({ holdsUnsavedTokens: true, heldTokensFailure: undefined, saveHeldTokens: async () => false }, files.file);
+    try {
+      const message = (await removed()).message;
+      expect(message).toContain("the refresh token it held is spent, replaced by new tokens this process could not save");
+      expect(message).not.toContain("still good");
+      expect(message).not.toMatch(/rt-1|at-1/);
+    } finally {
+      untrack();
+    }
+  });
+
+  it("lets the seed stand in only while nothing was loaded from or saved to the file", async () => {
+    const files = new FileTokenStore(dir);
+    const store = new LocalTokenStore(files, "rt-seed");
+    expect(await store.usesSeed()).toBe(true);
+    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
+    expect(await store.usesSeed()).toBe(false);
+    await store.load();
+    rmSync(files.file);
+    // The file is gone again, but the store held its tokens: the spent seed does not stand in.
+    expect(await store.usesSeed()).toBe(false);
+  });
+});
