@@ -3,7 +3,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { EXIT, UsageError } from "../../shared/cli/errors.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
-import { SecretOnboardingError, assertUsableSalt, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { SecretOnboardingError, assertUsableSalt, awsClock, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
@@ -208,6 +208,16 @@ describe("assertUsableSalt", () => {
       expect(error).toBeInstanceOf(SecretOnboardingError);
       expect(error?.message).not.toContain(String(bad));
     }
+  });
+});
+
+describe("awsClock", () => {
+  it("tells AWS's time: the local clock plus the offset the secret client saw in AWS's answers (none yet: the local time)", () => {
+    const client = new SecretsManagerClient({ region: "eu-west-1" });
+    const local = { now: () => 1_000_000, sleep: async () => undefined };
+    expect(awsClock(local, client).now()).toBe(1_000_000);
+    client.config.systemClockOffset = -40_000;
+    expect(awsClock(local, client).now()).toBe(960_000);
   });
 });
 
