@@ -431,6 +431,16 @@ describe("bridge authorize", () => {
     expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(0);
   });
 
+  it("with --secret-id, signs in with the client of the environment when the secret has none yet, and stores it there", async () => {
+    const h = (harness = await startHarness());
+    const fake = new FakeSecretsManager(ARN, { pii_salt: "from-cdk-0123456789abcdef" });
+    const { io: cli, out } = io({ QASHIO_BASE_URL: h.url, QASHIO_CLIENT_ID: "sandbox-client", QASHIO_CLIENT_SECRET: "sandbox-secret" });
+    expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client })).toBe(EXIT.ok);
+    expect(fake.current()).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
+    expect(out.stdout).toContain("with client_id sandbox-client;");
+    expect(out.stdout).not.toContain("sandbox-secret");
+  });
+
   it("with --secret-id, names the client settings missing from both environment and secret", async () => {
     const secrets = new SecretsManagerClient({ region: "eu-west-1" });
     mockClient(secrets).on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
@@ -836,9 +846,10 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
     const { io: cli } = io(env);
     try {
-      const error = await authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h), lockWaitMs: 300 }).catch((e: unknown) => e);
+      // A wait of a whole second is told in seconds.
+      const error = await authorizeCommand({ ...args }, cli, { onAuthorizeUrl: approve(h), lockWaitMs: 1_000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(AuthorizeError);
-      expect((error as Error).message).toContain(`a running bridge (pid ${process.pid} on this machine) held the token lease "${DEFAULT_LOCK_NAME}"`);
+      expect((error as Error).message).toContain(`a running bridge (pid ${process.pid} on this machine) held the token lease "${DEFAULT_LOCK_NAME}" for 1 s, so`);
       await expect(readFile(join(stateDir, "tokens.json"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
     } finally {
       await refreshing?.release();
