@@ -673,6 +673,27 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     }
   });
 
+  it("names only the error's name when the lease cannot be taken for the write, and writes nothing", async () => {
+    const h = (harness = await startHarness());
+    const fake = tenantSecret();
+    let signedIn = false;
+    const doc = DynamoDBDocumentClient.from(table.client);
+    const send = doc.send.bind(doc);
+    vi.spyOn(doc, "send").mockImplementation(((command: object) => {
+      if (command instanceof PutCommand && signedIn) return Promise.reject(Object.assign(awsError("AccessDeniedException"), { message: "User: arn:aws:iam::1:user/dev is not authorized" }));
+      return send(command as never);
+    }) as never);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+    const signIn = async (url: string) => {
+      signedIn = true;
+      await approve(h)(url);
+    };
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: signIn, secrets: fake.client, dynamo: doc }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    expect((error as Error).message).toBe(`cannot take the token lease "${LEASE}": AccessDeniedException; this sign-in was not stored: run authorize again`);
+    expect(writes(fake)).toHaveLength(0);
+  });
+
   it("reports success when the secret was written but giving the lease back failed, with a warning", async () => {
     const h = (harness = await startHarness());
     const fake = tenantSecret();
