@@ -25,8 +25,8 @@ function fakeProcess(platform: NodeJS.Platform) {
 }
 
 describe("stopAtOnce (a second Ctrl-C, SIGTERM or SIGHUP)", () => {
-  it("on POSIX, ends the process by SIGINT's default action (130 in a shell) before any process.exit()", () => {
-    const { proc, calls } = fakeProcess("linux");
+  it.each<NodeJS.Platform>(["linux", "darwin", "freebsd"])("on POSIX (%s), ends the process by SIGINT's default action (130 in a shell) before any process.exit()", (platform) => {
+    const { proc, calls } = fakeProcess(platform);
     stopAtOnce(proc);
     expect(calls.slice(0, 3)).toEqual(["stderr stopped at once", "removeAllListeners SIGINT", "kill 4242 SIGINT"]);
   });
