@@ -2,18 +2,21 @@ import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
-import { CorruptStateError } from "../../shared/local/errors.js";
-import { cliErrorOf } from "../../shared/cli/engine-errors.js";
-import { AUTHORIZE_AGAIN, AuthorizeAgainError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
-import type { LocalBridge } from "../../shared/cli/local-bridge.js";
+import { CorruptStateError, LeaseUnreadableError, TokenFileUnwritableError } from "../../shared/local/errors.js";
+import { cliErrorOf, leaseUnreadableProblem, stateErrorOf } from "../../shared/cli/engine-errors.js";
+import { AUTHORIZE_AGAIN, AuthorizeAgainError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
+import type { LocalBridge, LocalState } from "../../shared/cli/local-bridge.js";
 import { NetworkError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 
-/** The members of a local bridge `cliErrorOf` reads for a refused refresh. */
-function bridgeWith(usesSeed: boolean): LocalBridge {
-  const tokens = { usesSeed: () => Promise.resolve(usesSeed), seedIgnoredHint: "" };
-  return { settings: { stateDir: "/state" }, baseUrl: "https://provider.example", tokens, signInAgain: AUTHORIZE_AGAIN } as unknown as LocalBridge;
+/**
+ * The members of a local bridge `cliErrorOf` reads for a refused refresh; `usesSeed` may be a promise (one that
+ * rejects: the token file could not be read), `seedIgnoredHint` what the token adapter says of an unread seed.
+ */
+function bridgeWith(usesSeed: boolean | Promise<boolean>, { seedIgnoredHint = "", eventsFile }: { seedIgnoredHint?: string; eventsFile?: string } = {}): LocalBridge {
+  const tokens = { usesSeed: () => Promise.resolve(usesSeed), seedIgnoredHint };
+  return { settings: { stateDir: "/state", eventsFile }, baseUrl: "https://provider.example", tokens, signInAgain: AUTHORIZE_AGAIN } as unknown as LocalBridge;
 }
 
 /** The engine's error for a refresh the token endpoint answered `status` with these OAuth codes. */
@@ -107,5 +110,124 @@ describe("cliErrorOf: a snapshot segment this user may not read", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("cliErrorOf: settings and token words", () => {
+  it("takes invalid_client, wherever the engine wrapped it, as the client settings (exit 2), not a revoked family", async () => {
+    const refusal = new ReauthorizationRequiredError("refused", { status: 401, errors: [{ field: null, code: "invalid_client", message: "" }], method: "POST", path: "/oauth2/token" });
+    const error = await cliErrorOf(new ReauthorizationNeededError("revoked", { report: emptyReport("transactions") }, { cause: refusal }), bridgeWith(false));
+    expect(error).toBeInstanceOf(ClientCredentialsRejectedError);
+    expect(error.exitCode).toBe(EXIT.usage);
+  });
+
+  it("says authorize again (exit 3) for the client's own refusal that no engine wrapped (a token probe before any cycle)", async () => {
+    const refusal = new ReauthorizationRequiredError("refused", { status: 400, errors: [{ field: null, code: "invalid_grant", message: "" }], method: "POST", path: "/oauth2/token" });
+    const error = await cliErrorOf(refusal, bridgeWith(false));
+    expect(error).toBeInstanceOf(AuthorizeAgainError);
+    expect(error.message).toMatch(/^the provider revoked this integration's token family/);
+  });
+
+  it("words a refused QASHIO_REFRESH_TOKEN seed in full: nothing stored, what to set or run", async () => {
+    const error = await cliErrorOf(refusedRefresh(400, ["invalid_grant"]), bridgeWith(true));
+    expect(error.exitCode).toBe(EXIT.reauthorize);
+    expect(error.message).toBe(
+      "the provider rejected QASHIO_REFRESH_TOKEN (spent, revoked or expired); nothing was stored: set it to a fresh refresh token, or run `npm run bridge -- authorize`",
+    );
+  });
+
+  it("blames the stored token family, with the token adapter's hint of an unread seed, when whether a seed is used cannot be told", async () => {
+    const error = await cliErrorOf(refusedRefresh(400, ["invalid_grant"]), bridgeWith(Promise.reject(new Error("unreadable")), { seedIgnoredHint: "; QASHIO_REFRESH_TOKEN is not read" }));
+    expect(error.message).toBe("the provider revoked this integration's token family: run `npm run bridge -- authorize` to sign in again; QASHIO_REFRESH_TOKEN is not read");
+  });
+});
+
+describe("cliErrorOf: a cycle that stopped", () => {
+  const aborted = (context: { status?: number; requestId?: string; step?: string }, cause?: unknown) =>
+    new CycleAbortedError("transactions cycle stopped: list failed", { report: emptyReport("transactions"), ...context }, { cause });
+
+  it("names the provider's status and request id after the engine's words, exit 1", async () => {
+    const error = await cliErrorOf(aborted({ status: 503, requestId: "req-7" }), bridgeWith(false));
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect(error.message).toBe("transactions cycle stopped: list failed (status 503, request req-7)");
+    expect((await cliErrorOf(aborted({ requestId: "req-7" }), bridgeWith(false))).message).toBe("transactions cycle stopped: list failed (request req-7)");
+    expect((await cliErrorOf(aborted({}), bridgeWith(false))).message).toBe("transactions cycle stopped: list failed");
+  });
+
+  it.each([
+    ["ENOSPC", PUBLISH_STEP, "/events.jsonl", "; the file system of /events.jsonl (BRIDGE_EVENTS_FILE, ENOSPC) is full: make room there, or set BRIDGE_EVENTS_FILE elsewhere; nothing is lost"],
+    ["EDQUOT", "store snapshots", "/events.jsonl", "; the file system of /state (BRIDGE_STATE_DIR, EDQUOT) is over its quota: make room there; nothing is lost"],
+    ["EROFS", PUBLISH_STEP, undefined, "; the file system of /state (BRIDGE_STATE_DIR, EROFS) is read-only: mount it read-write, or set BRIDGE_EVENTS_FILE elsewhere; nothing is lost"],
+  ])("names the file system that took no write (%s at %s), and its setting", async (code, step, eventsFile, hint) => {
+    const error = await cliErrorOf(aborted({ step }, Object.assign(new Error(`${code}: refused, write`), { code })), bridgeWith(false, { eventsFile }));
+    expect(error.message).toBe(`transactions cycle stopped: list failed${hint}`);
+  });
+
+  it("says nothing of a file system for a code that is no system call's", async () => {
+    const error = await cliErrorOf(aborted({}, Object.assign(new Error("refused"), { code: "NOSPC" })), bridgeWith(false));
+    expect(error.message).toBe("transactions cycle stopped: list failed");
+  });
+});
+
+describe("cliErrorOf and stateErrorOf: failures of the state directory or of nothing known", () => {
+  const state = { settings: { stateDir: "/state" } } as unknown as LocalState;
+
+  it("returns a CLI error the adapters threw, wherever the engine wrapped it, as it is", async () => {
+    const own = new ConfigError([{ setting: "BRIDGE_STATE_DIR", problem: "gone" }]);
+    const error = await cliErrorOf(new CycleAbortedError("stopped", { report: emptyReport("cards") }, { cause: own }), bridgeWith(false));
+    expect(error).toBe(own);
+  });
+
+  it("says a token file that took no new token set left the refresh token good, naming its code and the remedy, exit 1", async () => {
+    const unwritable = new TokenFileUnwritableError("/state/tokens.json", "ENOSPC");
+    const error = await cliErrorOf(new CycleAbortedError("stopped", { report: emptyReport("transactions") }, { cause: unwritable }), bridgeWith(false));
+    expect(error.exitCode).toBe(EXIT.failed);
+    expect(error.message).toBe(
+      "cannot save a new token set to /state/tokens.json now (ENOSPC), so no token refresh was tried and the stored refresh token is still good: " +
+        "make room in or fix /state (BRIDGE_STATE_DIR); a `run --interval` loop tries again at its next cycle, any other command when started again",
+    );
+  });
+
+  it.each([
+    ["EIO", "check the file system of /state (BRIDGE_STATE_DIR), then try again"],
+    ["ESTALE", "check the file system of /state (BRIDGE_STATE_DIR), then try again"],
+    ["ELOOP", "symbolic links on the path of /state (BRIDGE_STATE_DIR) loop: fix them"],
+    ["EMFILE", "try again"],
+  ])("says a lease file that could not be read now (%s) left the token untouched, what the command left undone and what to do, exit 1", (code, advice) => {
+    const error = leaseUnreadableProblem(new LeaseUnreadableError("/state/locks/cycle.lock", code), "/state", "; this sign-in was not stored");
+    expect(error.exitCode).toBe(EXIT.failed);
+    expect(error.message).toBe(
+      `whether another process holds the lease is unknown: the lease file /state/locks/cycle.lock could not be read now (${code}), so the run stopped ` +
+        `without touching the token; this sign-in was not stored; ${advice}`,
+    );
+  });
+
+  it("says a locks directory of another user's is to be given to this user (exit 2), not a file to remove", () => {
+    const error = stateErrorOf(new LeaseUnreadableError("/state/locks", "EPERM", { source: "listing" }), state);
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toContain("a bridge run by another user may hold a lease in it: run every bridge on this state directory as the same user; give the directory to this user (chown) only once none runs");
+    expect(error.message).not.toContain("remove the file");
+  });
+
+  it("says a state file this user was refused (EPERM) cannot be read by this user, exit 2, not to move it aside", () => {
+    const denied = Object.assign(new Error("EPERM: operation not permitted"), { code: "EPERM" });
+    const error = stateErrorOf(new CorruptStateError("Snapshot segment header is unreadable", { file: "/state/snapshots/seg-1.log" }, { cause: denied }), state);
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toContain("BRIDGE_STATE_DIR: cannot be read by this user (EPERM): /state/snapshots/seg-1.log");
+    expect(error.message).not.toContain("move it aside");
+  });
+
+  it("words any other failure with its name (exit 1), and a thrown non-Error as its text", () => {
+    const error = stateErrorOf(new TypeError("boom"), state);
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect(error.message).toBe("the cycle failed: TypeError: boom");
+    expect(stateErrorOf("gone", state).message).toBe("the cycle failed: Error: gone");
+  });
+
+  it("names the state directory's file system after any other failure it made (the conform-pii pass id not written)", () => {
+    const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    expect(stateErrorOf(full, state).message).toBe(
+      "the cycle failed: Error: ENOSPC: no space left on device, write; the file system of /state (BRIDGE_STATE_DIR, ENOSPC) is full: make room there; nothing is lost",
+    );
   });
 });
