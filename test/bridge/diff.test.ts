@@ -61,6 +61,8 @@ describe("diffObjects", () => {
   it("escapes ~ and / in keys and ids per RFC 6901", () => {
     expect(escapePointerToken("a/b~c")).toBe("a~1b~0c");
     expect(diffObjects({ items: [{ id: "x/y", v: 1 }] }, { items: [{ id: "x/y", v: 2 }] })[0]?.path).toBe("/items/x~1y/v");
+    // A removed element's path is escaped too: a consumer keys on it as on any other.
+    expect(diffObjects({ items: [{ id: "x/y" }, { id: "z" }] }, { items: [{ id: "z" }] })).toEqual([{ path: "/items/x~1y", before: { id: "x/y" }, after: null }]);
   });
 
   it("escapes a key or id holding only ~ (no /) as ~0, so a consumer's pointer resolves to that member", () => {
@@ -99,6 +101,8 @@ describe("diffObjects", () => {
 
   it("reports a type change as one change", () => {
     expect(diffObjects({ a: { b: 1 } }, { a: "flat" })).toEqual([{ path: "/a", before: { b: 1 }, after: "flat" }]);
+    expect(diffObjects({ a: { b: 1 } }, { a: null })).toEqual([{ path: "/a", before: { b: 1 }, after: null }]);
+    expect(diffObjects({ a: {} }, { a: null })).toEqual([{ path: "/a", before: {}, after: null }]);
   });
 
   it("reports an empty object turned into an empty array, and back, as a change", () => {
