@@ -117,6 +117,11 @@ describe("jsonOf and releaseJson", () => {
     releaseJson(record);
     expect(jsonOf(record)).toBe('{"id":"t1","amount":6}');
   });
+
+  it("gives null for what JSON.stringify has no text for, so a line built around it stays JSON", () => {
+    expect(jsonOf(undefined)).toBe("null");
+    expect(JSON.parse(`{"object":${jsonOf(() => 1)}}`)).toEqual({ object: null });
+  });
 });
 
 describe("jsonString", () => {
