@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalCopy, canonicalJson, contentHash, jsonOf, jsonString, recordHash, releaseJson, sha256Hex } from "../../shared/bridge/hash.js";
+import { canonicalCopy, canonicalJson, contentHash, eventId, jsonOf, jsonString, recordHash, releaseJson, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { normaliseTransaction } from "../../shared/bridge/transactions.js";
 
@@ -133,5 +133,14 @@ describe("jsonString", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("eventId", () => {
+  it("keeps the ids of published changes: the snapshot version is hashed last, after its own NUL separator", () => {
+    const change = { tenant: "acme", type: "transaction.changed", subjectId: "t1", beforeHash: "h0", beforeVersion: "2025-01-15T10:00:00.000Z", afterHash: "h1" };
+    expect(eventId(change)).toBe(uuidFromHex(sha256Hex("acme\u0000transaction.changed\u0000t1\u0000h0\u0000h1\u00002025-01-15T10:00:00.000Z")));
+    // The id this version publishes for that change: consumers deduplicate a re-send after an upgrade by it.
+    expect(eventId(change)).toBe("6b05729d-65c3-8bd0-a8ff-ded265efbf5b");
   });
 });
