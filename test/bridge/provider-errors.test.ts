@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { causedByClientRefusal, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
+import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
 import { ReauthorizationRequiredError, statusClassOf } from "../../shared/qashio/errors.js";
 
 const failure = (name: string, status?: number) => Object.assign(new Error(`${name} ${status ?? ""}`), { name, ...(status === undefined ? {} : { status }) });
@@ -29,5 +29,45 @@ describe("causedByClientRefusal", () => {
   it("is false for a refusal naming invalid_grant, and for a failure that is no refusal at all", () => {
     expect(causedByClientRefusal(new StepFailure("list transactions", { cause: refused([{ field: null, code: "invalid_grant", message: "" }]) }))).toBe(false);
     expect(causedByClientRefusal(failure("ServerError", 503))).toBe(false);
+  });
+});
+
+describe("isPageSizeRejection", () => {
+  const refusal = (status: number, name: string, errors: unknown[]) => Object.assign(new Error("refused"), { name, status, errors });
+
+  it("is true for a 400, or the client's InvalidRequestError, naming the page_size field, also through a step", () => {
+    expect(isPageSizeRejection(refusal(400, "ApiError", [{ field: "memo" }, { field: "page_size", code: "OUT_OF_RANGE" }]))).toBe(true);
+    expect(isPageSizeRejection(new StepFailure("list cards", { cause: refusal(422, "InvalidRequestError", [{ field: "page_size" }]) }))).toBe(true);
+  });
+
+  it("is false for another status, another field, or page_size named only as a code", () => {
+    expect(isPageSizeRejection(refusal(422, "ApiError", [{ field: "page_size" }]))).toBe(false);
+    expect(isPageSizeRejection(refusal(400, "ApiError", [{ field: "limit", code: "page_size" }, null]))).toBe(false);
+  });
+});
+
+describe("errorFields", () => {
+  it("names each entry's field (or (request)) and code, at most ten, then how many more", () => {
+    const errors = [{ field: null, code: "A" }, ...Array.from({ length: 11 }, (_, i) => ({ field: `f${i}`, code: "B" }))];
+    expect(errorFields(Object.assign(new Error("x"), { errors }))).toBe(
+      `(request) A, ${Array.from({ length: 9 }, (_, i) => `f${i} B`).join(", ")} and 2 more`,
+    );
+    expect(errorFields(Object.assign(new Error("x"), { errors: [{ code: "C" }] }))).toBe("(request) C");
+    expect(errorFields(new Error("x"))).toBeUndefined();
+  });
+});
+
+describe("concernsEveryCall and refusedForReference", () => {
+  it("takes 401, 403 and 429 for failures of every call, other 4xx but 408 for a refusal of that reference", () => {
+    for (const status of [401, 403, 429]) {
+      expect(concernsEveryCall(failure("ApiError", status)), String(status)).toBe(true);
+      expect(refusedForReference(failure("ApiError", status)), String(status)).toBe(false);
+    }
+    for (const status of [400, 404, 422, 499]) {
+      expect(concernsEveryCall(failure("ApiError", status)), String(status)).toBe(false);
+      expect(refusedForReference(new StepFailure("read card", { cause: failure("ApiError", status) })), String(status)).toBe(true);
+    }
+    for (const status of [408, 500, 399]) expect(refusedForReference(failure("ApiError", status)), String(status)).toBe(false);
+    expect(refusedForReference(failure("NetworkError"))).toBe(false);
   });
 });
