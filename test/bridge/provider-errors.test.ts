@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
+import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
 import { ReauthorizationRequiredError, statusClassOf } from "../../shared/qashio/errors.js";
 
 const failure = (name: string, status?: number) => Object.assign(new Error(`${name} ${status ?? ""}`), { name, ...(status === undefined ? {} : { status }) });
@@ -69,5 +69,17 @@ describe("concernsEveryCall and refusedForReference", () => {
     }
     for (const status of [408, 500, 399]) expect(refusedForReference(failure("ApiError", status)), String(status)).toBe(false);
     expect(refusedForReference(failure("NetworkError"))).toBe(false);
+  });
+});
+
+describe("mapSingleReads", () => {
+  it("throws a token failure among the failed reads rather than the first failure: the cycle then stops for the token", async () => {
+    const token = failure("TokenUnavailableError");
+    const run = mapSingleReads([0, 1], async (item) => {
+      if (item === 0) throw failure("ServerError", 503);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      throw token;
+    });
+    await expect(run).rejects.toBe(token);
   });
 });
