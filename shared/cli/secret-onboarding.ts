@@ -335,11 +335,9 @@ export function secretTokenStore(
   secretId: string,
   client: { readonly client_id: string; readonly client_secret: string },
   retry: OnboardingRetry = {},
-): TokenStore & { readonly written: () => OnboardingSecret | undefined } {
+): TokenStore {
   const secret = new ProviderSecretClient({ secrets, secretId, ...retry });
-  let written: OnboardingSecret | undefined;
   return {
-    written: () => written,
     async load(): Promise<StoredTokens | undefined> {
       const current = await readLenient(secret);
       return current.refresh_token === undefined ? undefined : { refreshToken: current.refresh_token };
@@ -358,7 +356,6 @@ export function secretTokenStore(
       } catch (error) {
         throw onboardingError("write", secretId, error);
       }
-      written = next;
     },
   };
 }
