@@ -208,6 +208,15 @@ describe("GET /public/v1/erp/transactions", () => {
     expect((await h.json(`${LIST}?transaction_currency=us&page_size=100`)).body.data).toEqual([]);
   });
 
+  it("lists under billing_currency only what was billed in that currency, none for a currency nothing was billed in (§4.3)", async () => {
+    const [tx] = (await h.json(LIST)).body.data as Row[];
+    expect((await h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: { billing_currency: "SAR" } })).status).toBe(200);
+    const billed = async (currency: string) => ((await h.json(`${LIST}?billing_currency=${currency}&page_size=100`)).body.data as Row[]).map((t) => t.id);
+    expect(await billed("SAR")).toEqual([tx?.id]);
+    expect(await billed("AED")).not.toContain(tx?.id);
+    expect(await billed("USD")).toEqual([]);
+  });
+
   it("filters on category, card, employee, currencies, statuses, exclude_from_sync and an inclusive time range", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const sample = all[5] as Row;
