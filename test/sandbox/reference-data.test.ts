@@ -383,7 +383,9 @@ describe("GET /public/v1/erp/company/summary", () => {
     const newest = inMonth[inMonth.length - 1]!;
     await patch(newest.id, "2025-02-27T10:00:00.000Z");
     expect(await spend()).toBe(Math.round((before + cost(old) - cost(newest)) * 100) / 100);
-    // Moved past the month: not this month's spend either.
+    // Moved to the next month's first instant, then past it: not this month's spend either.
+    await patch(old.id, "2025-04-01T00:00:00.000Z");
+    expect(await spend()).toBe(Math.round((before - cost(newest)) * 100) / 100);
     await patch(old.id, "2025-04-02T10:00:00.000Z");
     expect(await spend()).toBe(Math.round((before - cost(newest)) * 100) / 100);
     expect(await spend()).toBe(scanned());
