@@ -71,6 +71,20 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
   });
 });
 
+describe("a purchase of no amount", () => {
+  it("still counts as one transaction of its window (spend_limit_frequency counts transactions, not money), alone on its day", () => {
+    const { nowMs, state, data } = frozenSandbox(50);
+    const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
+    const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
+    const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
+    const before = consumedOf(allTime, data, nowMs);
+    const cost = amountOf(purchase!);
+    // Tomorrow holds no other spend of the card: its day's total is this purchase's alone, 0.00 in one transaction.
+    state.patchTransaction(data, purchase!.id, { transaction_time: new Date(nowMs + 86_400_000).toISOString(), billing_amount: 0, transaction_fee_amount: 0 });
+    expect(consumedOf(allTime, data, nowMs)).toEqual({ amount: round2(before.amount - cost), count: before.count });
+  });
+});
+
 describe("a purchase reversed in full in parts", () => {
   it("is no transaction of its window, whatever the float sum of its reversals' amounts (0.12 + 0.05 is under 0.17)", () => {
     const { nowMs, state, data } = frozenSandbox(50);
