@@ -79,8 +79,9 @@ describe("a purchase of no amount", () => {
     const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
     const before = consumedOf(allTime, data, nowMs);
     const cost = amountOf(purchase!);
-    // Tomorrow holds no other spend of the card: its day's total is this purchase's alone, 0.00 in one transaction.
-    state.patchTransaction(data, purchase!.id, { transaction_time: new Date(nowMs + 86_400_000).toISOString(), billing_amount: 0, transaction_fee_amount: 0 });
+    // Tomorrow holds no other spend of the card: its day's total is this purchase's alone, 0.00 in one transaction. Nothing
+    // reversed it: reversals of all of its 0 would not be none.
+    state.patchTransaction(data, purchase!.id, { transaction_time: new Date(nowMs + 86_400_000).toISOString(), transaction_amount: 0, billing_amount: 0, transaction_fee_amount: 0 });
     expect(consumedOf(allTime, data, nowMs)).toEqual({ amount: round2(before.amount - cost), count: before.count });
   });
 });
