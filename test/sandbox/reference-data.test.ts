@@ -358,6 +358,25 @@ describe("GET /public/v1/erp/company/summary", () => {
     expect(await h.client.getCompanySummary()).toMatchObject({ company_id: h.companyId });
   });
 
+  it("sums the company's accounts and counts its cards by every status and its active pools (spec-gaps, Company summary)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const summary = (await h.json("/public/v1/erp/company/summary")).body.data as Row;
+    const cents = (values: number[]) => Math.round(values.reduce((sum, v) => sum + v * 100, 0)) / 100;
+    const cards = cents(data.cards.map((c) => c.balance));
+    const pools = cents(data.pools.map((p) => p.balance));
+    const pending = cents(data.cards.map((c) => c.pendingAuthorisations));
+    expect(pools, "seed 7 has money in its pools").toBeGreaterThan(0);
+    expect(pending, "seed 7 holds spend not yet cleared").toBeGreaterThan(0);
+    const total = cents([data.company.fundingBalance, cards, pools]);
+    expect(summary).toMatchObject({ cards_balance: cards, pool_accounts_balance: pools, pending_authorisations: pending, total_balance: total, available_balance: cents([total, -pending]) });
+    const byStatus = { active: 0, inactive: 0, suspended: 0, terminated: 0, draft: 0, cancelled: 0 } as Record<string, number>;
+    for (const card of data.cards) byStatus[card.status.toLowerCase()]! += 1;
+    expect(summary.cards).toEqual({ total: data.cards.length, by_status: byStatus });
+    const active = data.pools.filter((p) => p.status === "Active").length;
+    expect(active, "seed 7 has a pool that is not Active").toBeLessThan(data.pools.length);
+    expect(summary.pool_accounts).toEqual({ total: data.pools.length, active });
+  });
+
   it("counts this month's spend by each transaction's time as it is now, whenever it was created (spec-gaps, Company summary)", async () => {
     const data = h.sandbox.control.company(h.companyId)!;
     const [from] = START_MONTH;
