@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SPEND_CATEGORIES, amountOf } from "../../sandbox/data/balances.js";
 import type { TransactionRecord } from "../../sandbox/data/model.js";
-import { consumedOf, windowStart } from "../../sandbox/data/spend-limits.js";
+import { consumedOf, limitRoomOf, windowStart } from "../../sandbox/data/spend-limits.js";
 import { Prng, round2 } from "../../sandbox/prng.js";
 import { SandboxState } from "../../sandbox/state.js";
 import { fillAccounts } from "./helpers.js";
@@ -68,6 +68,19 @@ describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)",
         expect(consumedOf({ ...card, spendLimit: { ...card.spendLimit, period } }, data, nowMs), `${period} ${card.nickname}`).toEqual({ amount, count: counted.length });
       }
     }
+  });
+});
+
+describe("the room an enforced spend limit leaves (§4.9 update_velocity_limit)", () => {
+  it("is none once the window's spend_limit_frequency transactions are made, and the amount left while fewer are or the frequency is 0 (no count)", () => {
+    const { nowMs, data } = frozenSandbox(200);
+    const card = data.cards.find((c) => consumedOf({ ...c, spendLimit: { ...c.spendLimit, period: "ALL_TIME" } }, data, nowMs).count > 0)!;
+    const limited = (frequency: number) => ({ ...card, spendLimit: { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount: 1_000_000, frequency } });
+    const used = consumedOf(limited(0), data, nowMs);
+    const left = round2(1_000_000 - used.amount);
+    expect(limitRoomOf(limited(used.count), data, nowMs)).toBe(0);
+    expect(limitRoomOf(limited(used.count + 1), data, nowMs)).toBe(left);
+    expect(limitRoomOf(limited(0), data, nowMs)).toBe(left);
   });
 });
 
