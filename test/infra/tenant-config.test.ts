@@ -314,11 +314,13 @@ describe("tenant config", () => {
     ["a 10/8 address", "https://10.1.2.3/hooks", '"10.1.2.3" is a loopback, private or link-local address'],
     ["a 172.16/12 address", "https://172.31.255.1/hooks", '"172.31.255.1" is a loopback, private or link-local address'],
     ["a 192.168/16 address", "https://192.168.0.10/hooks", '"192.168.0.10" is a loopback, private or link-local address'],
+    ["the top of 192.168/16", "https://192.168.255.254/hooks", '"192.168.255.254" is a loopback, private or link-local address'],
     ["a link-local address (instance metadata)", "https://169.254.169.254/latest", '"169.254.169.254" is a loopback, private or link-local address'],
     ["a shared (RFC 6598, carrier-grade NAT) address", "https://100.127.0.1/hooks", '"100.127.0.1" is a loopback, private or link-local address'],
     ["a \"this network\" address", "https://0.1.2.3/hooks", '"0.1.2.3" is a loopback, private or link-local address'],
     ["a reserved (240/4) address", "https://240.0.0.1/hooks", '"240.0.0.1" is a multicast, reserved or broadcast address'],
     ["an .internal host", "https://erp.corp.internal/hooks", '"erp.corp.internal" is a name of a private network (.internal)'],
+    ["the bare name internal", "https://internal/hooks", '"internal" is a name of a private network (.internal)'],
     ["a .local host, in capitals and with a trailing dot", "https://ERP.Local./hooks", '"erp.local." is a name of a private network (.local)'],
     ["a home.arpa host (RFC 8375)", "https://erp.home.arpa/hooks", '"erp.home.arpa" is a name of a private network (.home.arpa)'],
     ["a multicast address", "https://224.0.0.251/hooks", '"224.0.0.251" is a multicast, reserved or broadcast address'],
@@ -370,7 +372,7 @@ describe("tenant config", () => {
     ["brackets in the query", "https://erp.test/h?a=[1]"],
     ["a non-ASCII host", "https://bücher.example/h"],
     ["a pipe", "https://erp.test/h|x"],
-    ["more than 2048 characters", `https://erp.test/${"a".repeat(2040)}`],
+    ["2049 characters, one more than EventBridge takes", `https://erp.test/${"a".repeat(2049 - "https://erp.test/".length)}`],
   ])("refuses a webhook URL EventBridge would refuse at deploy (%s), and the same for an OAuth token URL", (_what, url) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const basic = { type: "basic", username: "u", password: { secretArn } };
