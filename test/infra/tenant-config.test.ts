@@ -649,6 +649,12 @@ describe("tenant config", () => {
     expect(errorOf(() => loadTenantsFile(join(dir, "escaped.json"))).message).toMatch(/field tenants\[0\]\.id is given more than once/);
     writeFileSync(join(dir, "apart.json"), JSON.stringify({ tenants: [minimal, { ...minimal, id: "globex", eventSource: "globex.bridge" }] }));
     expect(loadTenantsFile(join(dir, "apart.json")).map((t) => t.id)).toEqual(["acme", "globex"]);
+    // In a later tenant: named by its own index, which the field of the error carries too.
+    const second = JSON.stringify({ ...minimal, id: "globex", eventSource: "globex.bridge" }).replace(/^\{/, '{"id": "initech", ');
+    writeFileSync(join(dir, "second.json"), `{"tenants": [${JSON.stringify(minimal)}, ${second}]}`);
+    const inSecond = errorOf(() => loadTenantsFile(join(dir, "second.json")));
+    expect(inSecond.message).toMatch(/: field tenants\[1\]\.id is given more than once: keep one \(/);
+    expect(inSecond.field).toBe("tenants[1].id");
   });
 });
 
