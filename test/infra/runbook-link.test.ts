@@ -66,10 +66,11 @@ describe("runbookUrl (app context)", () => {
     expect(() => runbookUrlFrom(value)).toThrow(`context runbookUrl: ${problem}`);
   });
 
-  it("refuses a URL carrying credentials without echoing them", () => {
+  // A token alone before the @ (no password) is how a Git host's token is often pasted.
+  it.each(["deploy:ghp_s3cr3t@", "ghp_s3cr3t@"])("refuses a URL carrying credentials (%s) without echoing them", (credentials) => {
     const error = (() => {
       try {
-        runbookUrlFrom("https://deploy:ghp_s3cr3t@git.example/qashio-bridge/blob/main/docs/runbook.md");
+        runbookUrlFrom(`https://${credentials}git.example/qashio-bridge/blob/main/docs/runbook.md`);
       } catch (e) {
         return e as Error;
       }
@@ -79,5 +80,11 @@ describe("runbookUrl (app context)", () => {
     expect(error?.message).toContain("must not carry credentials");
     expect(error?.message).not.toContain("ghp_s3cr3t");
     expect(error?.message).not.toContain("deploy:");
+  });
+
+  it("takes a null runbookUrl (cdk.json) as unset, and returns a set one as the URL parser writes it, spaces escaped", () => {
+    expect(runbookUrlFrom(null)).toBe(DEFAULT_RUNBOOK_URL);
+    // A raw space would end the link in an alarm mail.
+    expect(runbookUrlFrom(" https://git.example/qashio bridge/docs/runbook.md ")).toBe("https://git.example/qashio%20bridge/docs/runbook.md");
   });
 });
