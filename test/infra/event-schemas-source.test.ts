@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
@@ -37,6 +37,21 @@ describe("toDraft04", () => {
         card: { $ref: "#/definitions/Card" },
       },
       definitions: { Card: { type: "object", properties: { const: { type: "string" } } } },
+    });
+  });
+
+  it("types a tuple's rest (items beside prefixItems) as additionalItems, and converts pattern properties named like keywords", () => {
+    expect(toDraft04({ type: "array", prefixItems: [{ type: "string" }], items: { const: 1 } }, "x.json")).toEqual({
+      $schema: DRAFT_04,
+      type: "array",
+      items: [{ type: "string" }],
+      additionalItems: { enum: [1] },
+    });
+    // "if" here is a pattern, not the keyword draft-04 lacks.
+    expect(toDraft04({ type: "object", patternProperties: { if: { const: "x" } } }, "x.json")).toEqual({
+      $schema: DRAFT_04,
+      type: "object",
+      patternProperties: { if: { enum: ["x"] } },
     });
   });
 
@@ -117,9 +132,17 @@ describe("loadEventDetailSchemas", () => {
     }
   });
 
-  it("names the file that is not JSON", () => {
+  it("names the file that is not JSON, or JSON but no schema object", () => {
     const dir = catalogDir({ "card.updated.json": "{" });
     expect(() => loadEventDetailSchemas(dir)).toThrow(`${join(dir, "card.updated.json")} is not valid JSON`);
+    const array = catalogDir({ "card.updated.json": "[]" });
+    expect(() => loadEventDetailSchemas(array)).toThrow(`${join(array, "card.updated.json")} is not a JSON Schema object`);
+  });
+
+  it("refuses a catalog lacking a single event type's file", () => {
+    const dir = catalogDir();
+    rmSync(join(dir, "card.updated.json"));
+    expect(() => loadEventDetailSchemas(dir)).toThrow(`event catalog ${dir} lacks card.updated.json: export the event JSON Schemas again`);
   });
 });
 
@@ -147,6 +170,7 @@ describe("eventEnvelopeSchema", () => {
         "detail-type": { enum: ["card.updated"] },
         source: { enum: ["qashio.bridge"] },
         detail: { title: "card.updated", type: "object", properties: { card: { $ref: "#/definitions/Card" } } },
+        resources: { type: "array", items: { type: "string" } },
       },
       definitions: { Card: { type: "object" } },
     });
