@@ -65,25 +65,30 @@ describe("OpsDashboard", () => {
   it("stacks the events by type and graphs every series of the cycle, token, quarantine and throughput graphs with its statistic", () => {
     const { widgets } = plain;
     expect(widgets.find((w) => w.properties.title === DASHBOARD_WIDGETS.events)?.properties.stacked).toBe(true);
-    expect(seriesOf(widgets, DASHBOARD_WIDGETS.cycleDuration)).toEqual(["CycleDurationMs max/Maximum", "CycleDurationMs average/Average"]);
-    expect(seriesOf(widgets, DASHBOARD_WIDGETS.tokens)).toEqual([
-      "TokenRefreshes refreshes/Sum",
-      "TokenFamilyRevoked family revoked (1 = yes)/Maximum",
-      "TokenSecretWriteFailed secret write refused/Sum",
-      "TokenHeldInTable token held in table (1 = yes)/Maximum",
-    ]);
-    expect(seriesOf(widgets, DASHBOARD_WIDGETS.quarantine)).toEqual(["QuarantineSize records held/Maximum", "Quarantined newly quarantined/Sum"]);
-    expect(seriesOf(widgets, DASHBOARD_WIDGETS.throughput)).toEqual([
-      "TransactionsPulled transactions pulled/Sum",
-      "CardsPulled cards pulled/Sum",
-      "Acknowledged acknowledged/Sum",
-      "AcknowledgeRefused acknowledge refused/Sum",
-      "CardDetailsUnread card details unread/Sum",
-      "FastPathCardDetailsUnread card details unread (fast path)/Sum",
-      "FullCardWalks full card walks/Sum",
-      "FastPathCardWalks fast-path card cycles/Sum",
-      "EventsFailed publish failures/Sum",
-    ]);
+    const expected: Partial<Record<keyof typeof DASHBOARD_WIDGETS, string[]>> = {
+      cycleDuration: ["CycleDurationMs max/Maximum", "CycleDurationMs average/Average"],
+      tokens: [
+        "TokenRefreshes refreshes/Sum",
+        "TokenFamilyRevoked family revoked (1 = yes)/Maximum",
+        "TokenSecretWriteFailed secret write refused/Sum",
+        "TokenHeldInTable token held in table (1 = yes)/Maximum",
+      ],
+      quarantine: ["QuarantineSize records held/Maximum", "Quarantined newly quarantined/Sum"],
+      throughput: [
+        "TransactionsPulled transactions pulled/Sum",
+        "CardsPulled cards pulled/Sum",
+        "Acknowledged acknowledged/Sum",
+        "AcknowledgeRefused acknowledge refused/Sum",
+        "CardDetailsUnread card details unread/Sum",
+        "FastPathCardDetailsUnread card details unread (fast path)/Sum",
+        "FullCardWalks full card walks/Sum",
+        "FastPathCardWalks fast-path card cycles/Sum",
+        "EventsFailed publish failures/Sum",
+      ],
+    };
+    for (const [graph, series] of Object.entries(expected)) {
+      expect(seriesOf(widgets, DASHBOARD_WIDGETS[graph as keyof typeof DASHBOARD_WIDGETS]), graph).toEqual(series);
+    }
     expect(seriesOf(widgets, DASHBOARD_WIDGETS.syncLag)).toEqual(["SELECT MAX(SyncLagSeconds) FROM QashioBridge WHERE tenant = 'acme'"]);
     expect(seriesOf(widgets, DASHBOARD_WIDGETS.deadLetters)).toEqual(["ApproximateNumberOfMessagesVisible Webhook/Maximum"]);
   });
