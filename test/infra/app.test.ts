@@ -91,6 +91,12 @@ describe("the app's context (bridgeAppOptionsFromContext)", () => {
     expect(() => bridgeAppOptionsFromContext(app, {})).toThrow(`context ${key} is no setting of this app: did you mean ${meant}?`);
   });
 
+  it("reads the catalog from the context eventsDir, and takes a tenantsFile of blanks as unset", () => {
+    const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS, eventsDir: "no/such/events" });
+    expect(() => bridgeAppOptionsFromContext(app, {})).toThrow(`event catalog ${join(REPO_ROOT, "no/such/events")} is missing`);
+    expect(() => bridgeAppOptionsFromContext(testApp({ tenantsFile: "  ", qashioUrls: PROVIDER_URLS }), {})).toThrow("context tenantsFile is not set");
+  });
+
   it("takes the context CDK and its CLI set beside the app's own settings", () => {
     const context = {
       "cli-telemetry": false,
