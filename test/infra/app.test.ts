@@ -97,6 +97,12 @@ describe("the app's context (bridgeAppOptionsFromContext)", () => {
     expect(() => bridgeAppOptionsFromContext(testApp({ tenantsFile: "  ", qashioUrls: PROVIDER_URLS }), {})).toThrow("context tenantsFile is not set");
   });
 
+  it("passes the environment's QASHIO_*_URL on, which wins over the context qashioUrls", () => {
+    const app = testApp({ tenantsFile: EXAMPLE_TENANTS_FILE, qashioUrls: PROVIDER_URLS });
+    const { providerUrls } = bridgeAppOptionsFromContext(app, { QASHIO_EU_URL: "https://api.eu.override.test" });
+    expect(providerUrls).toEqual({ ...PROVIDER_URLS, eu: "https://api.eu.override.test" });
+  });
+
   it("takes the context CDK and its CLI set beside the app's own settings", () => {
     const context = {
       "cli-telemetry": false,
