@@ -1,6 +1,6 @@
 /**
- * Local-mode settings: read once from the environment and an optional `.env` file
- * (the environment wins), validated in one place, defaults named as constants.
+ * Local-mode settings: read once from the environment merged with an optional `.env` file (./env-file.ts; the
+ * environment wins), validated in one place, defaults named as constants.
  * Error messages name the setting and the problem, never the value.
  */
 import { join, resolve, sep } from "node:path";
