@@ -54,6 +54,24 @@ describe("local bridge cycle", () => {
     expect(result.durationMs).toBe(0);
   });
 
+  it("reports a cycle that completed as not interrupted, though Ctrl-C came as it ended: nothing is left for a next run", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const controller = new AbortController();
+    // Ctrl-C once both walks are done, as the quarantine is counted at the cycle's end.
+    const { quarantine } = bridge.transactions;
+    const size = quarantine.size.bind(quarantine);
+    quarantine.size = () => {
+      controller.abort();
+      return size();
+    };
+    const result = await runCycle(bridge, { signal: controller.signal });
+    expect(controller.signal.aborted).toBe(true);
+    expect(result.events).toBeGreaterThan(0);
+    expect(result.complete).toBe(true);
+    expect(result.interrupted).toBe(false);
+  });
+
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
     harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
