@@ -362,6 +362,52 @@ describe("what the bridge demo remembers to aim its activity at", () => {
   });
 });
 
+describe("the bridge demo's deposits", () => {
+  it("pay into the funding account what the cards spent since the last deposit, net of refunds, and no more", async () => {
+    // The control calls the demo makes (over fetch; the bridge's own calls go over node:http), with their answers.
+    const calls: { path: string; body: { amount?: number; transaction_category?: string }; answer: { data?: unknown } }[] = [];
+    const realFetch = globalThis.fetch;
+    const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const response = await realFetch(input, init);
+      const path = new URL(input instanceof Request ? input.url : input).pathname;
+      if (path.startsWith("/_sandbox/companies/") && init?.method === "POST") {
+        calls.push({ path, body: JSON.parse(String(init.body)) as { amount?: number }, answer: (await response.clone().json()) as { data?: unknown } });
+      }
+      return response;
+    });
+    let output: Awaited<ReturnType<typeof demo>>;
+    try {
+      output = await demo({ cycles: 21 });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(output.code, output.stderr).toBe(EXIT.ok);
+    // What each deposit should be: the purchases' billing amounts less the refunds', since the deposit before it.
+    const expected: number[] = [];
+    let spent = 0;
+    let refunded = 0;
+    let refundsDeposited = 0;
+    for (const { path, body, answer } of calls) {
+      if (path.endsWith("/deposits")) {
+        expected.push(Math.round(spent * 100) / 100);
+        spent = 0;
+        refundsDeposited += refunded;
+        refunded = 0;
+      } else if (path.endsWith("/transactions")) {
+        const billed = (answer.data as { billing_amount: number }[]).reduce((sum, tx) => sum + tx.billing_amount, 0);
+        spent += body.transaction_category === "refund" ? -billed : billed;
+        if (body.transaction_category === "refund" && billed > 0) refunded += 1;
+      }
+    }
+    // Rounds 10 and 20 deposit, with refunds among what they pay back.
+    expect(expected).toHaveLength(2);
+    expect(refundsDeposited).toBeGreaterThan(0);
+    const printed = [...output.stdout.matchAll(/deposit of (\d+\.\d{2}) into the funding account/g)].map(([, amount]) => Number(amount));
+    expect(printed).toEqual(expected);
+    expect(calls.filter((c) => c.path.endsWith("/deposits")).map((c) => c.body.amount)).toEqual(expected);
+  }, 60_000);
+});
+
 /**
  * Runs the demo `cycles` cycles from `startTime` (the current time if undefined), reading after each cycle every balance
  * the sandbox answers with (what a card can spend, its account's, the funding account's), and checks it never ran dry:
