@@ -408,6 +408,25 @@ describe("the bridge demo's deposits", () => {
   }, 60_000);
 });
 
+describe("the bridge demo's spend limit raises", () => {
+  it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
+    // Every card limited to one purchase ever, at an amount whose raise (twice it) the issuer would refuse.
+    const seams: DemoSeams = {
+      onSandbox: (sandbox) => {
+        const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
+        for (const card of data?.cards ?? []) card.spendLimit = { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount: 400_000, frequency: 1 };
+      },
+    };
+    const { code, stdout, stderr } = await demo({ cycles: 4, seams });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toBe("");
+    const rounds = [...stdout.matchAll(/sandbox activity: (\d+) new purchases?/g)].map(([, n]) => Number(n));
+    expect(rounds).toHaveLength(3);
+    expect(rounds.at(-1)).toBe(0);
+    expect(stdout).not.toContain("raised in the dashboard");
+  });
+});
+
 /**
  * Runs the demo `cycles` cycles from `startTime` (the current time if undefined), reading after each cycle every balance
  * the sandbox answers with (what a card can spend, its account's, the funding account's), and checks it never ran dry:
