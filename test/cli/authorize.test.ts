@@ -383,15 +383,18 @@ describe("authorizeWithBrowser", () => {
     expect(pages).toEqual([{ status: 400, text: expect.stringContaining("<h1>Authorization failed</h1>") as string }]);
   });
 
-  it("lets no redirect with another state end the flow: it runs to its timeout, saying how many were refused, and stores nothing", async () => {
+  it.each([
+    [1, "1 redirect with another state was refused"],
+    [2, "2 redirects with another state were refused"],
+  ])("lets no redirect with another state end the flow: it runs to its timeout, saying how many were refused (%i), and stores nothing", async (refused, said) => {
     const store = new MemoryTokenStore();
     const requests: TokenRequest[] = [];
     const flow = authorizeFlow();
     const run = flow.watch(authorizeWithBrowser(options({ store, timeoutMs: 1_000, fetch: tokenEndpoint(requests), onAuthorizeUrl: flow.onAuthorizeUrl })));
     const authorize = new URL(await flow.url);
-    expect((await flow.visit(redirectOf(authorize, { error: "access_denied", state: "forged" }))).status).toBe(400);
+    for (let i = 0; i < refused; i += 1) expect((await flow.visit(redirectOf(authorize, { error: "access_denied", state: `forged-${i}` }))).status).toBe(400);
     expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
-    await expect(run).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s (1 redirect with another state was refused): run `npm run bridge -- authorize` again, with the same options"));
+    await expect(run).rejects.toThrow(new AuthorizeError(`no redirect arrived within 1 s (${said}): run \`npm run bridge -- authorize\` again, with the same options`));
     expect(requests).toEqual([]);
     expect(store.saved).toBeUndefined();
   });
