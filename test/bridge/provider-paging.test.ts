@@ -44,4 +44,42 @@ describe("ServedPageSize", () => {
     expect(served.weigh({ data: [], pagination: { has_next: true } }, 0, 50, true)).toBe(50);
     expect(served.in(50)).toBe(50);
   });
+
+  /** A list answer of `held` rows; `pagination` as the provider sent it. */
+  const answer = (held: number, pagination: Record<string, unknown> = { has_next: true }) => ({
+    data: Array.from({ length: held }, (_, i) => ({ id: `c${i}` })),
+    pagination,
+  });
+
+  it("takes a page short of the size asked that is not the last for the size served, and the last page short for none", () => {
+    expect(new ServedPageSize().weigh(answer(30), 30, 50, true)).toBe(30);
+    expect(new ServedPageSize().weigh(answer(30, { has_next: false }), 30, 50, false)).toBe(50);
+  });
+
+  it("takes a page holding more than asked for the size served", () => {
+    expect(new ServedPageSize().weigh(answer(60), 60, 50, true)).toBe(60);
+  });
+
+  it.each([true, false])("takes a page_size that counts no pages but exceeds the items held for the size served (lowersOnce: %s)", (lowersOnce) => {
+    expect(new ServedPageSize({ lowersOnce }).weigh(answer(30, { has_next: true, page_size: 40 }), 30, 50, true)).toBe(40);
+  });
+
+  it("lets a short page lower a size a fuller page showed only when lowersOnce", () => {
+    const kept = new ServedPageSize();
+    kept.weigh(answer(50), 50, 50, true);
+    expect(kept.weigh(answer(30), 30, 50, true)).toBe(50);
+    const lowered = new ServedPageSize({ lowersOnce: true });
+    lowered.weigh(answer(50), 50, 50, true);
+    expect(lowered.weigh(answer(30), 30, 50, true)).toBe(30);
+  });
+
+  it("starts over at a new size asked: neither the most held nor a short page at the old size carries over", () => {
+    const fuller = new ServedPageSize();
+    fuller.weigh(answer(50), 50, 50, true);
+    expect(fuller.weigh(answer(25), 25, 25, true)).toBe(25);
+    const shorter = new ServedPageSize();
+    shorter.weigh(answer(30), 30, 50, true);
+    expect(shorter.in(25)).toBe(25);
+    expect(shorter.weigh(answer(10, { has_next: false }), 10, 25, false)).toBe(25);
+  });
 });
