@@ -1,0 +1,78 @@
+/**
+ * CardDetailReads on its own, with ports the test drives: what a page's detail reads make of an answer the bridge cannot
+ * take, and the log lines an operator reads when reads fail, find no card, or are not started by the deadline.
+ */
+import { describe, expect, it } from "vitest";
+import { CardDetailReads, type CardDetailPorts } from "../../shared/bridge/card-details.js";
+import type { ProviderPage } from "../../shared/bridge/provider.js";
+import type { ValidationResult } from "../../shared/bridge/validate.js";
+import { RecordingLogger } from "./fakes.js";
+
+const providerError = (status: number) => Object.assign(new Error(String(status)), { name: "ProviderError", status });
+
+/** A card is valid when it has a string id and is not marked `bad`. */
+const validateCard = (raw: unknown): ValidationResult => {
+  const card = raw as Record<string, unknown>;
+  if (typeof card["id"] !== "string") return { success: false, reason: "id: missing" };
+  return card["bad"] === true ? { success: false, reason: "status: not a string" } : { success: true, data: card };
+};
+
+function reads(readCard: (id: string) => Promise<ProviderPage>, pastDeadline: () => boolean = () => false) {
+  const logger = new RecordingLogger();
+  const ports: CardDetailPorts = {
+    logger,
+    random: () => 0,
+    validateCard,
+    pastDeadline,
+    stopRequested: () => false,
+    outOfTime: () => false,
+    readCard: (_step, id) => readCard(id),
+    readSnapshots: () => Promise.resolve(new Map()),
+  };
+  return { details: new CardDetailReads(ports), logger };
+}
+
+const listed = (...ids: string[]) => ids.map((id) => ({ raw: { id, status: "Active" } }));
+
+describe("CardDetailReads", () => {
+  it("quarantines a read that answers no card under the card asked for, as listed, and takes the card as listed", async () => {
+    const { details } = reads(() => Promise.resolve({ data: [] }));
+    const [entry] = await details.read(listed("c1"), false);
+    expect(entry).toMatchObject({ asListed: true, rejectedDetail: { cardId: "c1", raw: { id: "c1", status: "Active" }, reason: "(root): the card read answered no card" } });
+  });
+
+  it("quarantines a read that answers a card failing validation with the validator's reason", async () => {
+    const { details } = reads((id) => Promise.resolve({ data: [{ id, bad: true }] }));
+    const [entry] = await details.read(listed("c1"), false);
+    expect(entry).toMatchObject({ asListed: true, rejectedDetail: { cardId: "c1", raw: { id: "c1", bad: true }, reason: "status: not a string" } });
+  });
+
+  it("says once that the walk takes cards as listed when every read of a page failed, and not again on the pages after", async () => {
+    const { details, logger } = reads(() => Promise.reject(providerError(503)));
+    await details.read(listed("c1", "c2", "c3", "c4"), false);
+    await details.read(listed("c5"), false);
+    expect(logger.lines.filter((l) => l.message.startsWith("card detail reads of a page all failed"))).toEqual([
+      { level: "warn", message: "card detail reads of a page all failed; the rest of this walk takes cards as listed", attributes: { failed: 4 } },
+    ]);
+  });
+
+  it("logs a card the read does not find (404) as taken as listed", async () => {
+    const { details, logger } = reads(() => Promise.reject(providerError(404)));
+    expect(await details.read(listed("c1"), false)).toMatchObject([{ asListed: true }]);
+    expect(logger.lines).toContainEqual({ level: "info", message: "card listed but not found when read; taken as listed", attributes: { cardId: "c1" } });
+  });
+
+  it("warns of a first page's single read not started by the cycle deadline", async () => {
+    let checks = 0;
+    const { details, logger } = reads(
+      (id) => Promise.resolve({ data: [{ id, status: "Active" }] }),
+      () => (checks += 1) > 1,
+    );
+    expect(await details.read(listed("c1", "c2"), true)).toMatchObject([{ raw: { id: "c1" } }, { asListed: true }]);
+    expect(logger.lines).toContainEqual({
+      level: "warn",
+      message: "card detail reads not started by the cycle deadline; those cards are taken as listed",
+      attributes: { unstarted: 1 },
+    });
+  });
+});
