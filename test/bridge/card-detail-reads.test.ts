@@ -3,7 +3,7 @@
  * take, and the log lines an operator reads when reads fail, find no card, or are not started by the deadline.
  */
 import { describe, expect, it } from "vitest";
-import { CardDetailReads, type CardDetailPorts } from "../../shared/bridge/card-details.js";
+import { CardDetailReads, isViewChange, type CardDetailPorts } from "../../shared/bridge/card-details.js";
 import type { ProviderPage } from "../../shared/bridge/provider.js";
 import type { ValidationResult } from "../../shared/bridge/validate.js";
 import { RecordingLogger } from "./fakes.js";
@@ -74,5 +74,24 @@ describe("CardDetailReads", () => {
       message: "card detail reads not started by the cycle deadline; those cards are taken as listed",
       attributes: { unstarted: 1 },
     });
+  });
+});
+
+describe("isViewChange", () => {
+  const limits = { enabled: true, amount: 500 };
+
+  it("takes a configuration object both sides carry for a real change, though the views differ (details off, the list showing it)", () => {
+    const change = { path: "/purchase_limits", before: null, after: limits };
+    expect(isViewChange(change, { id: "c1", purchase_limits: null }, { id: "c1", purchase_limits: limits }, false)).toBe(false);
+  });
+
+  it("takes a list member one side lacks for a real change, though the views differ", () => {
+    const change = { path: "/card_nickname", before: null, after: "Travel" };
+    expect(isViewChange(change, { id: "c1", purchase_limits: limits }, { id: "c1", card_nickname: "Travel" }, false)).toBe(false);
+  });
+
+  it("takes a configuration object only one side carries, the views differing, for the view change", () => {
+    const change = { path: "/purchase_limits", before: limits, after: null };
+    expect(isViewChange(change, { id: "c1", purchase_limits: limits }, { id: "c1" }, false)).toBe(true);
   });
 });
