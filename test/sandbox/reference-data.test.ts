@@ -345,6 +345,11 @@ describe("statements", () => {
     expect(bad.status).toBe(400);
     expect(errorCodes(bad.body)).toEqual(["from_month:INVALID_FORMAT"]);
   });
+
+  it("names the path field statementAccountId in the 404 for an unknown account (§4.7, §7 errors name the field)", async () => {
+    const { status, body } = await h.json("/public/v1/erp/statements/FAUNKNOWN");
+    expect([status, errorCodes(body)]).toEqual([404, ["statementAccountId:NOT_FOUND"]]);
+  });
 });
 
 describe("GET /public/v1/erp/company/summary", () => {
