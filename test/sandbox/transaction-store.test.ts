@@ -156,13 +156,16 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.page({ parentQashioId: "CT0" }, 0, 10).total).toBe(0);
   });
 
-  /** A purchase of 100.00 on card-1 still to read, its reversal of 40.00 acknowledged, and two newer acknowledged ones. */
-  function reversedInPart(): { s: TransactionStore; purchase: TransactionRecord } {
+  /**
+   * A purchase of 100.00 on card-1 still to read, its child (a reversal unless told) of 40.00 acknowledged, and two
+   * newer acknowledged ones.
+   */
+  function reversedInPart(child = "reversal"): { s: TransactionStore; purchase: TransactionRecord } {
     const s = new TransactionStore();
     const at = { card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z" };
     const purchase = { ...tx(0, "not_synced"), ...at, transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
     s.add(purchase);
-    s.add({ ...tx(1, "synced", "CT0"), ...at, transaction_category: "reversal", transaction_amount: 40, billing_amount: 40 });
+    s.add({ ...tx(1, "synced", "CT0"), ...at, transaction_category: child, transaction_amount: 40, billing_amount: 40 });
     s.add(tx(2, "synced"));
     s.add(tx(3, "synced"));
     return { s, purchase };
@@ -176,6 +179,14 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     // A control PATCH recounts it: the reversal it no longer holds still reversed 40.00 of it.
     s.changed(purchase);
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
+  });
+
+  it("keeps a held purchase's whole spend when a forgotten refund, not a reversal, gave some back and it is counted again (§4.9 spend limit; spec-gaps, Spend limits)", () => {
+    const { s, purchase } = reversedInPart("refund");
+    expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 10_000, count: 1 });
+    expect(forgotten(s, 2)).toEqual(["id-1"]);
+    s.changed(purchase);
+    expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 10_000, count: 1 });
   });
 
   it("leaves a forgotten transaction out of the company's net spend (spec-gaps, Company summary)", () => {
