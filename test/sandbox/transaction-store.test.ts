@@ -38,6 +38,24 @@ function expected(n: number, keep: (i: number) => boolean, offset: number, limit
   return ids.slice(offset, offset + limit);
 }
 
+/**
+ * A purchase of 100.00 on card-1 still to read, its child (a reversal unless told) of 40.00 acknowledged, and two
+ * newer acknowledged ones.
+ */
+function reversedInPart(child = "reversal"): { s: TransactionStore; purchase: TransactionRecord } {
+  const s = new TransactionStore();
+  const at = { card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z" };
+  const purchase = { ...tx(0, "not_synced"), ...at, transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
+  s.add(purchase);
+  s.add({ ...tx(1, "synced", "CT0"), ...at, transaction_category: child, transaction_amount: 40, billing_amount: 40 });
+  s.add(tx(2, "synced"));
+  s.add(tx(3, "synced"));
+  return { s, purchase };
+}
+
+/** March 2025, the month reversedInPart's transactions are dated in, as net spend's window. */
+const march = [Date.UTC(2025, 2, 1), Date.UTC(2025, 3, 1)] as const;
+
 describe("TransactionStore", () => {
   const n = 5_000;
   const store = filled(n);
@@ -156,22 +174,6 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.page({ parentQashioId: "CT0" }, 0, 10).total).toBe(0);
   });
 
-  /**
-   * A purchase of 100.00 on card-1 still to read, its child (a reversal unless told) of 40.00 acknowledged, and two
-   * newer acknowledged ones.
-   */
-  function reversedInPart(child = "reversal"): { s: TransactionStore; purchase: TransactionRecord } {
-    const s = new TransactionStore();
-    const at = { card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z" };
-    const purchase = { ...tx(0, "not_synced"), ...at, transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
-    s.add(purchase);
-    s.add({ ...tx(1, "synced", "CT0"), ...at, transaction_category: child, transaction_amount: 40, billing_amount: 40 });
-    s.add(tx(2, "synced"));
-    s.add(tx(3, "synced"));
-    return { s, purchase };
-  }
-  const march = [Date.UTC(2025, 2, 1), Date.UTC(2025, 3, 1)] as const;
-
   it("keeps a held purchase's spend less what its forgotten reversal reversed when the purchase is counted again (spec-gaps, Spend limits)", () => {
     const { s, purchase } = reversedInPart();
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
@@ -206,5 +208,23 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     s.add(tx(9, "not_synced"));
     expect(s.newest()?.id).toBe("id-9");
     expect(s.page({ clientSyncStatus: "not_synced" }, 0, 10).items.map((t) => t.id)).toEqual(["id-9", "id-4"]);
+  });
+});
+
+describe("TransactionStore spend as a control PATCH changes a child", () => {
+  it("counts a purchase reversed beyond its amount as nothing spent, never less (§4.9 spend limit; spec-gaps, Spend limits)", () => {
+    const { s } = reversedInPart();
+    const reversal = s.get("id-1")!;
+    reversal.transaction_amount = 150;
+    s.changed(reversal);
+    expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 0, count: 0 });
+  });
+
+  it("takes a refund off the company's net spend at its billing amount, not with a fee it was given (§4.8; spec-gaps, Company summary)", () => {
+    const { s } = reversedInPart("refund");
+    const refund = s.get("id-1")!;
+    refund.transaction_fee_amount = 2;
+    s.changed(refund);
+    expect(s.netSpend.between(...march)).toBe(60);
   });
 });
