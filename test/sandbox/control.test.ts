@@ -317,6 +317,20 @@ describe("activity generation", () => {
     expect((await made("purchase")).map((tx) => tx.card_external_id), "purchases on it").toEqual([card.id, card.id, card.id]);
   });
 
+  it("makes purchases at the Software MCCs on a card whose category limits list no travel MCC (§2.3 merchant_category_limits)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    fillAccounts(data);
+    const card = data.cards.find((c) => c.status === "Active")!;
+    Object.assign(card, { countryLimitsActive: false, categoryLimitsActive: true, allowedMccs: [] });
+    const view = erpCardDetailView(card, data) as Row;
+    const software = ((view.merchant_category_limits as Row).categories as Row[]).flatMap((c) => c.mcc_codes as string[]);
+    expect(software.length, "the view lists the Software MCCs").toBeGreaterThan(0);
+    expect(canSpendNow(card, data, "purchase", h.sandbox.control.now())).toBe(true);
+    for (const other of data.cards) if (other !== card) other.pendingAuthorisations = 1e9;
+    const made = (await control(`/companies/${h.companyId}/transactions`, { count: 3, transaction_category: "purchase" })).body.data as Row[];
+    expect(made.map((tx) => [tx.card_external_id, software.includes(tx.mcc_code as string)])).toEqual([[card.id, true], [card.id, true], [card.id, true]]);
+  });
+
   it("tells spend as possible on a card whose spend limit leaves exactly the least spend (1, fee included), and not a cent less", async () => {
     const data = h.sandbox.control.company(h.companyId)!;
     fillAccounts(data);
