@@ -149,6 +149,15 @@ describe("activity generation", () => {
     expect((await h.json(`${LIST}?client_sync_status=outdated&qashio_id=${synced.qashio_id}`)).body.data).toEqual([]);
   });
 
+  it("leaves stamped fields alone whatever is sent for them: a patch with an unparseable updated_at still applies, stamped by the write (§2.2 timing)", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { memo: "restamped", updated_at: "yesterday", modified_date: 7 }, "PATCH");
+    expect(status).toBe(200);
+    expect(body.data.memo).toBe("restamped");
+    expect(body.data.updated_at > tx.updated_at).toBe(true);
+    expect(body.data.modified_date).toBe(body.data.updated_at);
+  });
+
   it("refuses to patch identity or sync status (400), and an unknown transaction (404)", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { id: "x", client_sync_status: "synced" }, "PATCH");
