@@ -316,6 +316,9 @@ describe("activity generation", () => {
     // Allowed only in a country no merchant (nor the company's ATMs) is in: nowhere.
     Object.assign(limits, { countryLimitsActive: true, allowedCountries: ["ZZ"] });
     expect([canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)], "no country allowed").toEqual([false, false]);
+    // Its own MCCs listing the ATM's (6011): a cash withdrawal too (§2.3 merchant_category_limits lists them).
+    Object.assign(limits, { countryLimitsActive: false, categoryLimitsActive: true, allowedMccs: ["6011"] });
+    expect(canSpendNow(card, data, "cash_withdrawal", now), "its own MCCs allowing ATMs").toBe(true);
     // Any country, but only travel MCCs and software: purchases still, an ATM (6011) not.
     Object.assign(limits, { countryLimitsActive: false, categoryLimitsActive: true, allowedMccs: ["4511"] });
     expect([canSpendNow(card, data, "purchase", now), canSpendNow(card, data, "cash_withdrawal", now)], "categories without ATMs").toEqual([true, false]);
