@@ -445,7 +445,11 @@ export class HttpCore {
           }
           continue;
         }
-        // The wait is over; room comes when a request in flight ends, at the latest within its timeout.
+        // The wait is over. The clock may have ended it since the waiters were last admitted, with room free (the
+        // request came a moment before the wait's end): admitted now, or it would wait for room nothing hands it.
+        this.admitWaiters();
+        if (waiter.granted) continue;
+        // Else room comes when a request in flight ends, at the latest within its timeout.
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, HELD_BACK_PAST_DEADLINE);
         if (request.deadline !== undefined && !lastStartSlept) {
           const lastStart = request.deadline - this.timeoutMs;

@@ -189,6 +189,28 @@ describe("HttpCore after a 429", () => {
     await expect(http.request(read("Q2"))).resolves.toMatchObject({ status: 200 });
     expect(sleeps).toEqual([5000, 5000]);
   });
+
+  // A real clock moves while the client works out a request's turn: here it reaches the wait's end at the request's
+  // `reading`-th look at it, whichever step of the turn that is (the engine's own wait for the 429 ends a millisecond
+  // early on a Node timer, so its next read comes then). Each must be sent once the wait is over.
+  it.each(Array.from({ length: 8 }, (_, i) => ({ reading: i + 1 })))(
+    "sends a request that comes a moment before a 429's wait ends, when the clock reaches the end at its reading $reading",
+    async ({ reading }) => {
+      const fetch = scriptedFetch(fail(429, [], { "retry-after": "1" }), ok([]));
+      const clock = manualClock();
+      const end = clock.now() + 1_000;
+      let readings = Number.NEGATIVE_INFINITY;
+      const moving: Clock = { now: () => ((readings += 1) >= reading ? Math.max(clock.now(), end) : clock.now()), sleep: clock.sleep };
+      const { http } = core(fetch, moving, undefined, { maxAttempts: 1 });
+      track(http.request(read("Q1")));
+      await clock.advance(999);
+      readings = 0;
+      const second = track(http.request(read("Q2")));
+      await clock.advance(1);
+      expect(second.outcome).toMatchObject({ status: 200 });
+      expect(sentFor(fetch, "Q2")).toBe(1);
+    },
+  );
 });
 
 describe("HttpCore after a 429 asking for a longer wait than a retry would wait", () => {
