@@ -30,7 +30,6 @@ async function start(options?: Parameters<typeof startHarness>[0]): Promise<Harn
   return harness;
 }
 
-/** Resolves once `file` exists with at least one complete line (watching its directory, no polling). */
 /** A harness whose first run is done, then one of its active cards suspended in the provider's dashboard. */
 async function suspendedAfterFirstRun(): Promise<{ h: Harness; card: { id: string } }> {
   const h = await start();
@@ -41,6 +40,7 @@ async function suspendedAfterFirstRun(): Promise<{ h: Harness; card: { id: strin
   return { h, card };
 }
 
+/** Resolves once `file` exists with at least one complete line (watching its directory, no polling). */
 function firstLine(file: string): Promise<void> {
   return new Promise((resolve) => {
     const dir = join(file, "..");
