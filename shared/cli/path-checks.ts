@@ -46,12 +46,17 @@ function notWritable(path: string, mode: number): string | undefined {
 /**
  * {@link notWritable} for a path of the bridge's own (a state entry, the events file), read and written by it alone:
  * the likely cause follows the path, and an EACCES says what shuts this user out and the way in
- * (see {@link deniedAccessOf}).
+ * (see `deniedAccessOf` in access-advice.ts).
  */
 function ownPathProblem(path: string, mode: number): string | undefined {
   return accessProblem(path, mode, "readable and writable", { hint: LEFT_BY_ANOTHER_USER, need: "read and write" });
 }
 
+/**
+ * What access(2) refuses for `mode` on `path`, worded as a setting's problem (`what` it is not), or undefined. A
+ * read-only mount is named as such (no user's rights open it); `own` adds the hint and the way in for a path of the
+ * bridge's own.
+ */
 function accessProblem(path: string, mode: number, what: string, own?: { readonly hint: string; readonly need: Need }): string | undefined {
   const code = accessRefusal(path, mode)?.code;
   if (code === undefined) return undefined;
