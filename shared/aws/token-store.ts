@@ -532,16 +532,26 @@ class SavePacer implements CallPacer {
   ) {}
 
   async beforeCall(previous: unknown): Promise<boolean> {
-    if (this.hold !== undefined && !this.heldInTable && (isAwsTimeout(previous) || !this.#fits(2 * SDK_CALL_MAX_MS))) {
-      try {
-        await this.hold();
-        this.heldInTable = true;
-        this.logger?.warn("Secrets Manager is slow to take the rotated refresh token: it is held in the table while the secret write goes on");
-      } catch (error) {
-        this.logger?.warn("holding the rotated refresh token in the table failed; the secret write goes on", { error: (error as Error).name });
-      }
+    const heldFirst = isAwsTimeout(previous) || !this.#fits(2 * SDK_CALL_MAX_MS);
+    if (heldFirst) await this.#holdOnce();
+    if (this.#fits(this.heldInTable ? SDK_CALL_MAX_MS : 2 * SDK_CALL_MAX_MS)) return true;
+    // The clock passed the hold's moment between the two readings: held now, the call may still fit, as it would have
+    // had the first reading come a moment later. Else it was not started, and the save's fallback held the tokens.
+    if (heldFirst) return false;
+    await this.#holdOnce();
+    return this.heldInTable && this.#fits(SDK_CALL_MAX_MS);
+  }
+
+  /** Holds the tokens in the table (`hold`) unless they are, or the save may not; a failure is logged, never thrown. */
+  async #holdOnce(): Promise<void> {
+    if (this.hold === undefined || this.heldInTable) return;
+    try {
+      await this.hold();
+      this.heldInTable = true;
+      this.logger?.warn("Secrets Manager is slow to take the rotated refresh token: it is held in the table while the secret write goes on");
+    } catch (error) {
+      this.logger?.warn("holding the rotated refresh token in the table failed; the secret write goes on", { error: (error as Error).name });
     }
-    return this.#fits(this.heldInTable ? SDK_CALL_MAX_MS : 2 * SDK_CALL_MAX_MS);
   }
 
   /** Whether work of `ms` started now ends by `endsAt`. */

@@ -24,10 +24,9 @@ afterAll(async () => table.drop());
 const SILENT_CALL_MS = SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs;
 
 let tenantCounter = 0;
-function setup() {
+function setup(clock = new FakeClock()) {
   tenantCounter += 1;
   const tenant = `deadline-${tenantCounter}`;
-  const clock = new FakeClock();
   const secrets = new FakeSecretsManager("arn:secret:provider", SECRET, () => clock.now());
   const counted: Record<string, number[]> = {};
   const metrics: Metrics = { add: (name, value) => void (counted[name] ??= []).push(value) } as Metrics;
@@ -80,6 +79,23 @@ function setup() {
   };
 }
 
+/** A fake clock that moves 1 ms on its own at its `reading`-th look after {@link moveAt}: between two readings of a caller. */
+class MovingClock extends FakeClock {
+  private readings = Number.NEGATIVE_INFINITY;
+  private at = 0;
+
+  moveAt(reading: number): void {
+    this.readings = 0;
+    this.at = reading;
+  }
+
+  override now(): number {
+    this.readings += 1;
+    if (this.readings === this.at) this.advance(1);
+    return super.now();
+  }
+}
+
 const ROTATED = { refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 };
 
 describe("SecretsManagerTokenStore.saveVersion with the invocation's end known", () => {
@@ -129,6 +145,23 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     expect(await t.accessItem()).not.toHaveProperty("heldRefreshToken");
     expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
   });
+
+  // A real clock moves while the store paces a call: here it passes the last moment a failing call and the hold after
+  // it still fit at its `reading`-th look once the save began, whichever step that is. Held first or not, each save
+  // must still try the call that fits once held, and write the secret.
+  it.each(Array.from({ length: 8 }, (_, i) => ({ reading: i + 1 })))(
+    "writes the secret when the clock passes the hold's moment at its reading $reading of the save",
+    async ({ reading }) => {
+      const clock = new MovingClock();
+      const t = setup(clock);
+      await t.store.load();
+      t.endsIn(SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS);
+      clock.moveAt(reading);
+      await t.store.save(ROTATED);
+      expect(t.secrets.current().refresh_token).toBe("rt-2");
+      expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
+    },
+  );
 
   it("writes the secret as before, holding nothing, when Secrets Manager answers and time is left", async () => {
     const t = setup();
