@@ -138,10 +138,17 @@ export async function whileHolding<T>(
       // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
       await new Promise((resolve) => setImmediate(resolve));
       if (done.signal.aborted) return;
-      await Promise.race([settled, clock.sleep(Math.max(0, due - clock.now()), done.signal)]);
+      const before = clock.now();
+      // The lease runs out in real time: a wall clock stepped back (NTP, a person) since `due` was set must not put the
+      // next renewal further away than a third of the lease, or an hour's step would let it lapse mid-work.
+      due = Math.min(due, before + every);
+      await Promise.race([settled, clock.sleep(Math.max(0, due - before), done.signal)]);
       if (done.signal.aborted) return;
-      if (clock.now() < due) continue;
-      due = clock.now() + every;
+      const now = clock.now();
+      // Woken early (a timer a millisecond ahead of the wall clock, a fake clock's sleep returning at once): waits on.
+      // Not when the clock went back during the wait: the wait ran its whole time.
+      if (now < due && now >= before) continue;
+      due = now + every;
       try {
         if (!(await lease.renew(ttlMs, done.signal))) warn(messages.lost);
       } catch (error) {

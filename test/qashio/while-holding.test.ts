@@ -97,6 +97,28 @@ describe("whileHolding", () => {
     expect(await pending).toBe("ok");
   });
 
+  // The lease's expiry runs on the holder's real time (the file lock's on the boot's monotonic clock too): a wall clock
+  // stepped back an hour (NTP, a person) while work runs must not put the next renewal an hour away.
+  it.each(["a wait", "a renewal"])("renews every third of the TTL in real time when the wall clock is stepped back during %s", async (during) => {
+    const real = manualClock();
+    let stepped = 0;
+    const stepBack = () => void (stepped = 3_600_000);
+    const wall: Clock = { now: () => real.now() - stepped, sleep: real.sleep };
+    const start = real.now();
+    const lease = recordingLease(real, async () => {
+      if (during === "a renewal") stepBack();
+      return true;
+    });
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, wall, work, undefined, MESSAGES);
+    await real.advance(5_000);
+    if (during === "a wait") stepBack();
+    await real.advance(30_000);
+    expect(lease.renewals.map((at) => at - start)).toEqual([10_000, 20_000, 30_000]);
+    resolve("ok");
+    expect(await pending).toBe("ok");
+  });
+
   it("keeps work's result when the logger, renew or the clock throws, with no unhandled rejection", async () => {
     const brokenLogger = {
       warn: () => {
