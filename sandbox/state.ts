@@ -211,14 +211,17 @@ export class SandboxState {
     const created: TransactionRecord[] = [];
     for (let i = 0; i < options.count; i++) {
       const createdAt = this.clock.stampIso();
+      // Made at its stamp, one reading of the clock: a clock following real time may pass a window's end between two,
+      // and spend dated in one window would be weighed against the next one's limit.
+      const timeMs = Date.parse(createdAt);
       const tx = data.factory.create({
         // A child without a named category is a refund.
         category: options.category ?? (parent ? "refund" : undefined),
         parent,
-        timeMs: Date.parse(createdAt),
+        timeMs,
         createdAt,
         syncStatus: "not_synced",
-        nowMs: this.clock.nowMs(),
+        nowMs: timeMs,
         live: true,
       });
       // Spend no card's account can pay for is not made, nor money back for a purchase given back in full (spec-gaps, Balances).

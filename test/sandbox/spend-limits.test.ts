@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SPEND_CATEGORIES, amountOf } from "../../sandbox/data/balances.js";
 import type { TransactionRecord } from "../../sandbox/data/model.js";
 import { consumedOf, limitRoomOf, windowStart } from "../../sandbox/data/spend-limits.js";
@@ -113,5 +113,34 @@ describe("a purchase reversed in full in parts", () => {
     const [second] = state.createTransactions(data, { count: 1, category: "reversal", parentQashioId: purchase!.qashio_id });
     expect(second!.transaction_amount).toBe(0.05);
     expect(consumedOf(allTime, data, nowMs).count).toBe(before - 1);
+  });
+});
+
+describe("spend made as the day turns, on a clock that follows real time", () => {
+  // Real time moves while the sandbox makes a transaction: here past midnight between dating it (its stamp) and
+  // weighing its spend limit. It must be weighed in the window it is dated in, where the day's count is used up.
+  it("weighs a purchase against the limit of the day it is dated in, the clock passing midnight meanwhile", () => {
+    let real = 0;
+    let readings = Number.NEGATIVE_INFINITY;
+    vi.spyOn(performance, "now").mockImplementation(() => ((readings += 1) > 1 ? real + 2 : real));
+    try {
+      const midnight = Date.parse("2025-08-15T00:00:00.000Z");
+      const state = new SandboxState({ seed: 7, startTime: midnight - 10, latencyMs: 0, realTime: true, accessTokenTtlSeconds: 3600 });
+      state.reset({ transactions: 50 });
+      const data = state.listCompanies()[0]!;
+      fillAccounts(data);
+      const card = data.cards.find((c) => c.status === "Active" && c.poolAccountId === null)!;
+      for (const other of data.cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+      for (const pool of data.pools) pool.balance = 0;
+      const day = () => consumedOf({ ...card, spendLimit: { ...card.spendLimit, period: "DAILY" } }, data, midnight - 1).count;
+      Object.assign(card.spendLimit, { active: true, period: "DAILY", maxAmount: 400_000, frequency: day() + 1 });
+      expect(state.createTransactions(data, { count: 1, category: "purchase" })).toHaveLength(1);
+      real = 9;
+      readings = 0;
+      expect(state.createTransactions(data, { count: 1, category: "purchase" })).toEqual([]);
+      expect(day()).toBe(card.spendLimit.frequency);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
