@@ -49,15 +49,20 @@ export class SandboxClock {
     return new Date(stamp).toISOString();
   }
 
-  /** Whether moving forward by `seconds` keeps the clock at or before {@link LATEST_SANDBOX_TIME_MS}. */
-  canAdvance(seconds: number): boolean {
-    return Number.isFinite(seconds) && seconds >= 0 && this.nowMs() + seconds * 1000 <= LATEST_SANDBOX_TIME_MS;
-  }
-
-  /** Moves sandbox time forward; a move past {@link LATEST_SANDBOX_TIME_MS} is refused, the clock unchanged. */
-  advance(seconds: number): void {
-    if (!this.canAdvance(seconds)) throw new RangeError("the clock cannot move by that many seconds");
+  /**
+   * Moves sandbox time forward by `seconds`, unless that passes {@link LATEST_SANDBOX_TIME_MS}: false then, the clock
+   * unchanged. One reading decides: a clock following real time moves between two, and a move a check allowed could
+   * then be refused.
+   */
+  tryAdvance(seconds: number): boolean {
+    if (!(Number.isFinite(seconds) && seconds >= 0 && this.nowMs() + seconds * 1000 <= LATEST_SANDBOX_TIME_MS)) return false;
     // Whole milliseconds, as every other source of sandbox time: `advance_seconds: 0.0005` would leave a fraction.
     this.offsetMs += Math.round(seconds * 1000);
+    return true;
+  }
+
+  /** {@link tryAdvance}, a refused move thrown as a RangeError. */
+  advance(seconds: number): void {
+    if (!this.tryAdvance(seconds)) throw new RangeError("the clock cannot move by that many seconds");
   }
 }

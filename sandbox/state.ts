@@ -170,10 +170,9 @@ export class SandboxState {
 
   /** Moves the clock and commits what became due; a move the clock cannot make is a 400 and changes nothing. */
   advanceClock(seconds: number): void {
-    if (!this.clock.canAdvance(seconds)) {
+    if (!this.clock.tryAdvance(seconds)) {
       throw new ValidationError([{ field: "advance_seconds", code: "OUT_OF_RANGE", message: `advance_seconds must keep the clock before ${new Date(LATEST_SANDBOX_TIME_MS).toISOString()}` }]);
     }
-    this.clock.advance(seconds);
     this.settle();
   }
 

@@ -4,6 +4,7 @@
  * over a listening server.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LATEST_SANDBOX_TIME_MS } from "../../sandbox/clock.js";
 import { SUSPENSION_PROCESSING_SECONDS } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -193,6 +194,21 @@ describe("a clock that follows real time", () => {
       body: JSON.stringify({ ...CLIENT, grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI }),
     });
     expect(res.status).toBe(401);
+  });
+});
+
+describe("a clock move on a clock that follows real time", () => {
+  // Real time moves while the move is checked and made: a move to the latest time the clock holds, allowed at the
+  // check, must not then be refused as one past it (an unexpected RangeError, a 500 at the control surface).
+  it("makes a move to the latest time it was allowed, real time passing between the check and the move", async () => {
+    const rt = await harness({ realTime: true });
+    const real = performance.now();
+    let readings = Number.NEGATIVE_INFINITY;
+    vi.spyOn(performance, "now").mockImplementation(() => ((readings += 1) > 1 ? real + 5 : real));
+    const seconds = (LATEST_SANDBOX_TIME_MS - rt.sandbox.control.now()) / 1000;
+    readings = 0;
+    expect(() => rt.sandbox.control.advanceClock(seconds)).not.toThrow();
+    expect(rt.sandbox.control.now()).toBeGreaterThanOrEqual(LATEST_SANDBOX_TIME_MS);
   });
 });
 
