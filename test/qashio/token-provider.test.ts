@@ -1538,16 +1538,17 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   const TTL = 30_000;
 
   /** Processes sharing one store, lease and rotating token endpoint, over a clock that moves only when told to. */
-  function processes(options: { renew?: () => Promise<boolean>; lifetimeMs?: number } = {}) {
+  function processes(options: { renew?: () => Promise<boolean>; renewMs?: number; lifetimeMs?: number } = {}) {
     const clock = manualClock();
     const start = clock.now();
     const events: string[] = [];
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: start - 1 }, events);
     const fetch = rotatingTokenEndpoint(clock, events, options.lifetimeMs);
-    const { lock, renewals } = leaseLock(clock, { renew: options.renew });
+    const { lock, renewals } = leaseLock(clock, { renew: options.renew, renewMs: options.renewMs });
     const logger = captureLogger();
-    const spawn = () =>
-      new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, lock, lockTtlMs: TTL, lockWaitMs: 60_000 });
+    /** A process's provider; `over` replaces its options (its own view of the store, say). */
+    const spawn = (over: Partial<OAuthTokenProviderOptions> = {}) =>
+      new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, lock, lockTtlMs: TTL, lockWaitMs: 60_000, ...over });
     const presented = () => fetch.calls.map((call) => (call.body as Record<string, string>).refresh_token);
     return { clock, start, events, store, lock, renewals, logger, spawn, presented };
   }
@@ -1677,6 +1678,106 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
     expect(presented()).toEqual(["rt-1"]);
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
+  });
+
+  it("hands held tokens over whole while a call the old provider left behind asks for a token: it re-saves none of them, so the spent token is never stored over the successor's rotation", async () => {
+    // Renewals that take a second: the handover waits for the kept lease's renewal in flight.
+    const { clock, store, spawn, presented } = processes({ renewMs: 1_000 });
+    // The old provider's saves go through a view of the store whose saves can be held back (a slow Secrets Manager).
+    let holding = false;
+    let letSave!: () => void;
+    const slow = new Promise<void>((resolve) => (letSave = resolve));
+    const oldView: TokenStore = {
+      load: () => store.load(),
+      save: async (tokens) => {
+        if (holding) await slow;
+        await store.save(tokens);
+      },
+    };
+    const old = spawn({ store: oldView });
+    store.failNextSave = true;
+    await expect(old.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    holding = true;
+    await clock.advance(TTL / 3); // the kept lease's renewal is under way
+
+    const successor = spawn();
+    const handingOver = old.handOverHeldTokens(successor);
+    await turns();
+    // A call the old runtime left behind (a retry waking up) asks for a token meanwhile.
+    const leftover = old.getAccessToken().catch((error: unknown) => error);
+    await clock.advance(2_000);
+    await handingOver;
+    expect(old.holdsUnsavedTokens).toBe(false);
+
+    // The successor saves the held tokens, and rotates them once they are due.
+    const resaved = successor.getAccessToken();
+    await clock.advance(2_000);
+    await resaved;
+    await clock.advance(16 * MINUTE);
+    const rotated = successor.getAccessToken();
+    await clock.advance(2_000);
+    await rotated;
+    letSave();
+    await turns(20);
+    expect(await leftover).toBeInstanceOf(TokenUnavailableError);
+    expect((await store.load())?.refreshToken, "the old provider stored the spent token over its successor").toBe("rt-3");
+
+    // The next refresh, in any process, presents the newest refresh token: none is presented twice.
+    await clock.advance(16 * MINUTE);
+    const next = spawn().getAccessToken();
+    await clock.advance(2_000);
+    await next;
+    expect(presented()).toEqual(["rt-1", "rt-2", "rt-3"]);
+  });
+
+  it("waits, before handing held tokens over, for a re-save a call left behind started just as the one it waited for failed", async () => {
+    const { clock, start, store, spawn, presented } = processes();
+    const leftovers: Promise<unknown>[] = [];
+    // A call left behind asks for a token at every turn while the old provider's re-save fails (joining it) and after.
+    const askAtEveryTurn = async () => {
+      for (let i = 0; i < 30; i += 1) {
+        leftovers.push(old.getAccessToken().catch((error: unknown) => error));
+        await Promise.resolve();
+      }
+    };
+    let saves = 0;
+    const oldView: TokenStore = {
+      load: () => store.load(),
+      save: async (tokens) => {
+        saves += 1;
+        if (saves === 2) {
+          // The first re-save fails again, a second later.
+          await clock.sleep(1_000);
+          void askAtEveryTurn();
+          throw new Error("throttled");
+        }
+        // The next one hangs until twenty minutes in (Secrets Manager slow to answer), then lands.
+        if (saves === 3) await clock.sleep(start + 20 * MINUTE - clock.now());
+        await store.save(tokens);
+      },
+    };
+    const old = spawn({ store: oldView });
+    store.failNextSave = true;
+    await expect(old.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    leftovers.push(old.getAccessToken().catch((error: unknown) => error));
+    await turns();
+
+    const successor = spawn();
+    // The rebuilt runtime uses its provider once the handover is done, and again once its token is due.
+    const used = old.handOverHeldTokens(successor).then(async () => {
+      await successor.getAccessToken();
+      await clock.sleep(16 * MINUTE);
+      await successor.getAccessToken();
+    });
+    for (let i = 0; i < 45; i += 1) await clock.advance(MINUTE);
+    await used;
+    await Promise.all(leftovers);
+    expect(saves).toBe(3);
+    // The next refresh, in any process, presents the newest refresh token: none is presented twice.
+    const next = spawn().getAccessToken();
+    await clock.advance(MINUTE);
+    await next;
+    expect(presented().filter((token, i, all) => all.indexOf(token) !== i), "a spent refresh token presented again").toEqual([]);
   });
 
   it("stops renewing the kept lease once a renewal found it lost, with one warning", async () => {

@@ -202,7 +202,7 @@ export class OAuthTokenProvider implements TokenProvider {
    * (only while the store still holds the refresh token they replaced). Dropped with this provider instead, they would
    * be lost with the refresh token they replaced already spent, and the successor would present that spent token,
    * which revokes the family. Closes this provider first (no refresh starts in it any more) and waits for a refresh or
-   * re-save still under way.
+   * re-save still under way; from then on a call left behind in this provider re-saves nothing (it holds none).
    *
    * @throws RangeError when `successor` has loaded or received tokens already (its own would be overwritten).
    *
@@ -212,15 +212,21 @@ export class OAuthTokenProvider implements TokenProvider {
   async handOverHeldTokens(successor: OAuthTokenProvider): Promise<void> {
     if (successor === this) return;
     this.close();
-    await this.inflight?.catch(() => undefined);
-    await this.resaving?.catch(() => undefined);
+    // A call left behind (a retry waking up) may start a re-save while an earlier one is awaited: waited for too.
+    while (this.inflight !== undefined || this.resaving !== undefined) {
+      await this.inflight?.catch(() => undefined);
+      await this.resaving?.catch(() => undefined);
+    }
     const unsaved = this.unsaved;
     if (unsaved === undefined) return;
     if (successor.unsaved !== undefined || successor.current !== undefined) {
       throw new RangeError("the successor has loaded or issued tokens already: hand held tokens over before its first use");
     }
-    await this.leases.stopKeeping();
+    // Given up in the same step as read: a re-save this provider started later (while the renewal below ends) would
+    // write them under the lease the successor keeps, and could land after the successor saved and rotated them,
+    // storing the spent refresh token again.
     this.unsaved = undefined;
+    await this.leases.stopKeeping();
     successor.unsaved = unsaved;
     if (unsaved.handle !== undefined) successor.leases.keepHeld(unsaved.handle);
   }
