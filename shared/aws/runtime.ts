@@ -244,9 +244,22 @@ export async function rotationDeps(
  */
 export class RuntimeCache {
   #runtime?: { fingerprint: string; runtime: TenantRuntime };
+  /**
+   * The last {@link get}, settled or not: gets run one after another. An invocation that timed out while its get read
+   * the secret leaves that get running into the next invocation's; deciding on the same cached runtime, both would
+   * rebuild it, the held tokens would go to the first rebuilt one and the cache keep the second, which would present the
+   * spent refresh token from the secret.
+   */
+  #getting: Promise<unknown> = Promise.resolve();
 
   /** The runtime for these options, building it on first use or after the credentials changed. */
-  async get(options: TenantRuntimeOptions): Promise<TenantRuntime> {
+  get(options: TenantRuntimeOptions): Promise<TenantRuntime> {
+    const got = this.#getting.then(() => this.#get(options));
+    this.#getting = got.catch(() => undefined);
+    return got;
+  }
+
+  async #get(options: TenantRuntimeOptions): Promise<TenantRuntime> {
     const cached = this.#runtime;
     if (cached !== undefined) {
       const secret = await cached.runtime.tokens.credentials();
