@@ -69,14 +69,17 @@ class SpendingRefreshes {
 
   /**
    * Resolves once no section is running (at once when none is) and held tokens had one more try to be saved, with the
-   * token files of those still held (lost once the process exits) and why their last try failed.
+   * token files of those still held (lost once the process exits) and why their last try failed. A section that
+   * started during the tries (another bridge's refresh) is waited for too, and what it left held tried again.
    */
   async settled(): Promise<LostTokens[]> {
-    if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    // With their files read now: a bridge settling its own tokens at the same time may untrack one during the try.
-    const holding = this.holding();
-    const saved = await Promise.all(holding.map(([holder]) => holder.saveHeldTokens()));
-    return holding.filter((_, i) => !saved[i]).map(([holder, file]) => ({ file, failure: holder.heldTokensFailure }));
+    for (;;) {
+      if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+      // With their files read now: a bridge settling its own tokens at the same time may untrack one during the try.
+      const holding = this.holding();
+      const saved = await Promise.all(holding.map(([holder]) => holder.saveHeldTokens()));
+      if (this.running === 0) return holding.filter((_, i) => !saved[i]).map(([holder, file]) => ({ file, failure: holder.heldTokensFailure }));
+    }
   }
 
   private holding(): [TokenHolder, string][] {

@@ -63,6 +63,34 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     }
   });
 
+  it("waits for a refresh another bridge started while held tokens were being saved, before calling the process settled", async () => {
+    const saves = holder(0);
+    let finishRefresh!: () => void;
+    let refreshing: Promise<void> | undefined;
+    const save = saves.saveHeldTokens.bind(saves);
+    saves.saveHeldTokens = async () => {
+      // Another bridge of the process spends its refresh token meanwhile: exiting before it saved the successor loses it.
+      refreshing = spendingRefreshes.run(() => new Promise<void>((resolve) => (finishRefresh = resolve)));
+      return save();
+    };
+    const untrack = spendingRefreshes.track(saves, "/state/tokens.json");
+    try {
+      let settled = false;
+      const waited = spendingRefreshes.settled().then(() => (settled = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(settled, "settled while a refresh section still runs").toBe(false);
+      finishRefresh();
+      await refreshing;
+      await waited;
+      expect(spendingRefreshes.busy).toBe(false);
+    } finally {
+      // The registry is the process's: a section left running would keep the next tests busy.
+      finishRefresh();
+      await refreshing;
+      untrack();
+    }
+  });
+
   it("leaves alone a tracked provider that holds no tokens: settling does not try it", async () => {
     // Its saveHeldTokens would wait for a refresh it has in flight (perhaps still waiting for the lease): a stop asked
     // for at once must not.
