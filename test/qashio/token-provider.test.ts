@@ -1635,6 +1635,36 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
   });
 
+  it("lets no re-save of earlier tokens start while the code flow's are being saved: the old family never lands over the new", async () => {
+    // Renewals that take a second: a call arrives while the code flow renews the lease kept since the failed save.
+    const { clock, store, spawn } = processes({ renewMs: 1_000 });
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    // Saves that wait until let through: the code flow's (rt-3), and a re-save of the held rt-2 should one run.
+    const gates = new Map<string, { open(): void; opened: Promise<void> }>();
+    for (const token of ["rt-2", "rt-3"]) {
+      let open!: () => void;
+      gates.set(token, { open: () => open(), opened: new Promise<void>((resolve) => (open = resolve)) });
+    }
+    const save = store.save.bind(store);
+    store.save = async (tokens) => {
+      await gates.get(tokens.refreshToken)?.opened;
+      await save(tokens);
+    };
+    const signIn = provider.authorizeWithCode("code-1", "https://app.example/cb");
+    await turns();
+    const leftover = provider.getAccessToken();
+    await clock.advance(1_000);
+    gates.get("rt-3")!.open();
+    await clock.advance(1_000);
+    gates.get("rt-2")!.open();
+    await clock.advance(1_000);
+    await signIn;
+    await leftover;
+    expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
+  });
+
   it("hands out the re-saved tokens even when releasing the lease kept since the failed save fails (it runs out by itself)", async () => {
     const { store, lock, logger, spawn, presented } = processes();
     const tryAcquire = lock.tryAcquire.bind(lock);

@@ -288,9 +288,22 @@ export class OAuthTokenProvider implements TokenProvider {
     const now = this.clock.now();
     const tokens = this.skew.received(storedTokensOf(set, now), now);
     // A re-save of earlier tokens under way finishes first: it may hold the kept lease and would otherwise write the
-    // old family over this one. Then a lease this process still keeps for rotated tokens it failed to save is renewed,
-    // not waited for: the new family replaces those tokens.
-    await this.resaving?.catch(() => undefined);
+    // old family over this one. This save then takes its place until done: a call that would re-save the held tokens
+    // meanwhile waits for it instead (a re-save started now could land after this save).
+    while (this.resaving !== undefined) await this.resaving.catch(() => undefined);
+    const saving = this.saveAuthorized(tokens);
+    this.resaving = saving.then(
+      () => undefined,
+      () => undefined,
+    ).finally(() => (this.resaving = undefined));
+    await saving;
+  }
+
+  /**
+   * Saves the code flow's `tokens` under the refresh lease. A lease this process still keeps for rotated tokens it
+   * failed to save is renewed, not waited for: the new family replaces those tokens.
+   */
+  private async saveAuthorized(tokens: StoredTokens): Promise<void> {
     const kept = this.unsaved?.handle;
     let handle: RefreshLockHandle | undefined;
     try {
