@@ -156,10 +156,13 @@ export class SecretsManagerTokenStore implements TokenStore {
   /** Secret reads and writes started so far. */
   #started = 0;
   #inflightRead?: Promise<SecretRead>;
-  /** Version of the refresh token the last `load` returned: the one a rejected refresh presented. */
+  /** Version of the refresh token the last `load` (the last started) returned: the one a rejected refresh presented. */
   #lastLoadedVersionId?: string;
-  /** Fingerprint of the secret's refresh token at the last `load`: what a token held by the next save is bound to. */
+  /** Fingerprint of the secret's refresh token at that `load`: what a token held by the next save is bound to. */
   #lastLoadedSecretToken?: string;
+  /** Loads started so far, and the number of the one the two fields above come from. */
+  #loadsStarted = 0;
+  #lastLoad = 0;
   /** Fingerprint of the provider client the store first read: the one its runtime was built with and refreshes with. */
   #client?: string;
   /** Epoch ms at which the current invocation ends, when known (see {@link setInvocationEnd}). */
@@ -194,13 +197,19 @@ export class SecretsManagerTokenStore implements TokenStore {
    *   runtime was built with (see {@link credentials}): its refresh token belongs to that client's family.
    */
   async load(): Promise<StoredTokens | undefined> {
+    const load = ++this.#loadsStarted;
     const [read, item] = await Promise.all([this.readSecret(), this.#readAccessItem()]);
     const client = clientFingerprint(read.secret);
     this.#client ??= client;
     if (client !== this.#client) throw new ProviderClientChangedError(this.#secret.secretId);
-    this.#lastLoadedVersionId = read.versionId;
     const secretToken = refreshTokenFingerprint(read.secret);
-    this.#lastLoadedSecretToken = secretToken;
+    // Not from a load answered after a later one (one without the refresh lease, answered after the load under it):
+    // the refresh spends the token of the later one, and a token its save holds is bound to that one's version.
+    if (load > this.#lastLoad) {
+      this.#lastLoad = load;
+      this.#lastLoadedVersionId = read.versionId;
+      this.#lastLoadedSecretToken = secretToken;
+    }
     const bound = item !== undefined && item.secretVersionId === read.versionId;
     const held = item?.heldRefreshToken !== undefined && holdsOver(item, secretToken, read.versionId) ? item.heldRefreshToken : undefined;
     this.#reportHeld(held !== undefined);

@@ -230,6 +230,27 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-2" });
   });
 
+  it("binds a held token to the secret read under the lease, not to an earlier read without it that answered later", async () => {
+    const { store, secrets, make } = setup();
+    // A load without the refresh lease (a caller out of time, for a token another container stored), answered late.
+    const inTransit = secrets.holdNext("GetSecretValue", { answered: true });
+    const early = store.load();
+    await inTransit.reached;
+    // Another container rotates; this one then loads under the lease, and that answer lands first.
+    const other = make();
+    await other.load();
+    await other.save({ refreshToken: "rt-9", accessToken: "at-9" });
+    expect((await store.load())?.refreshToken).toBe("rt-9");
+    inTransit.release();
+    expect((await early)?.refreshToken).toBe("rt-1");
+    // The refresh spends rt-9; Secrets Manager refuses its successor, which is held in the table.
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-10", accessToken: "at-10" });
+    // Bound to the early read's rt-1, the held token would be ignored and the spent rt-9 handed out: presented, it
+    // revokes the family.
+    expect((await make().load())?.refreshToken).toBe("rt-10");
+  });
+
   it("ignores a held refresh token once the secret has a newer version (re-authorized out of band)", async () => {
     const { store, secrets, make } = setup();
     await store.load();
