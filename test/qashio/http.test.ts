@@ -51,12 +51,19 @@ describe("HttpCore requests", () => {
     expect(response.status).toBe(200);
     const call = fetch.calls[0]!;
     expect(call.headers.authorization).toBe("Bearer token-1");
+    expect(call.headers["content-type"]).toBeUndefined();
     expect(call.url.pathname).toBe("/public/v1/erp/transactions");
     expect([...call.url.searchParams]).toEqual([
       ["page", "1"],
       ["client_sync_status", "not_synced"],
       ["exclude_from_sync", "false"],
     ]);
+  });
+
+  it("sends a body as JSON, saying so in its content-type", async () => {
+    const fetch = scriptedFetch(json(201, { success: true, data: {} }));
+    await core(fetch).http.request({ method: "POST", path: "/public/v1/core/cards", body: { name: "Ops" }, auth: "bearer", retry: "never" });
+    expect(fetch.calls[0]).toMatchObject({ headers: { "content-type": "application/json" }, body: { name: "Ops" } });
   });
 
   it("takes the request id from meta.request_id of the body", async () => {
@@ -154,6 +161,16 @@ describe("HttpCore requests", () => {
     const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
     await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
   });
+
+  it("answers a 2xx body that is not JSON as body undefined under anyBody, keeping its x-request-id", async () => {
+    const { http } = core(scriptedFetch(new Response("accepted", { status: 200, headers: { "x-request-id": "req-ack" } })));
+    await expect(http.request({ ...read(), anyBody: true })).resolves.toEqual({ status: 200, body: undefined, requestId: "req-ack" });
+  });
+
+  it("names the Content-Encoding a 2xx body that is not JSON came in (a proxy compressing on its own)", async () => {
+    const { http } = core(scriptedFetch(new Response("\u001f\u008b", { status: 200, headers: { "content-encoding": "gzip" } })));
+    await expect(http.request(read())).rejects.toThrow(/answered 200 with a body that is not JSON: it came in Content-Encoding gzip/);
+  });
 });
 
 describe("HttpCore redirects", () => {
@@ -243,6 +260,43 @@ describe("HttpCore 401 handling", () => {
     expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-current", "Bearer token-refreshed"]);
   });
 
+  it("bounds getting the token, and its refresh after the 401, by the request's deadline and attempt timeout", async () => {
+    const asked: unknown[] = [];
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async (options) => {
+        asked.push(["get", options]);
+        return "token-1";
+      },
+      refreshAfterUnauthorized: async (_rejected, options) => {
+        asked.push(["refresh", options]);
+        return "token-2";
+      },
+    };
+    const { http, clock } = core(scriptedFetch(fail(401), ok([])), { tokenProvider, timeoutMs: 5_000 });
+    const deadline = clock.now() + 60_000;
+    await http.request({ ...read(), deadline });
+    expect(asked).toEqual([
+      ["get", { deadline, requestTimeoutMs: 5_000 }],
+      ["refresh", { deadline, requestTimeoutMs: 5_000 }],
+    ]);
+  });
+
+  it("with a deadline, neither refreshes nor replays after a 401 when the replay could not finish before it", async () => {
+    const clock = fakeClock();
+    // The 401 comes 6 s in: 9 s of the call's 15 s are left for a 10 s attempt.
+    const fetch = scriptedFetch(() => {
+      clock.advance(6_000);
+      return fail(401);
+    });
+    const { http, tokenProvider } = core(fetch, { clock, timeoutMs: 10_000 });
+    const error = await http.request({ ...read(), deadline: clock.now() + 15_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as Error).message).toMatch(/was not retried: .*\(last attempt: .*401/);
+    expect((error as Error).cause).toBeInstanceOf(UnauthorizedError);
+    expect(tokenProvider.refreshCount).toBe(0);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("gives up with UnauthorizedError when the replay is answered 401 too", async () => {
     const fetch = scriptedFetch(fail(401), fail(401), ok([]));
     const { http, tokenProvider } = core(fetch);
@@ -285,6 +339,7 @@ describe("HttpCore retries left to the caller (callerRetries)", () => {
     expect(error).toBeInstanceOf(RetryDeferredError);
     expect(error).toMatchObject({ status: 503, attempt: 1, delayMs: 125, path: "/public/v1/erp/transactions/acknowledge" });
     expect(error.cause).toBeInstanceOf(ServerError);
+    expect(error.message).toMatch(/; left to the caller to retry in 125 ms$/);
     expect(fetch.calls).toHaveLength(1);
     // The caller waits, not the client; the failure is reported as a retried attempt, as an internal retry is.
     expect(clock.sleeps).toEqual([]);
@@ -590,7 +645,10 @@ describe("HttpCore retries", () => {
 
     const none = scriptedFetch(ok([]));
     const stopped = AbortSignal.abort();
-    await expect(core(none).http.request({ ...read(), stop: stopped })).rejects.toThrow(/was not sent: it was asked to stop/);
+    const unsent = await core(none).http.request({ ...read(), stop: stopped }).catch((e: unknown) => e);
+    expect((unsent as Error).message).toMatch(/was not sent: it was asked to stop/);
+    // Stopped without a deadline: the error names none (held to no deadline), not the epoch.
+    expect(unsent).toMatchObject({ name: "DeadlineExceededError", deadline: Number.POSITIVE_INFINITY });
     expect(none.calls).toHaveLength(0);
   });
 
@@ -647,12 +705,15 @@ describe("HttpCore retries", () => {
     expect(fetch.calls).toHaveLength(0);
   });
 
-  it("with a deadline, sends nothing when a whole attempt no longer fits before it", async () => {
+  it("with a deadline, sends nothing when a whole attempt no longer fits before it, and gets no token for it", async () => {
     const fetch = scriptedFetch(ok([]));
-    const { http, clock } = core(fetch, { timeoutMs: 10_000 });
+    // A token could be a refresh: one spent, and saved past the invocation's end, for a call that is never sent.
+    const getAccessToken = vi.fn(async () => "token-1");
+    const { http, clock } = core(fetch, { timeoutMs: 10_000, tokenProvider: { getAccessToken, refreshAfterUnauthorized: getAccessToken } });
     const error = await http.request({ ...read(), deadline: clock.now() + 9_999 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect((error as Error).cause).toBeUndefined();
+    expect(getAccessToken).not.toHaveBeenCalled();
     expect(fetch.calls).toHaveLength(0);
   });
 
@@ -663,7 +724,7 @@ describe("HttpCore retries", () => {
     expect(logger.lines).toContainEqual(
       expect.objectContaining({
         level: "warn",
-        attributes: expect.objectContaining({ method: "GET", path: "/public/v1/erp/transactions", status: 503, delayMs: 125 }),
+        attributes: expect.objectContaining({ method: "GET", path: "/public/v1/erp/transactions", status: 503, error: "ServerError", requestId: REQUEST_ID, attempt: 1, delayMs: 125 }),
       }),
     );
   });
