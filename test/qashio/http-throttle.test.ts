@@ -62,7 +62,7 @@ describe("HttpCore after a 429", () => {
       },
       refreshAfterUnauthorized: async () => "token-1",
     };
-    const { http } = core(fetch, clock, tokenProvider);
+    const { http } = core(fetch, clock, tokenProvider, { maxAttempts: 2 });
     const first = track(http.request(read("Q1")));
     await turns();
     const second = track(http.request(read("Q2")));
@@ -76,11 +76,15 @@ describe("HttpCore after a 429", () => {
     answer("Q1", ok([]));
     await clock.advance(0);
     expect(inFlight()).toEqual(["Q2"]);
+    // Q2's first attempt (the one handed back was never sent): a 503 leaves it its second.
+    answer("Q2", fail(503));
+    await clock.advance(125);
+    expect(inFlight()).toEqual(["Q2"]);
     answer("Q2", ok([]));
     await clock.advance(0);
     expect(first.outcome).toMatchObject({ status: 200 });
     expect(second.outcome).toMatchObject({ status: 200 });
-    expect(tokens).toBe(3);
+    expect(tokens).toBe(4);
   });
 
   it("ends a request as out of time, unsent, when the wait leaves no whole attempt before its deadline", async () => {
@@ -168,6 +172,29 @@ describe("HttpCore after a 429", () => {
     expect(sentFor(fetch, "Q4")).toBe(0);
   });
 
+  it("holds the waiters until the first wait's end when a 429 asking a shorter wait comes during it", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const clock = manualClock();
+    const { http } = core(fetch, clock);
+    const reads = ["Q1", "Q3"].map((qid) => track(http.request(read(qid))));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "5" }));
+    await turns();
+    reads.push(track(http.request(read("Q2"))));
+    await clock.advance(1_000);
+    // Q3, sent before the first 429, meets one asking 1 s: the client still waits until the 5 s are over.
+    answer("Q3", fail(429, [], { "retry-after": "1" }));
+    await clock.advance(3_999);
+    expect(inFlight()).toEqual([]);
+    await clock.advance(1);
+    expect(inFlight()).toHaveLength(1);
+    for (let round = 0; round < 3 && inFlight().length > 0; round += 1) {
+      for (const qid of inFlight()) answer(qid, ok([]));
+      await clock.advance(0);
+    }
+    for (const each of reads) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
   it("does not hold other requests for a 5xx's Retry-After: that answer is about the one request", async () => {
     const fetch = scriptedFetch(fail(503, [], { "retry-after": "5" }), ok([]));
     const { http, clock } = core(fetch);
@@ -242,6 +269,8 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
     const last = track(http.request(read("Q3")));
     await turns();
     expect(last.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 1 });
+    // A part of a second left counts as a second: "0 s from now" would read as no wait at all.
+    expect((last.outcome as Error).message).toMatch(/, 1 s from now$/);
     expect(fetch.calls).toHaveLength(1);
   });
 
@@ -263,6 +292,25 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
     answer("Q3", ok([]));
     await clock.advance(0);
     expect(probe.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("keeps refusing until the longest wait has passed when a 429 asking a shorter long wait comes during it", async () => {
+    const { fetch, answer } = heldFetch();
+    const clock = manualClock();
+    const { http } = core(fetch, clock);
+    track(http.request(read("Q1")));
+    const q2 = track(http.request(read("Q2")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "3600" }));
+    answer("Q2", fail(429, [], { "retry-after": "120" }));
+    await clock.advance(0);
+    expect(q2.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 120_000 });
+    // Past the shorter wait, inside the longer: refused at once still, not held for the rest of the hour.
+    await clock.advance(200_000);
+    const later = track(http.request(read("Q3")));
+    await turns();
+    expect(later.outcome).toMatchObject({ name: "RateLimitedError", retryAfterMs: 3_400_000 });
+    expect(sentFor(fetch, "Q3")).toBe(0);
   });
 
   it("refuses again after a second long 429 once the first refusal has passed, rather than holding requests for its wait", async () => {
@@ -430,6 +478,30 @@ describe("HttpCore's slow start after a throttling wait", () => {
     for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
   });
 
+  it("gives the probe to the request that spent an attempt also when another comes once the clock passed the wait's end, before the waiting one woke", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const base = manualClock();
+    const end = base.now() + 1_000;
+    let past = false;
+    // A real clock passes the wait's end before the timer of the request waiting for it has run.
+    const clock: Clock = { now: () => (past ? Math.max(base.now(), end) : base.now()), sleep: base.sleep };
+    const { http } = core(fetch, clock);
+    const q1 = track(http.request(read("Q1")));
+    await turns();
+    answer("Q1", fail(429, [], { "retry-after": "1" }));
+    await turns();
+    past = true;
+    const q2 = track(http.request(read("Q2")));
+    await turns();
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await base.advance(0);
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await base.advance(0);
+    for (const each of [q1, q2]) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
   it("starts over, one at a time after a new wait, when a request of the slow start meets a 429", async () => {
     const clock = manualClock();
     const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4"], {}, clock);
@@ -502,6 +574,25 @@ describe("HttpCore's slow start after a throttling wait", () => {
     }
     expect(q1.outcome).toMatchObject({ status: 200 });
     for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("hands on the turn the probe's 429 freed for a waiter it then refuses, so the client sends again once the refusal has passed", async () => {
+    const clock = manualClock();
+    const { http, fetch, inFlight, answer, waiters } = await throttledWithWaiters(["Q2"], {}, clock);
+    await clock.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    // The probe's answer frees its turn for Q2, then its Retry-After of an hour refuses the client: Q2 ends unsent.
+    answer("Q1", fail(429, [], { "retry-after": "3600" }));
+    await clock.advance(0);
+    expect(waiters[0]?.outcome).toBeInstanceOf(RateLimitedError);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(3_600_000);
+    const after = track(http.request(read("Q3")));
+    await turns();
+    expect(inFlight()).toEqual(["Q3"]);
+    answer("Q3", ok([]));
+    await clock.advance(0);
+    expect(after.outcome).toMatchObject({ status: 200 });
   });
 
   it("hands the turn on when the probe times out", async () => {
