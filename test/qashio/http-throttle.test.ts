@@ -2,6 +2,7 @@
  * A 429's wait holds every request of the client, not only the one that met it: the provider throttles the token (the
  * company), so a request sent inside that wait would only meet a 429 too and spend one of its attempts on it.
  */
+import { getEventListeners } from "node:events";
 import { describe, expect, it, vi } from "vitest";
 import { HttpCore, type Clock, type HttpRequest, type RetryOptions } from "../../shared/qashio/http.js";
 import { StaticTokenProvider, type TokenProvider } from "../../shared/qashio/auth/token-provider.js";
@@ -502,6 +503,43 @@ describe("HttpCore's slow start after a throttling wait", () => {
     for (const each of [q1, q2]) expect(each.outcome).toMatchObject({ status: 200 });
   });
 
+  it("holds a request that comes once a round's doubling is just filled by the requests in flight and waiting", async () => {
+    const clock = manualClock();
+    const { http, inFlight, answer, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4", "Q5", "Q6", "Q7"], {}, clock);
+    await clock.advance(5000);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    answer("Q3", ok([]));
+    await clock.advance(0);
+    // The round of two answered: four may go, as many as are in flight (Q4) and waiting (Q5 to Q7), so four it stays.
+    expect(inFlight()).toEqual(["Q4", "Q5", "Q6", "Q7"]);
+    const late = track(http.request(read("Q8")));
+    await turns();
+    expect(inFlight()).toEqual(["Q4", "Q5", "Q6", "Q7"]);
+    answer("Q4", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q5", "Q6", "Q7", "Q8"]);
+    for (const qid of inFlight()) answer(qid, ok([]));
+    await clock.advance(0);
+    for (const each of [...waiters, late]) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("leaves no listener on the stop signal once a request that waited for its turn is over (one signal stops a whole run)", async () => {
+    const clock = manualClock();
+    const stop = new AbortController();
+    const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2"], { stop: stop.signal }, clock);
+    await clock.advance(5000);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2"]);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(waiters[0]?.outcome).toMatchObject({ status: 200 });
+    expect(getEventListeners(stop.signal, "abort")).toEqual([]);
+  });
+
   it("starts over, one at a time after a new wait, when a request of the slow start meets a 429", async () => {
     const clock = manualClock();
     const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2", "Q3", "Q4"], {}, clock);
@@ -688,7 +726,7 @@ describe("HttpCore once the throttle is over", () => {
     await clock.advance(0);
     expect(q1.outcome).toMatchObject({ name: "RateLimitedError" });
     const batch = () => ["Q2", "Q3", "Q4", "Q5"].map((qid) => track(http.request(read(qid))));
-    return { clock, inFlight, answer, batch };
+    return { http, clock, inFlight, answer, batch };
   }
 
   // The quiet that ends it: a minute after the wait's end, or as long as the wait when that was longer.
@@ -718,6 +756,50 @@ describe("HttpCore once the throttle is over", () => {
     answer("Q2", ok([]));
     await clock.advance(0);
     expect(inFlight()).toEqual(["Q3", "Q4"]);
+  });
+
+  it("sends a batch concurrently again once a lone probe after the wait was answered, though within the quiet", async () => {
+    const { http, clock, inFlight, answer, batch } = await throttledThenIdle(5, 60_000);
+    await clock.advance(5_000);
+    const probe = track(http.request(read("Q6")));
+    await turns();
+    answer("Q6", ok([]));
+    await clock.advance(0);
+    expect(probe.outcome).toMatchObject({ status: 200 });
+    // Its round answered with nothing waiting: the slow start holds nothing back any more.
+    batch();
+    await turns();
+    expect(inFlight()).toEqual(["Q2", "Q3", "Q4", "Q5"]);
+  });
+
+  it("keeps the longer quiet of an earlier, longer wait when a 429 asking a short one comes after it", async () => {
+    const { http, clock, inFlight, answer, batch } = await throttledThenIdle(120, 180_000);
+    await clock.advance(120_000);
+    const probe = track(http.request(read("Q6")));
+    await turns();
+    answer("Q6", fail(429, [], { "retry-after": "5" }));
+    await clock.advance(0);
+    expect(probe.outcome).toMatchObject({ name: "RateLimitedError" });
+    // The short wait's minute of quiet is over, the long wait's two minutes are not: a batch still starts with one probe.
+    await clock.advance(5_000 + 60_000);
+    batch();
+    await turns();
+    expect(inFlight()).toEqual(["Q2"]);
+  });
+
+  it("keeps the limit for a request that comes long after the 429 while the probe is unanswered, with nothing else waiting", async () => {
+    const clock = manualClock();
+    const { http, inFlight, answer } = await throttledWithWaiters([], {}, clock);
+    await clock.advance(5_000 + 120_000);
+    const late = track(http.request(read("Q5")));
+    await turns();
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q5"]);
+    answer("Q5", ok([]));
+    await clock.advance(0);
+    expect(late.outcome).toMatchObject({ status: 200 });
   });
 
   it("does not end a slow start under way, however long ago its 429: the requests in flight and waiting keep their rounds", async () => {
