@@ -429,9 +429,9 @@ describe("HttpCore after a 429 asking for a longer wait than a retry would wait"
 });
 
 /** Q1 meets a 429 asking 5 s; the `waiting` reads (with `options`) start inside that wait. */
-async function throttledWithWaiters(waiting: readonly string[], options: Partial<HttpRequest> = {}, clock: Clock = manualClock()) {
+async function throttledWithWaiters(waiting: readonly string[], options: Partial<HttpRequest> = {}, clock: Clock = manualClock(), tokenProvider?: TokenProvider) {
   const { fetch, inFlight, answer } = heldFetch();
-  const { http } = core(fetch, clock);
+  const { http } = core(fetch, clock, tokenProvider);
   const q1 = track(http.request(read("Q1")));
   await turns();
   answer("Q1", fail(429, [], { "retry-after": "5" }));
@@ -631,6 +631,33 @@ describe("HttpCore's slow start after a throttling wait", () => {
     answer("Q3", ok([]));
     await clock.advance(0);
     expect(after.outcome).toMatchObject({ status: 200 });
+  });
+
+  it("gets no token for a waiter the probe's 429 freed a turn for: it waits the new wait out first", async () => {
+    const clock = manualClock();
+    let tokens = 0;
+    const tokenProvider: TokenProvider = {
+      getAccessToken: async () => {
+        tokens += 1;
+        return "token-1";
+      },
+      refreshAfterUnauthorized: async () => "token-1",
+    };
+    const { inFlight, answer, waiters } = await throttledWithWaiters(["Q2"], {}, clock, tokenProvider);
+    await clock.advance(5000);
+    answer("Q1", fail(429, [], { "retry-after": "5" }));
+    await clock.advance(0);
+    // Q1's two attempts took a token each; Q2, though the answer freed a turn for it, none inside the new wait.
+    expect(tokens).toBe(2);
+    await clock.advance(5000);
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", ok([]));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2"]);
+    expect(tokens).toBe(4);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(waiters[0]?.outcome).toMatchObject({ status: 200 });
   });
 
   it("hands the turn on when the probe times out", async () => {
