@@ -32,6 +32,15 @@ function track(pending: Promise<unknown>): { outcome?: unknown } {
   return box;
 }
 
+/** Each of `qids` in turn is the one request in flight, and is answered 200. */
+async function answeredOneByOne(qids: readonly string[], held: Pick<ReturnType<typeof heldFetch>, "inFlight" | "answer">, clock: { advance(ms: number): Promise<void> }) {
+  for (const qid of qids) {
+    expect(held.inFlight()).toEqual([qid]);
+    held.answer(qid, ok([]));
+    await clock.advance(0);
+  }
+}
+
 const sentFor = (fetch: ReturnType<typeof scriptedFetch>, qid: string) => fetch.calls.filter((c) => c.url.searchParams.get("qashio_id") === qid).length;
 
 describe("HttpCore after a 429", () => {
@@ -494,12 +503,7 @@ describe("HttpCore's slow start after a throttling wait", () => {
     past = true;
     const q2 = track(http.request(read("Q2")));
     await turns();
-    expect(inFlight()).toEqual(["Q1"]);
-    answer("Q1", ok([]));
-    await base.advance(0);
-    expect(inFlight()).toEqual(["Q2"]);
-    answer("Q2", ok([]));
-    await base.advance(0);
+    await answeredOneByOne(["Q1", "Q2"], { inFlight, answer }, base);
     for (const each of [q1, q2]) expect(each.outcome).toMatchObject({ status: 200 });
   });
 
@@ -627,9 +631,7 @@ describe("HttpCore's slow start after a throttling wait", () => {
     await clock.advance(3_600_000);
     const after = track(http.request(read("Q3")));
     await turns();
-    expect(inFlight()).toEqual(["Q3"]);
-    answer("Q3", ok([]));
-    await clock.advance(0);
+    await answeredOneByOne(["Q3"], { inFlight, answer }, clock);
     expect(after.outcome).toMatchObject({ status: 200 });
   });
 
@@ -650,13 +652,8 @@ describe("HttpCore's slow start after a throttling wait", () => {
     // Q1's two attempts took a token each; Q2, though the answer freed a turn for it, none inside the new wait.
     expect(tokens).toBe(2);
     await clock.advance(5000);
-    expect(inFlight()).toEqual(["Q1"]);
-    answer("Q1", ok([]));
-    await clock.advance(0);
-    expect(inFlight()).toEqual(["Q2"]);
+    await answeredOneByOne(["Q1", "Q2"], { inFlight, answer }, clock);
     expect(tokens).toBe(4);
-    answer("Q2", ok([]));
-    await clock.advance(0);
     expect(waiters[0]?.outcome).toMatchObject({ status: 200 });
   });
 
@@ -820,12 +817,7 @@ describe("HttpCore once the throttle is over", () => {
     await clock.advance(5_000 + 120_000);
     const late = track(http.request(read("Q5")));
     await turns();
-    expect(inFlight()).toEqual(["Q1"]);
-    answer("Q1", ok([]));
-    await clock.advance(0);
-    expect(inFlight()).toEqual(["Q5"]);
-    answer("Q5", ok([]));
-    await clock.advance(0);
+    await answeredOneByOne(["Q1", "Q5"], { inFlight, answer }, clock);
     expect(late.outcome).toMatchObject({ status: 200 });
   });
 
