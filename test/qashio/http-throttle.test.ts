@@ -106,7 +106,7 @@ describe("HttpCore after a 429", () => {
     const late = track(http.request({ ...read("Q2"), deadline: clock.now() + 14_000 }));
     await clock.advance(0);
     expect(late.outcome).toBeInstanceOf(DeadlineExceededError);
-    expect((late.outcome as Error).message).toContain("was not sent");
+    expect((late.outcome as Error).message).toContain("was not sent: the provider's rate limit leaves no whole attempt before its deadline");
     expect(sentFor(fetch, "Q2")).toBe(0);
     // One that fits waits and is sent.
     const inTime = track(http.request({ ...read("Q3"), deadline: clock.now() + 15_000 }));
@@ -685,7 +685,7 @@ describe("HttpCore's slow start after a throttling wait", () => {
     expect(waiters[0]?.outcome).toBeUndefined();
     await clock.advance(1);
     expect(waiters[0]?.outcome).toBeInstanceOf(DeadlineExceededError);
-    expect((waiters[0]?.outcome as Error).message).toContain("was not sent");
+    expect((waiters[0]?.outcome as Error).message).toContain("was not sent: the requests held back after the provider's rate limit leave no whole attempt");
     expect(sentFor(fetch, "Q2")).toBe(0);
     answer("Q1", ok([]));
   });

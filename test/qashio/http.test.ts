@@ -64,6 +64,8 @@ describe("HttpCore requests", () => {
     const fetch = scriptedFetch(json(201, { success: true, data: {} }));
     await core(fetch).http.request({ method: "POST", path: "/public/v1/core/cards", body: { name: "Ops" }, auth: "bearer", retry: "never" });
     expect(fetch.calls[0]).toMatchObject({ headers: { "content-type": "application/json" }, body: { name: "Ops" } });
+    // No query: no "?" either.
+    expect(fetch.calls[0]?.url.href).toBe(`${BASE_URL}/public/v1/core/cards`);
   });
 
   it("takes the request id from meta.request_id of the body", async () => {
@@ -111,9 +113,9 @@ describe("HttpCore requests", () => {
     expect([...fetch.calls[0]!.url.searchParams]).toEqual([["page", "1"]]);
   });
 
-  it("joins a base URL given with a trailing slash to the path without a double slash", async () => {
+  it.each(["/", "//"])("joins a base URL given with a trailing %s to the path without a double slash", async (trailing) => {
     const fetch = scriptedFetch(ok([]));
-    const { http } = core(fetch, { baseUrl: `${BASE_URL}/` });
+    const { http } = core(fetch, { baseUrl: `${BASE_URL}${trailing}` });
     await http.request(read());
     expect(fetch.calls[0]!.url.href).toMatch(/^https:\/\/api\.example\.test\/public\/v1\/erp\/transactions\?/);
   });
@@ -148,6 +150,14 @@ describe("HttpCore requests", () => {
     const error = (await http.request(request).catch((e: unknown) => e)) as BadRequestError;
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.providerText).toEqual({ message: "bad ***", errors: ["reused ***"] });
+  });
+
+  it("redacts every bearer token the request sent from an answer quoting them, the one a 401 rejected too", async () => {
+    const body = { status_code: 400, message: "bad token-1", errors: [{ field: null, code: "INVALID", message: "and token-2" }] };
+    const { http } = core(scriptedFetch(fail(401), json(400, body)));
+    const error = (await http.request(read()).catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.providerText).toEqual({ message: "bad ***", errors: ["and ***"] });
   });
 
   it("answers a 2xx with an empty or blank body as body undefined, not as a body that is not JSON", async () => {
@@ -237,11 +247,12 @@ describe("HttpCore status mapping without retry", () => {
 describe("HttpCore 401 handling", () => {
   it("refreshes once and replays once with the new token", async () => {
     const fetch = scriptedFetch(fail(401), ok([]));
-    const { http, tokenProvider, clock } = core(fetch);
+    const { http, tokenProvider, clock, logger } = core(fetch);
     await http.request(read());
     expect(tokenProvider.refreshCount).toBe(1);
     expect(fetch.calls.map((c) => c.headers.authorization)).toEqual(["Bearer token-1", "Bearer token-2"]);
     expect(clock.sleeps).toEqual([]);
+    expect(logger.lines).toContainEqual(expect.objectContaining({ level: "debug", message: "provider answered 401; refreshing the token and replaying once" }));
   });
 
   it("replays with the token refreshAfterUnauthorized returned, not with a new getAccessToken", async () => {
@@ -348,7 +359,7 @@ describe("HttpCore retries left to the caller (callerRetries)", () => {
 
   it("carries Retry-After as the wait, and counts the caller's earlier failures in the backoff", async () => {
     const limited = (await core(scriptedFetch(fail(429, [], { "retry-after": "3" }))).http.request(ack(0)).catch((e: unknown) => e)) as RetryDeferredError;
-    expect(limited).toMatchObject({ name: "RetryDeferredError", status: 429, delayMs: 3000, attempt: 1 });
+    expect(limited).toMatchObject({ name: "RetryDeferredError", status: 429, requestId: REQUEST_ID, delayMs: 3000, attempt: 1 });
     // random() = 0.5 of the third attempt's ceiling, 1000.
     const third = (await core(scriptedFetch(fail(500))).http.request(ack(2)).catch((e: unknown) => e)) as RetryDeferredError;
     expect(third).toMatchObject({ name: "RetryDeferredError", delayMs: 500, attempt: 3 });
@@ -600,6 +611,7 @@ describe("HttpCore retries", () => {
     const error = (await pending) as TimeoutError;
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error.timeoutMs).toBe(2500);
+    expect(error.message).toBe("GET /public/v1/erp/transactions got no response within 2500 ms");
     expect(fetch.calls).toHaveLength(2);
   });
 
@@ -724,6 +736,7 @@ describe("HttpCore retries", () => {
     expect(logger.lines).toContainEqual(
       expect.objectContaining({
         level: "warn",
+        message: "provider request failed; retrying",
         attributes: expect.objectContaining({ method: "GET", path: "/public/v1/erp/transactions", status: 503, error: "ServerError", requestId: REQUEST_ID, attempt: 1, delayMs: 125 }),
       }),
     );
