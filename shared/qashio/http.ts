@@ -300,13 +300,15 @@ export class HttpCore {
         if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
         token = replayToken ?? (await this.tokenFor(request));
         replayToken = undefined;
-        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
-        // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
-        this.throwIfStopped(request, last);
         // A 429 another request met while the token came: the turn is handed back, and the wait waited out and a turn
         // of the slow start it began taken first (the same attempt, with the token it got). A turn taken before that
         // 429 is one of no round: kept once the wait is over, it sent a burst past the probe.
-        if (sentIn !== this.slowStarts || !this.waitedOut(waitedFor)) {
+        const throttledSince = sentIn !== this.slowStarts || !this.waitedOut(waitedFor);
+        // The clock's last reading before the send: one after it would send on a check the clock has moved past.
+        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
+        this.throwIfStopped(request, last);
+        if (throttledSince) {
           replayToken = token;
           attempt -= 1;
           continue;

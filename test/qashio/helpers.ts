@@ -151,13 +151,24 @@ export function captureLogger(): ClientLogger & { lines: LogLine[]; text(): stri
 }
 
 /**
- * A clock that moves only through `advance`: a sleep resolves once time reaches its end (or its signal aborts), so
- * code that sleeps waits as it would in real time. `advance` wakes the sleepers in time order and lets each run
- * (event-loop turns, no real waiting) before the next.
+ * A clock that moves only through `advance` (and `step`): a sleep resolves once time reaches its end (or its signal
+ * aborts), so code that sleeps waits as it would in real time. `advance` wakes the sleepers in time order and lets each
+ * run (event-loop turns, no real waiting) before the next.
  */
-export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { readonly sleeping: number; advance(ms: number): Promise<void> } {
+export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & {
+  readonly sleeping: number;
+  advance(ms: number): Promise<void>;
+  /**
+   * Moves time on at once, as a real clock moves while code runs between two readings of it: the sleeps it passes end
+   * on a later event-loop turn, as a timer's callback runs once the code reading the clock has yielded.
+   */
+  step(ms: number): void;
+} {
   let now = start;
   const sleepers = new Set<{ until: number; wake(): void }>();
+  const wakeDue = () => {
+    for (const sleeper of [...sleepers].filter((s) => s.until <= now).sort((a, b) => a.until - b.until)) sleeper.wake();
+  };
   return {
     now: () => now,
     sleep: (ms, signal) =>
@@ -186,8 +197,13 @@ export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { 
         now = Math.max(now, next.until);
         next.wake();
       }
-      now = target;
+      // A `step` meanwhile may have moved time past the target: it never goes back.
+      now = Math.max(now, target);
       await turns();
+    },
+    step(ms) {
+      now += ms;
+      setImmediate(wakeDue);
     },
   };
 }

@@ -248,6 +248,37 @@ describe("HttpCore after a 429", () => {
       expect(sentFor(fetch, "Q2")).toBe(1);
     },
   );
+
+  // A real clock moves at each of the client's looks at it; the look that decides a whole attempt still fits must be
+  // the last before the send, or the request goes on a check the clock has moved past (here, past a 429's wait, the
+  // look for a 429 met since its turn came after it).
+  it.each(Array.from({ length: 8 }, (_, i) => ({ margin: i + 1 })))(
+    "sends no request past its last start on a clock that moves at each reading of it (its last start $margin ms on)",
+    async ({ margin }) => {
+      const clock = manualClock();
+      let moving = false;
+      const ticking: Clock = {
+        now: () => {
+          if (moving) clock.step(1);
+          return clock.now();
+        },
+        sleep: clock.sleep,
+      };
+      const sentAt: number[] = [];
+      const fetch = scriptedFetch(fail(429, [], { "retry-after": "1" }), () => (sentAt.push(clock.now()), ok([])));
+      const { http } = core(fetch, ticking, undefined, { maxAttempts: 1 });
+      track(http.request(read("Q1")));
+      await clock.advance(1_000);
+      moving = true;
+      const deadline = clock.now() + 10_000 + margin;
+      const second = track(http.request({ ...read("Q2"), deadline }));
+      await clock.advance(0);
+      // Sent whole before its deadline, or not sent at all.
+      if (sentAt.length === 0) expect(second.outcome).toBeInstanceOf(DeadlineExceededError);
+      else expect(second.outcome).toMatchObject({ status: 200 });
+      expect(sentAt.filter((at) => at + 10_000 > deadline)).toEqual([]);
+    },
+  );
 });
 
 describe("HttpCore after a 429 asking for a longer wait than a retry would wait", () => {
