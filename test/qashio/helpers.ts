@@ -157,6 +157,8 @@ export function captureLogger(): ClientLogger & { lines: LogLine[]; text(): stri
  */
 export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & {
   readonly sleeping: number;
+  /** The end of the earliest sleep under way, if any. */
+  readonly nextWake: number | undefined;
   advance(ms: number): Promise<void>;
   /**
    * Moves time on at once, as a real clock moves while code runs between two readings of it: the sleeps it passes end
@@ -187,6 +189,9 @@ export function manualClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & {
       }),
     get sleeping() {
       return sleepers.size;
+    },
+    get nextWake() {
+      return [...sleepers].reduce<number | undefined>((earliest, s) => (earliest === undefined || s.until < earliest ? s.until : earliest), undefined);
     },
     async advance(ms) {
       const target = now + ms;

@@ -3,11 +3,13 @@
  * 429s, 5xx, network errors, timeouts, 401 replays, caller retries and slow or failing token providers. Whatever the
  * schedule, every request settles, no turn is lost or freed twice, nothing is sent inside a wait, past its last start
  * or after its stop, a 429 asking for longer than a retry would wait refuses every request at once, unsent, until it
- * has passed, and once the throttle is over a batch goes at once, as from a client never throttled.
+ * has passed, no request waits for a turn it could have, and once the throttle is over a batch goes at once, as from a
+ * client never throttled. The clock also moves by itself while the client reads it, as a real one does while code
+ * runs, and requests come moments before the instants the client waits for.
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HttpCore, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
+import { HttpCore, type Clock, type HttpRequest, type RetryMode } from "../../shared/qashio/http.js";
 import { RateLimitedError } from "../../shared/qashio/errors.js";
 import type { TokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { fail, heldFetch, manualClock, ok, turns } from "./helpers.js";
@@ -15,11 +17,20 @@ import { fail, heldFetch, manualClock, ok, turns } from "./helpers.js";
 type Reply = "ok" | "429" | "429ra" | "429long" | "503" | "503ra" | "401" | "net";
 type TokenMode = "now" | "slow" | "reject";
 type Action =
-  | { readonly kind: "start"; readonly deadline: number | null; readonly stop: boolean; readonly retry: RetryMode; readonly callerRetries: number | null }
+  | {
+      readonly kind: "start";
+      readonly deadline: number | null;
+      readonly stop: boolean;
+      readonly retry: RetryMode;
+      readonly callerRetries: number | null;
+      /** Comes this many ms before the next instant the client waits for (see `nearWake`), else now. */
+      readonly near: number | null;
+    }
   | { readonly kind: "answer"; readonly pick: number; readonly reply: Reply; readonly ra: number }
   | { readonly kind: "advance"; readonly ms: number }
   | { readonly kind: "stop"; readonly pick: number }
-  | { readonly kind: "batch"; readonly size: number };
+  | { readonly kind: "batch"; readonly size: number }
+  | { readonly kind: "nearWake"; readonly before: number };
 
 /**
  * Time after a 429 by which the throttle is over: its wait (at most 20 s here: a Retry-After of up to 8 s, else a
@@ -36,6 +47,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
     stop: fc.boolean(),
     retry: fc.constantFrom<RetryMode>("idempotent", "idempotent", "unambiguous-only", "never"),
     callerRetries: fc.option(fc.integer({ min: 0, max: 4 }), { freq: 4 }),
+    near: fc.oneof({ arbitrary: fc.constant(null), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 5 }), weight: 1 }),
   }),
   fc.record({
     kind: fc.constant("answer" as const),
@@ -48,10 +60,28 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant("batch" as const), size: fc.integer({ min: 2, max: 4 }) }),
   // Long enough, with no 429 answered meanwhile, for the throttle to be over (see QUIET_BOUND_MS).
   fc.record({ kind: fc.constant("advance" as const), ms: fc.constant(QUIET_BOUND_MS) }),
+  // To a few ms before the next instant the client waits for (the wait's end, a sleep's end): where a request that
+  // comes meets the clock reaching it while it works out its turn.
+  fc.record({ kind: fc.constant("nearWake" as const), before: fc.integer({ min: 0, max: 5 }) }),
 );
 
+/**
+ * Schedules, half of them short: a request meets a wait's end with nothing else in flight or waiting (nothing whose
+ * end would hand it the room) mostly early in a schedule, before requests pile up.
+ */
+const scheduleArb = fc.oneof(fc.array(actionArb, { maxLength: 8 }), fc.array(actionArb, { maxLength: 40 }));
+
 const TIMEOUT_MS = 10_000;
-const settingsArb = fc.record({ maxAttempts: fc.integer({ min: 1, max: 5 }), jitter: fc.constantFrom(0, 0.5, 0.999) });
+/**
+ * How far the clock moves by itself at the client's readings of it, in turn (cycled; none when empty), as a real clock
+ * moves while code runs between two readings.
+ */
+const driftArb = fc.array(fc.constantFrom(0, 1, 1, 2), { maxLength: 4 });
+/** The most the clock moves by itself in one schedule: well inside the margins of the quiet bounds above. */
+const DRIFT_BUDGET_MS = 1_000;
+/** How late a sleep for a wait's end may end, the clock having moved by itself between its reading and the sleep. */
+const LATE_WAKE_MS = 50;
+const settingsArb = fc.record({ maxAttempts: fc.integer({ min: 1, max: 5 }), jitter: fc.constantFrom(0, 0.5, 0.999), drift: driftArb });
 
 interface Started {
   readonly id: string;
@@ -85,6 +115,8 @@ function replyFor(reply: Reply, ra: number): Response | Error {
 interface Settings {
   readonly maxAttempts: number;
   readonly jitter: number;
+  /** See {@link driftArb}. */
+  readonly drift?: readonly number[];
   /** `harness`: a clock whose sleeps only yield, time moving only when the schedule advances it (test/functions). */
   readonly clock?: "manual" | "harness";
 }
@@ -103,6 +135,10 @@ function harnessClock() {
     get sleeps() {
       return sleeps;
     },
+    nextWake: undefined,
+    step(ms: number) {
+      now += ms;
+    },
     async advance(ms: number) {
       now += ms;
       await turns();
@@ -113,11 +149,27 @@ function harnessClock() {
 async function runSchedule(actions: readonly Action[], tokenPlan: readonly TokenMode[], settings: Settings = { maxAttempts: 5, jitter: 0.5 }): Promise<void> {
   const harness = settings.clock === "harness" ? harnessClock() : undefined;
   const clock = harness ?? manualClock();
+  // The client's view of the clock: it moves by itself at the readings the settings pick (see driftArb).
+  const drift = settings.drift ?? [];
+  let readings = 0;
+  let drifted = 0;
+  const clientClock: Clock = {
+    now: () => {
+      const ms = drift.length === 0 ? 0 : Math.min(drift[readings % drift.length] ?? 0, DRIFT_BUDGET_MS - drifted);
+      readings += 1;
+      if (ms > 0) {
+        drifted += ms;
+        clock.step(ms);
+      }
+      return clock.now();
+    },
+    sleep: (ms, signal) => clock.sleep(ms, signal),
+  };
   const violations: string[] = [];
   const started: Started[] = [];
   // The client's own counters, read once the schedule has settled and at each send.
   const internals = () =>
-    http as unknown as { notBefore: number; refusedUntil: number; inFlight: number; inFlightLimit: number; turnWaiters: unknown[]; slowStarts: number };
+    http as unknown as { notBefore: number; refusedUntil: number; inFlight: number; inFlightLimit: number; turnWaiters: { waited: number }[]; slowStarts: number };
   const { fetch, held } = heldFetch((call): { round: number } => {
     const id = call.url.searchParams.get("qashio_id") ?? "";
     const request = started.find((r) => r.id === id);
@@ -147,7 +199,7 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
     return "token-1";
   };
   const tokenProvider: TokenProvider = { getAccessToken: token, refreshAfterUnauthorized: token };
-  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock, tokenProvider, timeoutMs: TIMEOUT_MS, retry: { random: () => settings.jitter, maxAttempts: settings.maxAttempts } });
+  const http = new HttpCore({ baseUrl: "https://api.example.test", fetch, clock: clientClock, tokenProvider, timeoutMs: TIMEOUT_MS, retry: { random: () => settings.jitter, maxAttempts: settings.maxAttempts } });
 
   const start = (options: Omit<Partial<HttpRequest>, "stop"> & { stop?: boolean } = {}): Started => {
     const id = `R${started.length + 1}`;
@@ -166,6 +218,7 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
     };
     const refusedAt = clock.now();
     const refusalEnd = refusedUntil;
+    const driftedBefore = drifted;
     http.request(request).then(
       () => (entry.settled = true),
       (error: unknown) => {
@@ -173,10 +226,14 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
         entry.outcome = error;
       },
     );
-    // Inside a refusal a request ends at once (before any await), unsent, with the wait left.
-    if (refusedAt < refusalEnd) {
+    // Inside a refusal a request ends at once (before any await), unsent, with the wait left: the wait from the
+    // client's reading, which the clock's moves while it read (this call's, and the one that read the 429's) bound.
+    const driftedInCall = drifted - driftedBefore;
+    if (refusedAt + driftedInCall < refusalEnd) {
+      const [least, most] = [refusalEnd - refusedAt - driftedInCall, refusalEnd - refusedAt + drifted];
       void Promise.resolve().then(() => {
-        const refused = entry.outcome instanceof RateLimitedError && entry.outcome.retryAfterMs === refusalEnd - refusedAt;
+        const left = entry.outcome instanceof RateLimitedError ? entry.outcome.retryAfterMs : undefined;
+        const refused = left !== undefined && left >= least && left <= most;
         if (!refused) violations.push(`${id} started ${refusalEnd - refusedAt} ms before the refusal's end was not refused at once`);
       });
     }
@@ -195,11 +252,41 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
       left -= step;
     } while (left > 0);
   };
+  /** To `before` ms before the next instant the client waits for (the wait's end, a sleep's end), if any. */
+  const nearWake = async (before: number) => {
+    const now = clock.now();
+    const next = [internals().notBefore, clock.nextWake].filter((at): at is number => at !== undefined && at > now).sort((a, b) => a - b)[0];
+    if (next !== undefined) await advance(Math.max(0, next - now - before));
+  };
+
+  /**
+   * Once the client has stopped reading the clock, no request waits for a turn it could have: past the wait, with room.
+   * A sleep for the wait's end that the clock's moves made end a moment after it (as a real timer's does) ends first.
+   */
+  const expectNoTurnLost = async () => {
+    for (let late = 0; ; late += 1) {
+      for (let i = 0, before = -1; i < 10 && readings !== before; i += 1) {
+        before = readings;
+        await turns();
+      }
+      const { notBefore, inFlight, inFlightLimit, turnWaiters } = internals();
+      const due = turnWaiters.filter((w) => notBefore <= w.waited || clock.now() >= notBefore).length;
+      if (due === 0 || inFlight >= inFlightLimit) return;
+      const wake = clock.nextWake;
+      if (late < 3 && wake !== undefined && wake - clock.now() <= LATE_WAKE_MS) {
+        await advance(wake - clock.now());
+        continue;
+      }
+      violations.push(`${due} request(s) past the wait to ${notBefore} not given the room (${inFlight} of ${inFlightLimit} in flight)`);
+      return;
+    }
+  };
 
   for (const action of actions) {
     const { inFlight } = internals();
     if (inFlight < 0 || inFlight > started.filter((r) => !r.settled).length) violations.push(`inFlight ${inFlight} with ${started.filter((r) => !r.settled).length} unsettled`);
     if (action.kind === "start") {
+      if (action.near !== null) await nearWake(action.near);
       start({
         deadline: action.deadline === null ? undefined : clock.now() + action.deadline,
         stop: action.stop,
@@ -225,11 +312,14 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
       await turns();
     } else if (action.kind === "advance") {
       await advance(action.ms);
+    } else if (action.kind === "nearWake") {
+      await nearWake(action.before);
     } else if (action.kind === "stop") {
       const withStop = started.filter((r) => r.stop && !r.settled);
       withStop[action.pick % Math.max(withStop.length, 1)]?.stop?.abort();
       await advance(0);
     }
+    await expectNoTurnLost();
     // Inside a refusal no request waits for its turn: the ones waiting when it came were ended with it.
     if (clock.now() < refusedUntil && internals().turnWaiters.length > 0) {
       violations.push(`${internals().turnWaiters.length} request(s) waiting for a turn inside the refusal to ${refusedUntil}`);
@@ -279,7 +369,7 @@ describe("HttpCore's throttling under random schedules", () => {
   it("settles every request, frees every turn once and sends nothing inside a wait, past a last start or after a stop (token at once)", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     await fc.assert(
-      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), settingsArb, async (actions, settings) => runSchedule(actions, [], settings)),
+      fc.asyncProperty(scheduleArb, settingsArb, async (actions, settings) => runSchedule(actions, [], settings)),
       { numRuns: 60 },
     );
   });
@@ -287,7 +377,7 @@ describe("HttpCore's throttling under random schedules", () => {
   it("the same on a clock whose sleeps move no time (the functions' harness): nothing spins or hangs", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     await fc.assert(
-      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
+      fc.asyncProperty(scheduleArb, fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
         runSchedule(actions, plan, { ...settings, clock: "harness" }),
       ),
       { numRuns: 60 },
@@ -297,7 +387,7 @@ describe("HttpCore's throttling under random schedules", () => {
   it("the same with token providers that are slow or reject", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     await fc.assert(
-      fc.asyncProperty(fc.array(actionArb, { maxLength: 40 }), fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
+      fc.asyncProperty(scheduleArb, fc.array(fc.constantFrom<TokenMode>("now", "slow", "reject"), { maxLength: 6 }), settingsArb, async (actions, plan, settings) =>
         runSchedule(actions, plan, settings),
       ),
       { numRuns: 60 },
