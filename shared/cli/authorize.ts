@@ -117,6 +117,12 @@ function awaitRedirect(server: Server, state: string, options: AuthorizeOptions)
     signal?.addEventListener("abort", onAbort, { once: true });
     // A signal aborted before the wait began fires no event: end the wait now, not at the timeout.
     if (signal?.aborted === true) onAbort();
+    // The wait ends with its server, however the sign-in ended (the caller's callback failing, say): a timer left
+    // behind would keep the process alive after the error, for the whole timeout.
+    server.once("close", () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    });
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       // A target that is no URL (`//[`, which any local process or a page in the browser can send) must not throw here:
       // thrown in the listener, it ends the process, mid-exchange or mid-save too.

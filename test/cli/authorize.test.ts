@@ -558,6 +558,25 @@ describe("authorizeWithBrowser", () => {
     }
   });
 
+  it("leaves no wait behind when showing the address fails: the process can exit with the error, not at the timeout", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const run = authorizeWithBrowser(
+        options({
+          timeoutMs: 600_000,
+          onAuthorizeUrl: () => {
+            throw new Error("the browser could not follow the address");
+          },
+        }),
+      );
+      await expect(run).rejects.toThrow(/could not follow/);
+      // The redirect's timeout would keep the process alive for the whole --timeout (10 minutes) after the error.
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("stops waiting when cancelled", async () => {
     const controller = new AbortController();
     const run = authorizeWithBrowser(options({ signal: controller.signal, onAuthorizeUrl: () => controller.abort() }));
