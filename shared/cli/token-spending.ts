@@ -25,6 +25,8 @@ export interface LostTokens {
 
 class SpendingRefreshes {
   private running = 0;
+  /** Sections begun so far: one may begin and end within a try, leaving tokens held that the try did not see. */
+  private begun = 0;
   private waiters: (() => void)[] = [];
   /** Each holder with the token file its tokens belong in (for the message when they are lost). */
   private readonly holders = new Map<TokenHolder, string>();
@@ -37,6 +39,7 @@ class SpendingRefreshes {
    */
   async run<T>(work: () => Promise<T>): Promise<T> {
     this.running += 1;
+    this.begun += 1;
     try {
       return await work();
     } finally {
@@ -70,15 +73,17 @@ class SpendingRefreshes {
   /**
    * Resolves once no section is running (at once when none is) and held tokens had one more try to be saved, with the
    * token files of those still held (lost once the process exits) and why their last try failed. A section that
-   * started during the tries (another bridge's refresh) is waited for too, and what it left held tried again.
+   * began during the tries (another bridge's refresh), running still or ended, is waited for too, and what it left held
+   * tried again.
    */
   async settled(): Promise<LostTokens[]> {
     for (;;) {
       if (this.running > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+      const begun = this.begun;
       // With their files read now: a bridge settling its own tokens at the same time may untrack one during the try.
       const holding = this.holding();
       const saved = await Promise.all(holding.map(([holder]) => holder.saveHeldTokens()));
-      if (this.running === 0) return holding.filter((_, i) => !saved[i]).map(([holder, file]) => ({ file, failure: holder.heldTokensFailure }));
+      if (this.running === 0 && this.begun === begun) return holding.filter((_, i) => !saved[i]).map(([holder, file]) => ({ file, failure: holder.heldTokensFailure }));
     }
   }
 

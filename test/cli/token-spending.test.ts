@@ -91,6 +91,30 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     }
   });
 
+  it("tries the tokens a refresh left held when it started and ended during the last tries, before calling the process settled", async () => {
+    const saves = holder(0);
+    // Another bridge's provider: holds nothing until its refresh, run while the first one's tokens are tried, fails to save.
+    const other = holder(1);
+    other.held = false;
+    const save = saves.saveHeldTokens.bind(saves);
+    saves.saveHeldTokens = async () => {
+      await spendingRefreshes.run(async () => {
+        other.held = true;
+      });
+      return save();
+    };
+    const untrackSaves = spendingRefreshes.track(saves, "/state/tokens.json");
+    const untrackOther = spendingRefreshes.track(other, "/state/other-tokens.json");
+    try {
+      const lost = await spendingRefreshes.settled();
+      expect(other.tries, "the tokens the refresh left held had no try").toBe(1);
+      expect(lost).toEqual([{ file: "/state/other-tokens.json", failure: other.failure }]);
+    } finally {
+      untrackSaves();
+      untrackOther();
+    }
+  });
+
   it("leaves alone a tracked provider that holds no tokens: settling does not try it", async () => {
     // Its saveHeldTokens would wait for a refresh it has in flight (perhaps still waiting for the lease): a stop asked
     // for at once must not.
