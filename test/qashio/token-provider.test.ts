@@ -1665,6 +1665,31 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
   });
 
+  it("tells a last try that waited for the code flow's save why it failed, as a try that re-saved itself would", async () => {
+    const { store, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    // The code flow's save waits until let through, then fails.
+    const save = store.save.bind(store);
+    let letSave!: () => void;
+    const gate = new Promise<void>((resolve) => (letSave = resolve));
+    store.save = async (tokens) => {
+      await gate;
+      await save(tokens);
+    };
+    const signIn = provider.authorizeWithCode("code-1", "https://app.example/cb").catch((error: unknown) => error);
+    await turns();
+    // An exit's last try (saveHeldTokens) comes while the sign-in saves: it waits for that save.
+    const lastTry = provider.saveHeldTokens();
+    await turns();
+    store.failNextSave = true;
+    letSave();
+    expect(await signIn).toBeInstanceOf(TokenUnavailableError);
+    expect(await lastTry).toBe(false);
+    expect(provider.heldTokensFailure, "the lost tokens' message would give no reason").toBeInstanceOf(TokenUnavailableError);
+  });
+
   it("hands out the re-saved tokens even when releasing the lease kept since the failed save fails (it runs out by itself)", async () => {
     const { store, lock, logger, spawn, presented } = processes();
     const tryAcquire = lock.tryAcquire.bind(lock);

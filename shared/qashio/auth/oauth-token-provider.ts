@@ -289,14 +289,10 @@ export class OAuthTokenProvider implements TokenProvider {
     const tokens = this.skew.received(storedTokensOf(set, now), now);
     // A re-save of earlier tokens under way finishes first: it may hold the kept lease and would otherwise write the
     // old family over this one. This save then takes its place until done: a call that would re-save the held tokens
-    // meanwhile waits for it instead (a re-save started now could land after this save).
+    // meanwhile waits for it instead (a re-save started now could land after this save), and fails with it as with a
+    // re-save it joined.
     while (this.resaving !== undefined) await this.resaving.catch(() => undefined);
-    const saving = this.saveAuthorized(tokens);
-    this.resaving = saving.then(
-      () => undefined,
-      () => undefined,
-    ).finally(() => (this.resaving = undefined));
-    await saving;
+    await (this.resaving = this.saveAuthorized(tokens).finally(() => (this.resaving = undefined)));
   }
 
   /**
