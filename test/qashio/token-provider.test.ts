@@ -1671,20 +1671,14 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
     // The code flow's save waits until let through, then fails.
-    const save = store.save.bind(store);
-    let letSave!: () => void;
-    const gate = new Promise<void>((resolve) => (letSave = resolve));
-    store.save = async (tokens) => {
-      await gate;
-      await save(tokens);
-    };
+    const slowSave = holdSaves(store);
     const signIn = provider.authorizeWithCode("code-1", "https://app.example/cb").catch((error: unknown) => error);
     await turns();
     // An exit's last try (saveHeldTokens) comes while the sign-in saves: it waits for that save.
     const lastTry = provider.saveHeldTokens();
     await turns();
     store.failNextSave = true;
-    letSave();
+    slowSave.finish();
     expect(await signIn).toBeInstanceOf(TokenUnavailableError);
     expect(await lastTry).toBe(false);
     expect(provider.heldTokensFailure, "the lost tokens' message would give no reason").toBeInstanceOf(TokenUnavailableError);
