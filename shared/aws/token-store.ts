@@ -203,16 +203,17 @@ export class SecretsManagerTokenStore implements TokenStore {
     this.#client ??= client;
     if (client !== this.#client) throw new ProviderClientChangedError(this.#secret.secretId);
     const secretToken = refreshTokenFingerprint(read.secret);
+    const bound = item !== undefined && item.secretVersionId === read.versionId;
+    const held = item?.heldRefreshToken !== undefined && holdsOver(item, secretToken, read.versionId) ? item.heldRefreshToken : undefined;
     // Not from a load answered after a later one (one without the refresh lease, answered after the load under it):
-    // the refresh spends the token of the later one, and a token its save holds is bound to that one's version.
+    // the refresh spends the token of the later one, a token its save holds is bound to that one's version, and the
+    // gauge says what that one found.
     if (load > this.#lastLoad) {
       this.#lastLoad = load;
       this.#lastLoadedVersionId = read.versionId;
       this.#lastLoadedSecretToken = secretToken;
+      this.#reportHeld(held !== undefined);
     }
-    const bound = item !== undefined && item.secretVersionId === read.versionId;
-    const held = item?.heldRefreshToken !== undefined && holdsOver(item, secretToken, read.versionId) ? item.heldRefreshToken : undefined;
-    this.#reportHeld(held !== undefined);
     const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     if (!bound || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;

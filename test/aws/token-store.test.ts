@@ -251,6 +251,27 @@ describe("SecretsManagerTokenStore", () => {
     expect((await make().load())?.refreshToken).toBe("rt-10");
   });
 
+  it("reports the held-token gauge from the latest load, not from an earlier one answered after it", async () => {
+    const { secrets, make, optionsWith } = setup();
+    const gauge: number[] = [];
+    const metrics = { add: (name: string, value: number) => void (name === "TokenHeldInTable" && gauge.push(value)) };
+    const store = new SecretsManagerTokenStore(optionsWith({ metrics }));
+    const inTransit = secrets.holdNext("GetSecretValue", { answered: true });
+    const early = store.load();
+    await inTransit.reached;
+    // Another container rotates, and Secrets Manager refuses its new token: held in the table.
+    const other = make();
+    await other.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await other.save({ refreshToken: "rt-9", accessToken: "at-9" });
+    expect((await store.load())?.refreshToken).toBe("rt-9");
+    expect(gauge.at(-1)).toBe(1);
+    inTransit.release();
+    await early;
+    // The early read saw the secret before the refusal: its 0, reported last, would clear the alarm while rt-9 is held.
+    expect(gauge.at(-1)).toBe(1);
+  });
+
   it("ignores a held refresh token once the secret has a newer version (re-authorized out of band)", async () => {
     const { store, secrets, make } = setup();
     await store.load();
