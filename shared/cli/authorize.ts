@@ -113,6 +113,13 @@ function awaitRedirect(server: Server, state: string, options: AuthorizeOptions)
       const foreign = refused === 0 ? "" : ` (${refused === 1 ? "1 redirect with another state was" : `${refused} redirects with another state were`} refused)`;
       fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s${foreign}${nextStep(signInAgain)}`));
     };
+    // A server error after listening (an accept failing with EMFILE) with no listener would be thrown as an uncaught
+    // exception, ending the process mid-sign-in. It ends the wait instead; once the wait is decided it is ignored: the
+    // exchange under way needs no new connection, and the server is closed after it.
+    const onServerError = (error: Error) => {
+      if (!decided) fail(new AuthorizeError(`the callback server on 127.0.0.1 failed while waiting for the redirect (${error.message})${nextStep(signInAgain)}`, { cause: error }));
+    };
+    server.on("error", onServerError);
     const timer = setTimeout(onTimeout, timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     // A signal aborted before the wait began fires no event: end the wait now, not at the timeout.
@@ -223,7 +230,8 @@ async function exchangeAndSave(options: AuthorizeOptions, code: string, redirect
 /**
  * Runs the authorization-code flow on a loopback redirect and saves the token set to `store`.
  *
- * @throws AuthorizeError on a denial, a timeout, or a failed exchange (a redirect with another state only waits on).
+ * @throws AuthorizeError on a denial, a timeout, the callback server failing, or a failed exchange (a redirect with
+ *   another state only waits on).
  * @throws UsageError when `port` is in use or this user may not listen on it (EACCES).
  * @example
  * await authorizeWithBrowser({

@@ -577,6 +577,34 @@ describe("authorizeWithBrowser", () => {
     }
   });
 
+  it("ends the wait with an error naming the cause when the callback server fails after listening, not the process", async () => {
+    const listen = vi.spyOn(Server.prototype, "listen");
+    try {
+      const store = new MemoryTokenStore();
+      const run = authorizeWithBrowser(
+        options({
+          store,
+          onAuthorizeUrl: () => {
+            const server = listen.mock.contexts[0] as Server;
+            const error = Object.assign(new Error("accept EMFILE: too many open files"), { code: "EMFILE", syscall: "accept" });
+            // As an accept failing does: emitted by the server later, outside any call of the sign-in's.
+            setImmediate(() => server.emit("error", error));
+          },
+        }),
+      );
+      const error = await run.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as AuthorizeError).message).toBe(
+        "the callback server on 127.0.0.1 failed while waiting for the redirect (accept EMFILE: too many open files): " +
+          "run `npm run bridge -- authorize` again, with the same options",
+      );
+      expect((error as AuthorizeError).cause).toMatchObject({ code: "EMFILE" });
+      expect(store.saved).toBeUndefined();
+    } finally {
+      listen.mockRestore();
+    }
+  });
+
   it("stops waiting when cancelled", async () => {
     const controller = new AbortController();
     const run = authorizeWithBrowser(options({ signal: controller.signal, onAuthorizeUrl: () => controller.abort() }));
