@@ -195,6 +195,87 @@ describe("whileHolding", () => {
     expect(await pending).toBe("ok");
     expect(logger.lines).toEqual([]);
   });
+  it("warns that the lease was lost when a renewal finds it gone, and that a renewal failed (with the error's name) when one throws", async () => {
+    const clock = manualClock();
+    const logger = captureLogger();
+    const answers: Array<() => Promise<boolean>> = [async () => false, async () => Promise.reject(new TypeError("socket hang up"))];
+    const lease = recordingLease(clock, () => (answers.shift() ?? (async () => true))());
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, logger, MESSAGES);
+    await clock.advance(25_000);
+    resolve("ok");
+    expect(await pending).toBe("ok");
+    expect(logger.lines).toEqual([
+      { level: "warn", message: MESSAGES.lost, attributes: undefined },
+      { level: "warn", message: MESSAGES.failed, attributes: { error: "TypeError" } },
+    ]);
+  });
+
+  it("returns only once a renewal in flight has ended, when the renewal does not stop at the abort (the file lock checks, then writes)", async () => {
+    const clock = manualClock();
+    let endRenewal!: () => void;
+    const lease = recordingLease(clock, () => new Promise<boolean>((resolve) => (endRenewal = () => resolve(true))));
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES);
+    await clock.advance(10_000);
+    expect(lease.renewals).toHaveLength(1);
+    let returned = false;
+    void pending.then(() => (returned = true));
+    resolve("ok");
+    await turns(10);
+    expect(returned, "returned (and the caller could release) while a renewal was still writing").toBe(false);
+    endRenewal();
+    expect(await pending).toBe("ok");
+  });
+
+  it("begins no renewal once work has settled, though one fell due while the keep-alive slept", async () => {
+    let now = 0;
+    // Sleeps until aborted: the renewal due at 10 s is still waited for when work settles at 20 s.
+    const clock: Clock = { now: () => now, sleep: (_ms, signal) => new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true })) };
+    const lease = recordingLease(clock);
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES);
+    await turns(3);
+    now = 20_000;
+    resolve("ok");
+    expect(await pending).toBe("ok");
+    expect(lease.renewals).toEqual([]);
+  });
+
+  it("returns once work settles when the clock's sleep does not stop at the abort (a fake's may not)", async () => {
+    let wake!: () => void;
+    const clock: Clock = { now: () => 0, sleep: () => new Promise<void>((resolve) => (wake = resolve)) };
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(recordingLease(clock), TTL, clock, work, undefined, MESSAGES);
+    let returned = false;
+    void pending.then(() => (returned = true));
+    await turns(3);
+    resolve("ok");
+    await turns(10);
+    expect(returned, "waited for the keep-alive's sleep to run out").toBe(true);
+    wake();
+  });
+
+  it("lets work run, and renews nothing early, when the clock's sleeps return at once without time moving (a fake clock)", async () => {
+    let sleeps = 0;
+    const frozen: Clock = {
+      now: () => 0,
+      sleep: async () => {
+        // A keep-alive that never yields would spin here for ever: end it, so the test fails instead of hanging.
+        sleeps += 1;
+        if (sleeps > 1_000) throw new Error("the keep-alive never yielded to work");
+      },
+    };
+    const logger = captureLogger();
+    const lease = recordingLease(frozen);
+    const slowOk = async () => {
+      await turns(3);
+      return "ok";
+    };
+    expect(await whileHolding(lease, TTL, frozen, slowOk, logger, MESSAGES)).toBe("ok");
+    expect(logger.lines).toEqual([]);
+    expect(lease.renewals).toEqual([]);
+  });
 });
 
 describe("acquireTimed", () => {
