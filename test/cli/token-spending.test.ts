@@ -27,6 +27,19 @@ describe("spendingRefreshes", () => {
     // Nothing running: settled at once.
     await spendingRefreshes.settled();
   });
+
+  it("is busy while a single section runs", async () => {
+    let finish!: () => void;
+    const section = spendingRefreshes.run(() => new Promise<void>((resolve) => (finish = resolve)));
+    try {
+      expect(spendingRefreshes.busy).toBe(true);
+    } finally {
+      // The registry is the process's: a section left running would keep the next tests busy.
+      finish();
+      await section;
+    }
+    expect(spendingRefreshes.busy).toBe(false);
+  });
 });
 
 describe("spendingRefreshes with tokens held after a failed save", () => {
@@ -115,6 +128,59 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     }
   });
 
+  it("tries held tokens once, after the last running section ended, not each time one of several ends", async () => {
+    const stuck = holder(Number.POSITIVE_INFINITY);
+    let endFirst!: () => void;
+    let endSecond!: () => void;
+    const first = spendingRefreshes.run(() => new Promise<void>((resolve) => (endFirst = resolve)));
+    const second = spendingRefreshes.run(() => new Promise<void>((resolve) => (endSecond = resolve)));
+    const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
+    try {
+      const lost = spendingRefreshes.settled();
+      endFirst();
+      await first;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(stuck.tries, "tried while a refresh section still ran").toBe(0);
+      endSecond();
+      await second;
+      expect(await lost).toEqual([{ file: "/state/tokens.json", failure: stuck.failure }]);
+      expect(stuck.tries).toBe(1);
+    } finally {
+      // The registry is the process's: a section left running would keep the next tests busy.
+      endFirst();
+      endSecond();
+      await Promise.all([first, second]);
+      untrack();
+    }
+  });
+
+  it("waits on for a section that began as the last one ended, before its settling continued", async () => {
+    const stuck = holder(Number.POSITIVE_INFINITY);
+    let endFirst!: () => void;
+    let endNext: (() => void) | undefined;
+    let next: Promise<void> | undefined;
+    const first = spendingRefreshes.run(() => new Promise<void>((resolve) => (endFirst = resolve)));
+    const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
+    try {
+      let settled = false;
+      const waited = spendingRefreshes.settled().then(() => (settled = true));
+      endFirst();
+      // Another bridge's refresh begins in the microtask after the first section's end woke the wait.
+      queueMicrotask(() => (next = spendingRefreshes.run(() => new Promise<void>((resolve) => (endNext = resolve)))));
+      await first;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(next, "the next section did not begin").toBeDefined();
+      expect(settled, "settled while a refresh section still runs").toBe(false);
+      endNext?.();
+      await next;
+      await waited;
+    } finally {
+      endNext?.();
+      await next;
+      untrack();
+    }
+  });
+
   it("leaves alone a tracked provider that holds no tokens: settling does not try it", async () => {
     // Its saveHeldTokens would wait for a refresh it has in flight (perhaps still waiting for the lease): a stop asked
     // for at once must not.
@@ -123,6 +189,7 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     const untrack = spendingRefreshes.track(idle, "/state/other/tokens.json");
     try {
       expect(spendingRefreshes.busy).toBe(false);
+      expect(spendingRefreshes.unsavedFiles).toEqual([]);
       expect(await spendingRefreshes.settled()).toEqual([]);
       expect(idle.tries).toBe(0);
     } finally {
@@ -135,6 +202,7 @@ describe("spendingRefreshes with tokens held after a failed save", () => {
     const untrack = spendingRefreshes.track(stuck, "/state/tokens.json");
     expect(await spendingRefreshes.settled()).toEqual([{ file: "/state/tokens.json", failure: stuck.failure }]);
     expect(spendingRefreshes.busy).toBe(true);
+    expect(spendingRefreshes.unsavedFiles).toEqual(["/state/tokens.json"]);
     untrack();
     expect(spendingRefreshes.busy).toBe(false);
     expect(await spendingRefreshes.settled()).toEqual([]);
