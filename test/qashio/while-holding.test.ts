@@ -31,6 +31,19 @@ function gated<T>() {
   return { work, resolve: (value: T) => settle({ value }), reject: (error: unknown) => settle({ error }) };
 }
 
+/** Runs gated work under `whileHolding` until its first renewal began, then settles it: whether it returned ten turns on. */
+async function settleDuringFirstRenewal(lease: ReturnType<typeof recordingLease>, clock: ReturnType<typeof manualClock>, logger?: ReturnType<typeof captureLogger>) {
+  const { work, resolve } = gated<string>();
+  const pending = whileHolding(lease, TTL, clock, work, logger, MESSAGES);
+  await clock.advance(10_000);
+  expect(lease.renewals).toHaveLength(1);
+  let returned = false;
+  void pending.then(() => (returned = true));
+  resolve("ok");
+  await turns(10);
+  return { pending, returned };
+}
+
 describe("whileHolding", () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
@@ -182,19 +195,13 @@ describe("whileHolding", () => {
         }),
       ),
     );
-    const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work, logger, MESSAGES);
-    await clock.advance(10_000);
-    expect(lease.renewals).toHaveLength(1);
-    let returned = false;
-    void pending.then(() => (returned = true));
-    resolve("ok");
-    await turns(10);
+    const { pending, returned } = await settleDuringFirstRenewal(lease, clock, logger);
     expect(returned).toBe(true);
     expect(ended).toBe(true);
     expect(await pending).toBe("ok");
     expect(logger.lines).toEqual([]);
   });
+
   it("warns that the lease was lost when a renewal finds it gone, and that a renewal failed (with the error's name) when one throws", async () => {
     const clock = manualClock();
     const logger = captureLogger();
@@ -215,14 +222,7 @@ describe("whileHolding", () => {
     const clock = manualClock();
     let endRenewal!: () => void;
     const lease = recordingLease(clock, () => new Promise<boolean>((resolve) => (endRenewal = () => resolve(true))));
-    const { work, resolve } = gated<string>();
-    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES);
-    await clock.advance(10_000);
-    expect(lease.renewals).toHaveLength(1);
-    let returned = false;
-    void pending.then(() => (returned = true));
-    resolve("ok");
-    await turns(10);
+    const { pending, returned } = await settleDuringFirstRenewal(lease, clock);
     expect(returned, "returned (and the caller could release) while a renewal was still writing").toBe(false);
     endRenewal();
     expect(await pending).toBe("ok");
