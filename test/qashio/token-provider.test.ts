@@ -827,6 +827,70 @@ describe("OAuthTokenProvider", () => {
     expect(used.provider.holdsUnsavedTokens).toBe(true);
   });
 
+  it("hands nothing over to itself: it stays open, keeps its held tokens and still refreshes", async () => {
+    const { provider, store, clock } = setup();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await provider.handOverHeldTokens(provider);
+    expect(provider.holdsUnsavedTokens).toBe(true);
+    await provider.getAccessToken();
+    clock.advance(20 * MINUTE);
+    await provider.getAccessToken();
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3"]);
+  });
+
+  it("waits, before handing held tokens over, for a refresh in flight whose save then fails: the successor gets its tokens", async () => {
+    const { provider, store, fetch, clock } = setup();
+    store.failNextSave = true;
+    const slowSave = holdSaves(store);
+    const refreshing = provider.getAccessToken().catch((error: unknown) => error);
+    await vi.waitFor(() => expect(fetch.calls).toHaveLength(1));
+    const successor = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "client-1", clientSecret: "rotated-secret", store, fetch, clock });
+    const handingOver = provider.handOverHeldTokens(successor);
+    await turns();
+    slowSave.finish();
+    await handingOver;
+    expect(await refreshing).toBeInstanceOf(TokenUnavailableError);
+    expect(successor.holdsUnsavedTokens, "the tokens stayed behind in the closed provider").toBe(true);
+    await successor.getAccessToken();
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("refuses a successor that holds tokens of its own a failed save left (a sign-in), though it loaded none", async () => {
+    const old = setup();
+    old.store.failNextSave = true;
+    await expect(old.provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const successor = setup();
+    successor.store.failNextSave = true;
+    await expect(successor.provider.authorizeWithCode("code-1", "https://app.example/cb")).rejects.toBeInstanceOf(TokenUnavailableError);
+    await expect(old.provider.handOverHeldTokens(successor.provider)).rejects.toBeInstanceOf(RangeError);
+    expect(old.provider.holdsUnsavedTokens).toBe(true);
+  });
+
+  it("gives no reason for held tokens once a later call saved them, though the last saveHeldTokens failed", async () => {
+    const { provider, store } = setup();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    store.failNextSave = true;
+    expect(await provider.saveHeldTokens()).toBe(false);
+    expect(provider.heldTokensFailure).toBeInstanceOf(TokenUnavailableError);
+    await provider.getAccessToken();
+    expect(provider.holdsUnsavedTokens).toBe(false);
+    expect(provider.heldTokensFailure, "a stale reason for tokens no longer held").toBeUndefined();
+  });
+
+  it("does not write held tokens into a store emptied meanwhile without a lock: no lease vouches that nobody wrote since", async () => {
+    const { provider, store, tokenEvents } = setup();
+    store.isEmpty = async () => (await store.load()) === undefined;
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    store.set(undefined as unknown as StoredTokens);
+    expect(await provider.saveHeldTokens()).toBe(true);
+    expect(store.saves).toEqual([]);
+    expect(tokenEvents).toEqual(["held_tokens_dropped"]);
+  });
+
   it("starts no refresh once closed: a fresh token is still handed out, a call that needs a refresh fails and sends nothing", async () => {
     const start = fakeClock().now();
     const { provider, store, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "fresh-access", accessTokenExpiresAt: start + 10 * MINUTE } });
