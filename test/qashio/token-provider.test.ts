@@ -1793,6 +1793,48 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(events).toEqual(["refresh:rt-1", "save:rt-2"]);
   });
 
+  it("has the successor keep renewing the lease handed over with held tokens: another process waits instead of presenting the spent token", async () => {
+    const { clock, store, lock, spawn, presented } = processes();
+    const old = spawn();
+    store.failNextSave = true;
+    await expect(old.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const successor = spawn({ clientSecret: "rotated-secret" });
+    await old.handOverHeldTokens(successor);
+    await clock.advance(3 * TTL);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL), "the handed-over lease ran out").toBeUndefined();
+    await successor.getAccessToken();
+    expect(presented()).toEqual(["rt-1"]);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL), "the lease was not given back once saved").toBeDefined();
+  });
+
+  it("keeps the lease when the code flow's save fails, renewed until the next call saves its tokens, then gives it back", async () => {
+    const { clock, store, lock, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.authorizeWithCode("code-1", "https://app.example/cb")).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(2 * TTL);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL), "another process could take the lease and refresh the old family").toBeUndefined();
+    await provider.getAccessToken();
+    expect((await store.load())?.refreshToken).toBe("rt-2");
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
+  });
+
+  it("keeps no lease renewed for tokens a refresh in flight when the provider closed failed to save: the lease runs out", async () => {
+    const { clock, store, lock, renewals, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    const slowSave = holdSaves(store);
+    const refreshing = provider.getAccessToken().catch((error: unknown) => error);
+    await turns();
+    provider.close();
+    slowSave.finish();
+    expect(await refreshing).toBeInstanceOf(TokenUnavailableError);
+    const renewed = renewals.length;
+    await clock.advance(3 * TTL);
+    expect(renewals.length, "a closing process's timer kept renewing").toBe(renewed);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
+  });
+
   it("hands held tokens over whole while a call the old provider left behind asks for a token: it re-saves none of them, so the spent token is never stored over the successor's rotation", async () => {
     // Renewals that take a second: the handover waits for the kept lease's renewal in flight.
     const { clock, store, spawn, presented } = processes({ renewMs: 1_000 });
