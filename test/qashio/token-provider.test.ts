@@ -1835,6 +1835,26 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
+  it("keeps the code flow's tokens under the lease it kept when renewing it fails, and saves them at the next call without waiting on it", async () => {
+    let failRenew = false;
+    const { clock, start, store, spawn } = processes({
+      renew: async () => {
+        if (!failRenew) return true;
+        failRenew = false;
+        throw new Error("network down");
+      },
+    });
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    failRenew = true;
+    await expect(provider.authorizeWithCode("code-1", "https://app.example/cb")).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect(provider.holdsUnsavedTokens).toBe(true);
+    await provider.getAccessToken();
+    expect(clock.now(), "it waited on its own lease").toBe(start);
+    expect((await store.load())?.refreshToken).toBe("rt-3");
+  });
+
   it("hands held tokens over whole while a call the old provider left behind asks for a token: it re-saves none of them, so the spent token is never stored over the successor's rotation", async () => {
     // Renewals that take a second: the handover waits for the kept lease's renewal in flight.
     const { clock, store, spawn, presented } = processes({ renewMs: 1_000 });
