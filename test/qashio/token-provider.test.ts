@@ -1855,6 +1855,26 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect((await store.load())?.refreshToken).toBe("rt-3");
   });
 
+  it("renews no lease after close when the last try could not renew the kept one: a closing process's timer does not hold it for good", async () => {
+    let failRenew = false;
+    const { clock, store, renewals, spawn } = processes({
+      renew: async () => {
+        if (failRenew) throw new Error("network down");
+        return true;
+      },
+    });
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    provider.close();
+    failRenew = true;
+    expect(await provider.saveHeldTokens()).toBe(false);
+    expect(provider.heldTokensFailure).toBeInstanceOf(TokenUnavailableError);
+    const renewed = renewals.length;
+    await clock.advance(3 * TTL);
+    expect(renewals.length, "the closed provider kept renewing the lease").toBe(renewed);
+  });
+
   it("hands held tokens over whole while a call the old provider left behind asks for a token: it re-saves none of them, so the spent token is never stored over the successor's rotation", async () => {
     // Renewals that take a second: the handover waits for the kept lease's renewal in flight.
     const { clock, store, spawn, presented } = processes({ renewMs: 1_000 });
