@@ -40,6 +40,15 @@ function frozenSandbox(transactions: number) {
   return { nowMs, state, data };
 }
 
+/** A frozen sandbox with one new purchase, and its card with the spend limit's period widened to all time. */
+function purchaseOnAllTimeCard() {
+  const { nowMs, state, data } = frozenSandbox(50);
+  const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
+  const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
+  const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
+  return { nowMs, state, data, purchase: purchase!, allTime };
+}
+
 describe("what a window consumed (the store's ledger, spec-gaps, Spend limits)", () => {
   it("equals a walk of every transaction by its time as it is now, less what reversals reversed, through new spend and control PATCHes of time, card, category and amounts", () => {
     const { nowMs, state, data } = frozenSandbox(3_000);
@@ -86,10 +95,7 @@ describe("the room an enforced spend limit leaves (§4.9 update_velocity_limit)"
 
 describe("a purchase of no amount", () => {
   it("still counts as one transaction of its window (spend_limit_frequency counts transactions, not money), alone on its day", () => {
-    const { nowMs, state, data } = frozenSandbox(50);
-    const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
-    const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
-    const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
+    const { nowMs, state, data, purchase, allTime } = purchaseOnAllTimeCard();
     const before = consumedOf(allTime, data, nowMs);
     const cost = amountOf(purchase!);
     // Tomorrow holds no other spend of the card: its day's total is this purchase's alone, 0.00 in one transaction. Nothing
@@ -101,10 +107,7 @@ describe("a purchase of no amount", () => {
 
 describe("a purchase reversed in full in parts", () => {
   it("is no transaction of its window, whatever the float sum of its reversals' amounts (0.12 + 0.05 is under 0.17)", () => {
-    const { nowMs, state, data } = frozenSandbox(50);
-    const [purchase] = state.createTransactions(data, { count: 1, category: "purchase" });
-    const card = data.cards.find((c) => c.id === purchase!.card_external_id)!;
-    const allTime = { ...card, spendLimit: { ...card.spendLimit, period: "ALL_TIME" } };
+    const { nowMs, state, data, purchase, allTime } = purchaseOnAllTimeCard();
     const before = consumedOf(allTime, data, nowMs).count;
     state.patchTransaction(data, purchase!.id, { transaction_amount: 0.17 });
     // The first reversal reverses all of it; changed to part, a second reverses the rest.
