@@ -265,7 +265,9 @@ export function writeFileAtomicSync(file: string, data: FileData, options: { mod
 
 /**
  * Creates `file` holding `data` unless it exists: written whole to a temp file, then linked into place, which fails
- * rather than replaces when another process created it first. Returns true when this call created it.
+ * rather than replaces when another process created it first. Returns true when this call created it. Throws when the
+ * directory's fsync after the link fails (EIO): the file may stand then, created by this call or not (a file lock
+ * removes a lease of its own left so).
  *
  * @example
  * ```ts

@@ -246,12 +246,20 @@ function freeAbove(generations: readonly number[], above: number): number {
 const LISTINGS_PER_CHECK = 3;
 
 /**
- * Whether the lease file just created at `file` may be kept, as `allowed` says; removed when not, and when that cannot be
- * told (`allowed` throws, and so does this): left there, held by no handle, it would read as another's lease until it
- * ran out, refusing every attempt (this process's own too) and making its holder's checks find its lease lost.
+ * Creates the lease `text` of `token` at `file` exclusively; true when created and `allowed` says it may be kept. It is
+ * removed when it may not be, and when that cannot be told: `allowed` throws, or the creation throws once the file is
+ * linked (its directory's fsync failing) and `file` holds `token`; the error is thrown on. Left there, held by no
+ * handle, it would read as another's lease until it ran out, refusing every attempt (this process's own too) and making
+ * its holder's checks find its lease lost.
  */
-async function keptIfAllowed(file: string, allowed: () => boolean | Promise<boolean>): Promise<boolean> {
+async function createdAndKept(file: string, lease: { readonly text: string; readonly token: string }, allowed: () => boolean | Promise<boolean>): Promise<boolean> {
   let kept: boolean;
+  try {
+    if (!(await createFileOnce(file, lease.text, { mode: 0o600 }))) return false;
+  } catch (err) {
+    if (holdsToken(file, lease.token)) unlinkQuietly(file);
+    throw err;
+  }
   try {
     kept = await allowed();
   } catch (err) {
@@ -260,6 +268,16 @@ async function keptIfAllowed(file: string, allowed: () => boolean | Promise<bool
   }
   if (!kept) unlinkQuietly(file);
   return kept;
+}
+
+/** Whether `file` holds the lease of `token` (false when it cannot be read: maybe another's, so left alone). */
+function holdsToken(file: string, token: string): boolean {
+  try {
+    const entry = readLeaseNow(file);
+    return entry !== undefined && entry !== FOREIGN && entry.token === token;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -316,13 +334,11 @@ export class FileLock implements Lock {
     const next = freeAbove(generations, generation);
     const token = randomUUID();
     const file = this.file(base, next);
-    if (!(await createFileOnce(file, this.leaseText(token, ttlMs), { mode: 0o600 }))) return undefined;
     // A contender that read an older generation, or raced us past another foreign entry, may have created a lease
     // above the one we read: only one of us keeps its own. And the lease we read expired may have been renewed since
     // (our read answered late): its holder's check after that write may have come before our file, so we give way.
-    if (!(await keptIfAllowed(file, async () => this.noLeaseAbove(base, generation, next) && !(await this.renewedSince(base, generation))))) {
-      return undefined;
-    }
+    const allowed = async () => this.noLeaseAbove(base, generation, next) && !(await this.renewedSince(base, generation));
+    if (!(await createdAndKept(file, { text: this.leaseText(token, ttlMs), token }, allowed))) return undefined;
     await this.removeBelow(base, next);
     return this.handle(base, next, token, tookOver);
   }
@@ -472,8 +488,7 @@ export class FileLock implements Lock {
       // takes the next generation first. Taken again the way a contender would, exclusively, so one racing for it
       // now either loses or wins outright.
       const next = freeAbove(this.generationsNow(base), generation);
-      if (!(await createFileOnce(this.file(base, next), this.leaseText(token, ttlMs), { mode: 0o600 }))) return false;
-      if (!(await keptIfAllowed(this.file(base, next), () => this.noLeaseAbove(base, generation, next)))) return false;
+      if (!(await createdAndKept(this.file(base, next), { text: this.leaseText(token, ttlMs), token }, () => this.noLeaseAbove(base, generation, next)))) return false;
       unlinkQuietly(this.file(base, generation));
       generation = next;
       return true;

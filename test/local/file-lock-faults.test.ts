@@ -36,6 +36,8 @@ const faults = vi.hoisted(() => ({
    * the ones before it answered (out of file descriptors midway).
    */
   laterList: undefined as { suffix: string; code: string; sync: boolean; skip: number } | undefined,
+  /** Fsyncs of a directory fail with `code` once `skip` of them went through (EIO: the disk under the locks failing). */
+  dirFsync: undefined as { code: string; skip: number } | undefined,
 }));
 
 /** Throws as the system would for a listing `laterList` fails (see there). */
@@ -78,7 +80,15 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     fs.renameSync(from, to);
   }) as typeof fs.renameSync;
-  return { ...fs, default: { ...fs, readFileSync, readdirSync, renameSync }, readFileSync, readdirSync, renameSync };
+  const fsyncSync = ((fd: number) => {
+    const failing = faults.dirFsync;
+    if (failing !== undefined && fs.fstatSync(fd).isDirectory() && failing.skip-- <= 0) {
+      throw Object.assign(new Error(`${failing.code}: i/o error, fsync`), { code: failing.code });
+    }
+    fs.fsyncSync(fd);
+  }) as typeof fs.fsyncSync;
+  const mocked = { readFileSync, readdirSync, renameSync, fsyncSync };
+  return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
 vi.mock("node:fs/promises", async (importOriginal) => {
@@ -110,14 +120,20 @@ const LOCK = "cycle";
 const TTL = 30_000;
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-faults-"));
+/** No fault injected any more. */
+function clearFaults(): void {
   faults.hiddenPid = undefined;
   faults.slowRead = undefined;
   faults.failedRead = undefined;
   faults.failedList = undefined;
   faults.beforeRename = undefined;
   faults.laterList = undefined;
+  faults.dirFsync = undefined;
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-faults-"));
+  clearFaults();
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -204,33 +220,49 @@ describe("FileLock when a renewal lands as the lease runs out (a slow disk, a st
   });
 });
 
+/**
+ * Takes a released lease while `fault` makes the take fail with `code` once its lease file is created, then again
+ * without the fault: left there, held by nobody, that file would refuse every attempt (this process's own included)
+ * until it ran out.
+ */
+async function expectNoLeaseLeftByFailedTake(fault: () => void, code: RegExp): Promise<void> {
+  const lock = new FileLock(dir);
+  await (await lock.tryAcquire(LOCK, TTL))!.release();
+  fault();
+  await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(code);
+  clearFaults();
+
+  const next = await lock.tryAcquire(LOCK, TTL);
+  expect(next).toBeDefined();
+  expect(await next!.renew(TTL)).toBe(true);
+}
+
+/**
+ * Has a holder whose lease lapsed take it again while `fault` makes that fail with `code` once the new generation is
+ * created, then again without the fault: left there, its own new generation would read as another's lease above its
+ * own, lost though nobody took it.
+ */
+async function expectNoGenerationLeftByFailedRetake(fault: () => void, code: RegExp): Promise<void> {
+  const time = { now: 0 };
+  const holder = await lockAt(time).tryAcquire(LOCK, 1_000);
+  time.now = 2_000;
+  fault();
+  await expect(holder!.confirm!(1_000)).rejects.toThrow(code);
+  clearFaults();
+
+  expect(await holder!.confirm!(1_000)).toBe(true);
+  expect(await lockAt(time).tryAcquire(LOCK, 1_000)).toBeUndefined();
+}
+
 describe("FileLock when a listing fails after a contender created its lease", () => {
   it("leaves no lease of its own behind when the check that it may keep it cannot list the locks directory", async () => {
-    const lock = new FileLock(dir);
-    await (await lock.tryAcquire(LOCK, TTL))!.release();
     // The check after the creation (synchronous) fails: whether it may keep the lease is unknown.
-    faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 0 };
-    await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(/EMFILE/);
-    faults.laterList = undefined;
-
-    // Left there, held by nobody, it would refuse every attempt (this process's own included) until it ran out.
-    const next = await lock.tryAcquire(LOCK, TTL);
-    expect(next).toBeDefined();
-    expect(await next!.renew(TTL)).toBe(true);
+    await expectNoLeaseLeftByFailedTake(() => (faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 0 }), /EMFILE/);
   });
 
   it("leaves no new generation behind when a holder taking its lapsed lease again cannot list the locks directory", async () => {
-    const time = { now: 0 };
-    const holder = await lockAt(time).tryAcquire(LOCK, 1_000);
-    time.now = 2_000;
     // Its own check and the listing for the next number answer; the check after creating that generation fails.
-    faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 2 };
-    await expect(holder!.confirm!(1_000)).rejects.toThrow(/EMFILE/);
-    faults.laterList = undefined;
-
-    // Left there, its own new generation would read as another's lease above its own: lost, though nobody took it.
-    expect(await holder!.confirm!(1_000)).toBe(true);
-    expect(await lockAt(time).tryAcquire(LOCK, 1_000)).toBeUndefined();
+    await expectNoGenerationLeftByFailedRetake(() => (faults.laterList = { suffix: `${path.sep}locks`, code: "EMFILE", sync: true, skip: 2 }), /EMFILE/);
   });
 
   it("keeps a lease it may keep when only the clean-up of older generations cannot list the locks directory", async () => {
@@ -244,6 +276,34 @@ describe("FileLock when a listing fails after a contender created its lease", ()
     expect(handle).toBeDefined();
     expect(await handle!.renew(TTL)).toBe(true);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+});
+
+describe("FileLock when the directory fsync after linking a lease fails (EIO)", () => {
+  it("leaves no lease of its own behind when taking the lease fails there", async () => {
+    // The temp file's rename is fsynced; the fsync after the link fails: whether the lease is on disk is unknown.
+    await expectNoLeaseLeftByFailedTake(() => (faults.dirFsync = { code: "EIO", skip: 1 }), /EIO/);
+  });
+
+  it("leaves another's lease alone when its own creation lost the race to it and then failed there", async () => {
+    const lock = new FileLock(dir);
+    await (await lock.tryAcquire(LOCK, TTL))!.release();
+    const other = path.join(dir, "locks", `${LOCK}.lock.1`);
+    // Another contender links its lease at the same generation first; this one's link then finds it (EEXIST).
+    faults.beforeRename = {
+      suffix: ".new.tmp",
+      run: () => writeFileSync(other, JSON.stringify({ token: "other", pid: 1, expiresAt: Number.MAX_SAFE_INTEGER }), { flag: "wx" }),
+    };
+    faults.dirFsync = { code: "EIO", skip: 1 };
+    await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(/EIO/);
+    faults.dirFsync = undefined;
+
+    expect(JSON.parse(readFileSync(other, "utf8"))).toMatchObject({ token: "other" });
+    expect(await lock.tryAcquire(LOCK, TTL)).toBeUndefined();
+  });
+
+  it("leaves no new generation behind when a holder taking its lapsed lease again fails there", async () => {
+    await expectNoGenerationLeftByFailedRetake(() => (faults.dirFsync = { code: "EIO", skip: 1 }), /EIO/);
   });
 });
 
