@@ -3,12 +3,11 @@
  * {@link NOT_SYNCED_BUDGET_SHARE} of the budget for `outdated`'s turn; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See README.md (The engine), docs/events.md and docs/spec-gaps.md.
  */
-import { logToken } from "../log-token.js";
 import { contentHash, recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
-import { failedCallOf, isTokenFailure, providerRefusal, retryDeferred } from "./provider-errors.js";
+import { failedCallOf, isTokenFailure } from "./provider-errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
 import { RecentIds } from "./recent-ids.js";
@@ -17,6 +16,7 @@ import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotK
 import { ServedPageSize } from "./page-size.js";
 import { aliasSnapshot, namesItself, ParentLookup, type TransactionIds } from "./parents.js";
 import { isAcknowledgeableId, optionalString } from "./transaction-ids.js";
+import { NOTHING_ACKNOWLEDGED, TransactionAcknowledger, type AckRetry } from "./transaction-acknowledge.js";
 import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, type PageEntry, type ProviderPage, type PullStatus, type WalkedPage } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 import type { ValidationResult } from "./validate.js";
@@ -102,14 +102,6 @@ interface BatchOutcome {
   readonly readAgain: readonly string[];
 }
 
-/** What {@link TransactionRun.acknowledge} did with its ids. */
-interface AckOutcome {
-  readonly acknowledged: number;
-  readonly readAgain: readonly string[];
-}
-
-const NOTHING_ACKNOWLEDGED: AckOutcome = { acknowledged: 0, readAgain: [] };
-
 /** An event to publish for an item: a first sighting, or a change from its snapshot. */
 interface Publication {
   readonly item: Item;
@@ -130,26 +122,6 @@ interface FreshEntries {
 interface SilentWrite {
   readonly item: Item;
   readonly before: Snapshot;
-}
-
-const ACK_ID_FIELD = /^transaction_ids\.(\d+)$/;
-
-/**
- * Indexes of the acknowledge body's ids a provider error names (`transaction_ids.<i>`), when it names ids and nothing
- * else; undefined otherwise (the failure is then not about particular ids).
- */
-function refusedAckIndexes(err: unknown, count: number): Set<number> | undefined {
-  const entries = providerRefusal(err)?.errors ?? [];
-  if (entries.length === 0) return undefined;
-  const refused = new Set<number>();
-  for (const entry of entries) {
-    const field = entry?.field;
-    const match = typeof field === "string" ? ACK_ID_FIELD.exec(field) : null;
-    const index = match ? Number(match[1]) : NaN;
-    if (!(index < count)) return undefined;
-    refused.add(index);
-  }
-  return refused;
 }
 
 /** The version a pass records for an id whose copy was invalid: no content hash equals it. */
@@ -205,12 +177,9 @@ export class TransactionRun extends CycleRun {
   private readonly maxPages: number;
   /** The parents of the refunds and reversals this run publishes (see ParentLookup). */
   private readonly parentLookup: ParentLookup;
-  /**
-   * An acknowledge that fails for now is not sent again as it was (see acknowledgeCall): while a status pass walks
-   * (`readsPage`), it is left to a fresh read of its page; in a re-drive, which reads by id, to the next cycle, which
-   * lists the transactions again. `failedBefore` counts failed attempts in a row.
-   */
-  protected ackRetry: { failedBefore: number; readonly readsPage: boolean } | undefined;
+  /** How an acknowledge that fails for now is left (see AckRetry): set as the run starts walking or reading by id. */
+  protected ackRetry: AckRetry | undefined;
+  private readonly acknowledger: TransactionAcknowledger;
   /**
    * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them), the ids
    * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id),
@@ -235,6 +204,15 @@ export class TransactionRun extends CycleRun {
       clock: deps.clock,
       readSnapshots: (step, keys) => this.read(step, (call) => deps.snapshots.getMany(keys, call)),
       listTransactions: (step, query) => this.provider(step, (call) => deps.provider.listTransactions(query, call)),
+    });
+    this.acknowledger = new TransactionAcknowledger({
+      logger: deps.logger,
+      metrics: deps.metrics,
+      report: this.report,
+      acknowledgeTransactions: (step, ids, callerRetries, expected) =>
+        this.provider(step, (call) => deps.provider.acknowledgeTransactions(ids, callerRetries ? { ...call, callerRetries } : call), expected),
+      wait: (ms) => this.wait(ms),
+      pageSize: () => this.pageSize,
     });
   }
 
@@ -684,7 +662,7 @@ export class TransactionRun extends CycleRun {
   /** Acknowledges a delivered batch, then settles its items but those to read again (see processBatch). */
   private async acknowledgeBatch(delivery: Delivery): Promise<BatchOutcome> {
     const { ackIds, settled } = delivery;
-    const { acknowledged, readAgain } = ackIds.length ? await this.acknowledge(ackIds) : NOTHING_ACKNOWLEDGED;
+    const { acknowledged, readAgain } = ackIds.length ? await this.acknowledger.acknowledge(ackIds, this.ackRetry) : NOTHING_ACKNOWLEDGED;
     const unacknowledgeable = delivery.unacknowledgeable + ackIds.length - acknowledged;
     // Delivered either way; those a walk reads again count towards the lag until then.
     const again = new Set(this.ackRetry?.readsPage === true ? readAgain : []);
@@ -838,91 +816,6 @@ export class TransactionRun extends CycleRun {
     const ids = [...batch.invalid];
     for (const item of batch.items) if (!deferred.has(item.id)) ids.push(item.id);
     return ids;
-  }
-
-  /**
-   * Acknowledges `ids` in calls of at most the page size asked for (one call for a page as asked; a provider that
-   * answers with more items than asked would otherwise get an acknowledge past its own limit, every cycle); returns how
-   * many were acknowledged, and counts them in the report and the `Acknowledged` metric. A call left to a fresh read
-   * leaves its ids and the rest to that read.
-   */
-  private async acknowledge(ids: readonly string[]): Promise<AckOutcome> {
-    let acknowledged = 0;
-    try {
-      for (let from = 0; from < ids.length; from += this.pageSize) {
-        const done = await this.acknowledgeCall(ids.slice(from, from + this.pageSize));
-        acknowledged += done.acknowledged;
-        if (done.readAgain.length > 0) return { acknowledged, readAgain: [...done.readAgain, ...ids.slice(from + this.pageSize)] };
-      }
-    } finally {
-      // Counted as they go: a later call failing does not undo the ones before it.
-      this.report.acknowledged += acknowledged;
-      if (acknowledged > 0) this.deps.metrics.add("Acknowledged", acknowledged, "Count");
-    }
-    return { acknowledged, readAgain: [] };
-  }
-
-  /**
-   * Acknowledges `ids` in one call; returns how many were acknowledged. Refused for want of time, the page stays
-   * listed: the next cycle finds it unchanged and acknowledges it. When the provider refuses ids by name
-   * (`transaction_ids.<i>`, the whole call failing: §4.3 shows no partial success), the others are sent again, and
-   * the refused ones stay listed (their events are published; the walk moves past them and each cycle tries them again)
-   * instead of stopping every cycle at their page. A provider that names only the first refused id of a call (the spec
-   * shows none of this) is asked again until it takes the rest: each refusal leaves out at least one id, so a page
-   * costs at most one call more than it has refused ids. The refused ones are logged (ids, codes, the provider's
-   * request id) and counted in `AcknowledgeRefused`, which alarms when refusals persist. A refusal that names anything
-   * else stops the cycle as any failure does.
-   *
-   * An attempt that fails for now (429, 5xx, no answer) is not sent again as it was: the ids are returned to be read
-   * again ({@link ackRetry}). An acknowledge carries no version (§4.3), so a retry of the old one would mark a change
-   * made since the read as synced unseen. A walk waits as the client asks, reads the page again, publishes what
-   * changed and acknowledges what it read last; a re-drive leaves them listed, delivered, and the next cycle finds them
-   * equal to their snapshots (or publishes what changed) and acknowledges them. After the client's attempt limit in a
-   * row, the failure stops the run as before.
-   */
-  private async acknowledgeCall(ids: readonly string[]): Promise<AckOutcome> {
-    let pending = ids;
-    const retry = this.ackRetry;
-    while (pending.length > 0) {
-      const batch = pending;
-      try {
-        await this.provider(
-          "acknowledge transactions",
-          (call) => this.deps.provider.acknowledgeTransactions([...batch], retry ? { ...call, callerRetries: { failedBefore: retry.failedBefore } } : call),
-          // Counted by the client as a retried attempt (its onRetry), as before.
-          (err) => retryDeferred(err) !== undefined,
-        );
-        if (retry) retry.failedBefore = 0;
-        break;
-      } catch (err) {
-        const deferred = retryDeferred(err);
-        if (deferred && retry) {
-          retry.failedBefore = deferred.attempt;
-          const { attempt, delayMs } = deferred;
-          if (retry.readsPage) {
-            this.deps.logger.warn("acknowledge failed for now; reading its transactions again before the next one", { ids: batch.length, attempt, delayMs });
-            await this.wait(delayMs);
-          } else {
-            this.deps.logger.warn("acknowledge failed for now; left to the next cycle, which lists the transactions again", { ids: batch.length, attempt });
-          }
-          // A refusal fails the whole call, so nothing of `ids` was acknowledged; the refused ones stay listed.
-          return { acknowledged: 0, readAgain: batch };
-        }
-        const refused = refusedAckIndexes(err, batch.length);
-        if (refused === undefined) throw err;
-        pending = batch.filter((_, i) => !refused.has(i));
-        const refusal = providerRefusal(err);
-        this.report.acknowledgeRefused += refused.size;
-        this.deps.metrics.add("AcknowledgeRefused", refused.size, "Count");
-        this.deps.logger.warn("provider refused to acknowledge some transactions; they stay listed", {
-          ids: batch.filter((_, i) => refused.has(i)),
-          // Checked here too: any ProviderPort may refuse, not only the client, which already checks what it throws.
-          codes: [...new Set((refusal?.errors ?? []).map((e) => logToken(e?.code)))],
-          ...(typeof refusal?.requestId === "string" ? { requestId: refusal.requestId } : {}),
-        });
-      }
-    }
-    return { acknowledged: pending.length, readAgain: [] };
   }
 
   /**
