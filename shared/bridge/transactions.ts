@@ -3,7 +3,7 @@
  * {@link NOT_SYNCED_BUDGET_SHARE} of the budget for `outdated`'s turn; per page diff against snapshots,
  * publish, write snapshots, then acknowledge. See README.md (The engine), docs/events.md and docs/spec-gaps.md.
  */
-import { contentHash, recordHash, releaseJson } from "./hash.js";
+import { recordHash, releaseJson } from "./hash.js";
 import { applyPiiInPlace, type PiiPolicy } from "./pii.js";
 import type { Change } from "./diff.js";
 import { CycleRun } from "./cycle.js";
@@ -16,13 +16,14 @@ import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotK
 import { ServedPageSize } from "./page-size.js";
 import { aliasSnapshot, namesItself, ParentLookup, type TransactionIds } from "./parents.js";
 import { isAcknowledgeableId, optionalString } from "./transaction-ids.js";
+import { INVALID_VERSION, itemKey, ListedCopies, withCopies, type FreshEntries } from "./listed-copies.js";
 import { NOTHING_ACKNOWLEDGED, TransactionAcknowledger, type AckRetry } from "./transaction-acknowledge.js";
 import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, type PageEntry, type ProviderPage, type PullStatus, type WalkedPage } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
-import type { ValidationResult } from "./validate.js";
 
-// Where the engine's index and its importers take it from.
+// Where the engine's index and its importers take them from.
 export { transactionAliasKey } from "./parents.js";
+export { INVALID_VERSION, itemKey } from "./listed-copies.js";
 
 /**
  * Share of a cycle's budget the `not_synced` pass takes before the `outdated` list gets its turn; a pass stopped there
@@ -110,27 +111,10 @@ interface Publication {
   readonly changes?: Change[];
 }
 
-/** What {@link TransactionRun.freshOf} finds on a page. */
-interface FreshEntries {
-  readonly fresh: PageEntry[];
-  readonly keysOfFresh: string[];
-  readonly freshKeys: Set<string>;
-  readonly repeated: Set<string>;
-}
-
 /** An item whose snapshot is rewritten without an event (same data, another hash). */
 interface SilentWrite {
   readonly item: Item;
   readonly before: Snapshot;
-}
-
-/** The version a pass records for an id whose copy was invalid: no content hash equals it. */
-export const INVALID_VERSION = "invalid";
-
-/** Key under which an item counts as handled within one status pass. */
-export function itemKey(raw: unknown): string {
-  const id = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>)["id"] : undefined;
-  return typeof id === "string" && id !== "" ? id : `sha:${contentHash(raw)}`;
 }
 
 /**
@@ -180,6 +164,8 @@ export class TransactionRun extends CycleRun {
   /** How an acknowledge that fails for now is left (see AckRetry): set as the run starts walking or reading by id. */
   protected ackRetry: AckRetry | undefined;
   private readonly acknowledger: TransactionAcknowledger;
+  /** The copies and versions the passes meet on their pages (see ListedCopies). */
+  private readonly listedCopies: ListedCopies;
   /**
    * Per pull status, over all its passes in this cycle: the list calls made ({@link maxPages} bounds them), the ids
    * handled, so a pass that goes on after the `outdated` list does not take again what stayed listed (a refused id),
@@ -204,6 +190,11 @@ export class TransactionRun extends CycleRun {
       clock: deps.clock,
       readSnapshots: (step, keys) => this.read(step, (call) => deps.snapshots.getMany(keys, call)),
       listTransactions: (step, query) => this.provider(step, (call) => deps.provider.listTransactions(query, call)),
+    });
+    this.listedCopies = new ListedCopies({
+      logger: deps.logger,
+      validators: this.validators,
+      contentHashOf: (data) => recordHash(normaliseTransaction(data, deps.pii)),
     });
     this.acknowledger = new TransactionAcknowledger({
       logger: deps.logger,
@@ -295,7 +286,7 @@ export class TransactionRun extends CycleRun {
       // A read-ahead page's count is not weighed: it shows the list before the last acknowledge (a plain read confirms).
       const isLast = endsList(result, items.length, fromReadAhead ? undefined : walk.passed);
 
-      let found: FreshEntries | undefined = this.freshOf(items, handled);
+      let found: FreshEntries | undefined = this.listedCopies.freshOf(items, handled);
       const { freshKeys } = found;
       if (found.fresh.length === 0) {
         // A read-ahead page shows the list before the last acknowledge: decide on a plain read of the page.
@@ -310,7 +301,7 @@ export class TransactionRun extends CycleRun {
       // Observed below; a failure of the batch must not leave it unhandled, nor wait for it.
       next?.then((read) => (ahead = read), () => undefined);
       // Copies side by side that stay listed would otherwise be taken in turn on every re-read.
-      const copies = found.repeated.size > 0 ? this.versionsOfCopies(found) : undefined;
+      const copies = found.repeated.size > 0 ? this.listedCopies.versionsOfCopies(found) : undefined;
       const wholePage = found.fresh.length === items.length;
       const versions = new Map<string, string | readonly string[]>();
       const batch = this.processBatch(found.fresh, undefined, versions);
@@ -532,11 +523,11 @@ export class TransactionRun extends CycleRun {
    * finds it unchanged and settles it. A failed snapshot read counts them all, as before the read.
    */
   private async oldestUndelivered(page: ProviderPage, handled: RecentIds): Promise<unknown[]> {
-    const waiting = this.unhandled(page, handled).map((entry) => ({ entry, key: transactionKey(itemKey(entry.raw)) }));
+    const waiting = this.listedCopies.unhandled(page, handled).map((entry) => ({ entry, key: transactionKey(itemKey(entry.raw)) }));
     /** Listed version by snapshot key, of the valid ones (an invalid one has no snapshot to be delivered as). */
     const versions = new Map<SnapshotKey, string>();
     for (const { entry, key } of waiting) {
-      const version = this.versionOf(entry);
+      const version = this.listedCopies.versionOf(entry);
       if (version !== INVALID_VERSION) versions.set(key, version);
     }
     const stored = versions.size
@@ -550,68 +541,7 @@ export class TransactionRun extends CycleRun {
 
   /** A page read and left unprocessed holds changes still undelivered: they count towards the lag. */
   private leftBehind(page: ProviderPage | undefined, handled: RecentIds): void {
-    if (page) for (const entry of this.unhandled(page, handled)) this.pendingRaw(entry.raw);
-  }
-
-  /** The entries of a page read and left that this pass has not handled as they are listed now. */
-  private unhandled(page: ProviderPage, handled: RecentIds): PageEntry[] {
-    return pageEntries(page).filter((entry) => !this.handledAsListed(handled, itemKey(entry.raw), entry));
-  }
-
-  /** The version of each copy of a key listed more than once on the page, by key (see {@link handledAsListed}). */
-  private versionsOfCopies({ fresh, keysOfFresh, repeated }: FreshEntries): Map<string, string[]> {
-    const copies = new Map<string, string[]>();
-    fresh.forEach((entry, i) => {
-      const key = keysOfFresh[i] as string;
-      if (!repeated.has(key)) return;
-      const list = copies.get(key) ?? [];
-      list.push(this.versionOf(entry));
-      copies.set(key, list);
-    });
-    return copies;
-  }
-
-  /**
-   * The entries of a page not handled in this pass as they are listed now, with their keys (in order, and as a set)
-   * and the keys the page lists more than once: the batch keeps one copy, and every copy's version counts as handled.
-   */
-  private freshOf(items: readonly PageEntry[], handled: RecentIds): FreshEntries {
-    const fresh: PageEntry[] = [];
-    /** The key of each entry of `fresh`, in order (an id-less item's key is a content hash: computed once). */
-    const keysOfFresh: string[] = [];
-    const freshKeys = new Set<string>();
-    const repeated = new Set<string>();
-    for (const entry of items) {
-      const key = itemKey(entry.raw);
-      if (this.handledAsListed(handled, key, entry)) continue;
-      // A key repeated within the page goes along too: the batch picks which copy to keep.
-      if (freshKeys.has(key)) repeated.add(key);
-      freshKeys.add(key);
-      fresh.push(entry);
-      keysOfFresh.push(key);
-    }
-    return { fresh, keysOfFresh, freshKeys, repeated };
-  }
-
-  /**
-   * Whether `entry` was handled in this pass as it is listed now. A valid copy listed again in a version not handled
-   * yet (it changed while the walk went on, and a read-ahead page or a shifted one shows it; or an invalid copy of it
-   * was quarantined before) is not: it is handled again, as a change, rather than dropped as a duplicate. An invalid
-   * copy met again is. `key` is the entry's item key. Costs a hash only for ids met again.
-   */
-  private handledAsListed(handled: RecentIds, key: string, entry: PageEntry): boolean {
-    if (!handled.has(key)) return false;
-    const versions = handled.versionsOf(key);
-    if (versions.size === 0) return true;
-    const version = this.versionOf(entry);
-    return version === INVALID_VERSION || versions.has(version);
-  }
-
-  /** The version a pass records for a listed copy: its content hash as the batch computes it, or INVALID_VERSION. */
-  private versionOf(entry: PageEntry): string {
-    if (entry.rejected !== undefined) return INVALID_VERSION;
-    const result = this.validators.transaction(entry.raw);
-    return result.success ? recordHash(normaliseTransaction(result.data, this.deps.pii)) : INVALID_VERSION;
+    if (page) for (const entry of this.listedCopies.unhandled(page, handled)) this.pendingRaw(entry.raw);
   }
 
   /**
@@ -674,7 +604,7 @@ export class TransactionRun extends CycleRun {
   private validated(entries: readonly PageEntry[], versions?: Map<string, string | readonly string[]>): Batch {
     const batch: Batch = { items: [], quarantine: [], ackIds: [], unacknowledgeable: 0, invalid: [] };
     const seen = new Set<string>();
-    const copies = this.oneCopyPerKey(entries);
+    const copies = this.listedCopies.oneCopyPerKey(entries);
     for (const { raw, result } of copies) {
       if (!result.success) {
         const rawId = optionalString((raw as Record<string, unknown> | null)?.["id"]);
@@ -817,33 +747,6 @@ export class TransactionRun extends CycleRun {
     for (const item of batch.items) if (!deferred.has(item.id)) ids.push(item.id);
     return ids;
   }
-
-  /**
-   * Validates a batch, keeping one copy of each key (id) the page lists more than once: a valid copy over a rejected
-   * one, which would otherwise be quarantined and acknowledged in its place; else the first. Copies that differ are
-   * logged, as the provider then contradicts itself within one page.
-   */
-  private oneCopyPerKey(entries: readonly PageEntry[]): { raw: unknown; result: ValidationResult }[] {
-    const kept = new Map<string, { raw: unknown; result: ValidationResult }>();
-    for (const { raw, rejected } of entries) {
-      const result: ValidationResult = rejected === undefined ? this.validators.transaction(raw) : { success: false, reason: rejected };
-      const key = itemKey(raw);
-      const other = kept.get(key);
-      if (!other) {
-        kept.set(key, { raw, result });
-        continue;
-      }
-      const replace = !other.result.success && result.success;
-      if (contentHash(other.raw) !== contentHash(raw)) {
-        this.deps.logger.warn("transaction listed twice on one page with different content", {
-          id: key,
-          kept: replace ? "later copy (the earlier is invalid)" : "earlier copy",
-        });
-      }
-      if (replace) kept.set(key, { raw, result });
-    }
-    return [...kept.values()];
-  }
 }
 
 /** `keys` less `ids`, in a new set. */
@@ -851,16 +754,6 @@ function without(keys: ReadonlySet<string>, ids: readonly string[]): Set<string>
   const rest = new Set(keys);
   for (const id of ids) rest.delete(id);
   return rest;
-}
-
-/** `versions` with each copied key's versions in place of the batch's one (see TransactionRun.versionsOfCopies). */
-function withCopies(
-  versions: ReadonlyMap<string, string | readonly string[]>,
-  copies: ReadonlyMap<string, string[]>,
-): Map<string, string | readonly string[]> {
-  const all = new Map(versions);
-  for (const [key, list] of copies) all.set(key, list);
-  return all;
 }
 
 /**
