@@ -164,12 +164,34 @@ export function probeWrite(dir: string, bytes: number): void {
   const temp = path.join(dir, `probe.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`);
   const fd = openSync(temp, "wx", 0o600);
   try {
-    writeAll(fd, Buffer.alloc(bytes));
-    fsyncSync(fd);
+    writeThenClose(fd, () => {
+      writeAll(fd, Buffer.alloc(bytes));
+      fsyncSync(fd);
+    });
   } finally {
-    closeSync(fd);
     unlinkQuietly(temp);
   }
+}
+
+/**
+ * Runs `write` on the open `fd`, then closes it, and returns what `write` returned. A close may report a write error
+ * deferred until then (NFS), which is thrown as the write's own would be; after a failed write, a failed close is left
+ * unsaid: the write's error says what went wrong. The descriptor is released either way.
+ */
+function writeThenClose<T>(fd: number, write: () => T): T {
+  let written: T;
+  try {
+    written = write();
+  } catch (err) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Released all the same; the write's error is the one to report.
+    }
+    throw err;
+  }
+  closeSync(fd);
+  return written;
 }
 
 /** Deletes `file` if it is there: for temp files and superseded files, whose absence is all that matters. */
@@ -240,20 +262,15 @@ export function writeFileAtomicSync(file: string, data: FileData, options: { mod
   const fd = openSync(temp, "w", options.mode ?? 0o644);
   let identity: FileIdentity;
   try {
-    // Chunks go one after the other from the descriptor's current position.
-    if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
-    else if (data instanceof Uint8Array) writeAll(fd, data);
-    else for (const chunk of data) writeAll(fd, chunk);
-    fsyncSync(fd);
-    const { dev, ino } = fstatSync(fd, { bigint: true });
-    identity = { dev, ino };
-  } catch (err) {
-    closeSync(fd);
-    unlinkQuietly(temp);
-    throw err;
-  }
-  closeSync(fd);
-  try {
+    identity = writeThenClose(fd, () => {
+      // Chunks go one after the other from the descriptor's current position.
+      if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
+      else if (data instanceof Uint8Array) writeAll(fd, data);
+      else for (const chunk of data) writeAll(fd, chunk);
+      fsyncSync(fd);
+      const { dev, ino } = fstatSync(fd, { bigint: true });
+      return { dev, ino };
+    });
     renameSync(temp, file);
   } catch (err) {
     unlinkQuietly(temp);

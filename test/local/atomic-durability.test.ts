@@ -27,6 +27,8 @@ const journal = vi.hoisted(() => ({
   roomPerFile: Number.POSITIVE_INFINITY,
   /** Bytes written so far to each open descriptor. */
   written: new Map<number, number>(),
+  /** Files whose close reports EIO, after releasing the descriptor (a write error NFS defers until close). */
+  failCloseOf: undefined as RegExp | undefined,
 }));
 
 function fault(code: string, call: string): Error {
@@ -73,7 +75,12 @@ vi.mock("node:fs", async (importOriginal) => {
     if (journal.failUnlinkOf?.test(String(file))) throw Object.assign(new Error(`EIO: i/o error, unlink '${String(file)}'`), { code: "EIO" });
     fs.unlinkSync(file);
   }) as typeof fs.unlinkSync;
-  const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync };
+  const closeSync = ((fd: number) => {
+    const file = journal.opened.get(fd) ?? "";
+    fs.closeSync(fd);
+    if (journal.failCloseOf?.test(file)) throw fault("EIO", "close");
+  }) as typeof fs.closeSync;
+  const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync, closeSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -88,6 +95,7 @@ beforeEach(async () => {
   journal.failFile = undefined;
   journal.roomPerFile = Number.POSITIVE_INFINITY;
   journal.written.clear();
+  journal.failCloseOf = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -113,6 +121,23 @@ describe("writeFileAtomic durability", () => {
     const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/tokens\.json\.\d+\.[0-9a-f]+\.tmp/g, "<temp>"));
     expect(named).toEqual(["fsync <dir>/<temp>", "rename <dir>/<temp> -> <dir>/tokens.json", "fsync <dir>"]);
     expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+
+  it("throws a write error the close reports (NFS defers them), leaving the target as it was and no temp file", async () => {
+    const file = path.join(dir, "tokens.json");
+    await writeFileAtomic(file, '{"refreshToken":"rt-1"}\n', { mode: 0o600 });
+    journal.failCloseOf = /tokens\.json\.\d+\.[0-9a-f]+\.tmp$/;
+    await expect(writeFileAtomic(file, '{"refreshToken":"rt-2"}\n', { mode: 0o600 })).rejects.toThrow("EIO: close failed");
+    expect(await readdir(dir)).toEqual(["tokens.json"]);
+    expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt-1"}\n');
+  });
+
+  it("throws the write's own error when the close after it fails too, leaving no temp file", async () => {
+    const file = path.join(dir, "tokens.json");
+    journal.failFile = { of: /tokens\.json\.\d+\.[0-9a-f]+\.tmp$/, write: "ENOSPC" };
+    journal.failCloseOf = /tokens\.json\.\d+\.[0-9a-f]+\.tmp$/;
+    await expect(writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 })).rejects.toThrow("ENOSPC: write failed");
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it("writes the whole of the data when the system writes less than asked per call, never a truncated file", async () => {
@@ -282,6 +307,16 @@ describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no d
     expect(error).toMatchObject({ code });
     expect(await readdir(dir)).toEqual(["tokens.json"]);
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
+  });
+
+  it("refuses the refresh when the probe's close reports a deferred write error (NFS), leaving no probe file", async () => {
+    const store = new FileTokenStore(dir);
+    await store.save({ refreshToken: "rt" });
+    journal.failCloseOf = /probe\.\d+\.[0-9a-f]+\.tmp$/;
+    const error = await store.beforeRefresh().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenFileUnwritableError);
+    expect(error).toMatchObject({ code: "EIO" });
+    expect(await readdir(dir)).toEqual(["tokens.json"]);
   });
 
   it("refuses the refresh on a disk with room for a small file but not for a token set of a few KiB (a JWT access token)", async () => {
