@@ -3,9 +3,9 @@
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
 import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { fileKindOf, TEMP_SUFFIX } from "../local/atomic.js";
+import { fileKindOf, removeStaleTempsSync, TEMP_SUFFIX, unlinkQuietly } from "../local/atomic.js";
 import { isLeaseFile } from "../local/file-lock.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { isSnapshotStoreEntry } from "../local/snapshot-store.js";
@@ -389,6 +389,8 @@ export function stateDirAccessProblem(stateDir: string): string | undefined {
 
 /** What is wrong with the events file: a directory, not readable and writable, or not creatable. */
 export function eventsFileProblem(eventsFile: string): string | undefined {
+  // Every check, as a probe left behind is usually followed by the events file it probed for.
+  sweepStaleProbes(eventsFile);
   const events = statOf(eventsFile);
   if (events !== undefined) {
     // A regular file: the publisher fsyncs it and cuts back a line torn by a crash, which /dev/null, a terminal or a
@@ -473,15 +475,33 @@ function outputStreamOf(stats: Stats): string | undefined {
  */
 function fileCreationProblem(file: string): string | undefined {
   const probe = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
+  const refusal = (error: unknown): string => `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
   let fd: number;
   try {
     fd = openSync(probe, "wx", 0o600);
   } catch (error) {
-    return `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
+    return refusal(error);
   }
-  closeSync(fd);
-  unlinkSync(probe);
+  try {
+    // A close may report an error the mount deferred (NFS): the file could not be created after all.
+    closeSync(fd);
+  } catch (error) {
+    return refusal(error);
+  } finally {
+    // One that cannot be removed now is a later check's to sweep (see sweepStaleProbes).
+    unlinkQuietly(probe);
+  }
   return undefined;
+}
+
+/**
+ * Removes the probes of `eventsFile` (see fileCreationProblem) that an earlier check could not remove. They carry the
+ * temp suffix of a write of the events file itself, which nothing else makes: the publisher appends. Only stale ones,
+ * as a young one may be another check's in flight; the directory's other files are left alone, as it may hold anything.
+ */
+function sweepStaleProbes(eventsFile: string): void {
+  const name = basename(eventsFile);
+  removeStaleTempsSync(dirname(eventsFile), { of: (target) => target === name });
 }
 
 /** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */

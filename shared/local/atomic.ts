@@ -7,8 +7,8 @@
  * The caller awaits durability before doing anything else anyway, so the event loop loses nothing it needed.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
-import { readdir, stat, unlink } from "node:fs/promises";
+import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 
 /** A file's device and inode: which file a path names now (a file replaced or created again at it is another). */
@@ -61,13 +61,36 @@ async function removeStaleTemps(dir: string, olderThanMs: number, of: (target: s
   } catch {
     return;
   }
-  for (const name of names) {
-    const target = tempTarget(name);
-    if (target === undefined || !of(target)) continue;
-    const file = path.join(dir, name);
-    const info = await stat(file).catch(() => undefined);
-    if (info?.isFile() === true && Date.now() - info.mtimeMs > olderThanMs) await unlink(file).catch(() => undefined);
+  for (const name of names) removeIfStaleTemp(dir, name, olderThanMs, of);
+}
+
+/**
+ * {@link removeStaleTemps} for a synchronous caller, once, at once: the events file's check, which sweeps the probes
+ * of that file it could not remove (see shared/cli/path-checks.ts).
+ */
+export function removeStaleTempsSync(dir: string, options: StaleTempSweepOptions = {}): void {
+  const { olderThanMs = STALE_TEMP_MS, of = () => true } = options;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
   }
+  for (const name of names) removeIfStaleTemp(dir, name, olderThanMs, of);
+}
+
+/** Deletes `dir`/`name` if it is a temp file of this module older than `olderThanMs`, written for a file `of` accepts. */
+function removeIfStaleTemp(dir: string, name: string, olderThanMs: number, of: (target: string) => boolean): void {
+  const target = tempTarget(name);
+  if (target === undefined || !of(target)) return;
+  const file = path.join(dir, name);
+  let info: Stats;
+  try {
+    info = statSync(file);
+  } catch {
+    return;
+  }
+  if (info.isFile() && Date.now() - info.mtimeMs > olderThanMs) unlinkQuietly(file);
 }
 
 /**

@@ -1,0 +1,90 @@
+/**
+ * The probe file the events file's check creates beside a file not made yet: it must not stay behind when its close or
+ * its removal fails (a network mount that reports a deferred error), and one left so is removed by a later check.
+ */
+import type * as nodeFs from "node:fs";
+import { mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
+import { eventsFileProblem } from "../../shared/cli/path-checks.js";
+
+const faults = vi.hoisted(() => ({
+  /** Files whose close reports EIO after releasing the descriptor. */
+  failCloseOf: undefined as RegExp | undefined,
+  /** Files whose removal fails with EIO. */
+  failUnlinkOf: undefined as RegExp | undefined,
+  opened: new Map<number, string>(),
+}));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    const fd = (fs.openSync as (file: nodeFs.PathLike, ...rest: unknown[]) => number)(file, ...rest);
+    faults.opened.set(fd, String(file));
+    return fd;
+  }) as typeof fs.openSync;
+  const closeSync = ((fd: number) => {
+    const file = faults.opened.get(fd) ?? "";
+    fs.closeSync(fd);
+    if (faults.failCloseOf?.test(file)) throw Object.assign(new Error(`EIO: i/o error, close`), { code: "EIO" });
+  }) as typeof fs.closeSync;
+  const unlinkSync = ((file: nodeFs.PathLike) => {
+    if (faults.failUnlinkOf?.test(String(file))) throw Object.assign(new Error(`EIO: i/o error, unlink '${String(file)}'`), { code: "EIO" });
+    fs.unlinkSync(file);
+  }) as typeof fs.unlinkSync;
+  const mocked = { openSync, closeSync, unlinkSync };
+  return { ...fs, default: { ...fs, ...mocked }, ...mocked };
+});
+
+/** A probe's name beside `events.jsonl`. */
+const PROBE = /events\.jsonl\.\d+\.[0-9a-f]+\.tmp$/;
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "probe-"));
+});
+afterEach(async () => {
+  faults.failCloseOf = undefined;
+  faults.failUnlinkOf = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the events file's creation probe", () => {
+  it("names the deferred error a failed close reports, leaving no probe behind", async () => {
+    faults.failCloseOf = PROBE;
+    const events = join(dir, "events.jsonl");
+    expect(eventsFileProblem(events)).toBe(`cannot be created (EIO): ${events}`);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("goes on when the probe cannot be removed, and a later check removes it once stale", async () => {
+    faults.failUnlinkOf = PROBE;
+    const events = join(dir, "events.jsonl");
+    expect(eventsFileProblem(events)).toBeUndefined();
+    const [left = ""] = await readdir(dir);
+    expect(left).toMatch(PROBE);
+    faults.failUnlinkOf = undefined;
+    // Young, it may be another check's in flight: left alone, even once the events file exists.
+    await writeFile(events, "");
+    expect(eventsFileProblem(events)).toBeUndefined();
+    expect((await readdir(dir)).sort()).toEqual([left, "events.jsonl"].sort());
+    const stale = new Date(Date.now() - STALE_TEMP_MS - 60_000);
+    await utimes(join(dir, left), stale, stale);
+    expect(eventsFileProblem(events)).toBeUndefined();
+    expect(await readdir(dir)).toEqual(["events.jsonl"]);
+  });
+
+  it("leaves stale temp files of other names in the events file's directory alone (it may hold anything)", async () => {
+    const events = join(dir, "events.jsonl");
+    const others = ["other.jsonl.4242.0123abcd.tmp", "events.jsonl.cut-7.4242.0123abcd.new.tmp", "notes.tmp"];
+    const stale = new Date(Date.now() - STALE_TEMP_MS - 60_000);
+    for (const name of others) {
+      await writeFile(join(dir, name), "");
+      await utimes(join(dir, name), stale, stale);
+    }
+    expect(eventsFileProblem(events)).toBeUndefined();
+    expect((await readdir(dir)).sort()).toEqual([...others].sort());
+  });
+});
