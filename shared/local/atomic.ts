@@ -321,24 +321,30 @@ export async function createFileOnce(file: string, data: string, options: { mode
 /** {@link createFileOnce} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
 export function createFileOnceSync(file: string, data: FileData, options: { mode?: number } = {}): boolean {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
-  writeFileAtomicSync(temp, data, options);
   let created: boolean;
   try {
-    linkSync(temp, file);
-    created = true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
-      unlinkQuietly(temp);
-      throw err;
-    }
-    created = false;
+    // Its own directory fsync may fail after the rename, the temp file in place: removed below all the same.
+    writeFileAtomicSync(temp, data, options);
+    created = linkUnlessExists(temp, file);
+  } finally {
+    // Once linked the file is there, whatever follows: a throw would have a caller (a file lock) believe it holds
+    // nothing while its file stands. A temp file that cannot be removed stays a harmless leftover (TEMP_SUFFIX).
+    unlinkQuietly(temp);
   }
-  // Once linked the file is there, whatever follows: a throw would have a caller (a file lock) believe it holds
-  // nothing while its file stands. A temp file that cannot be removed stays a harmless leftover (TEMP_SUFFIX).
-  unlinkQuietly(temp);
   // Makes the link, and the removal, durable.
   fsyncDirSync(path.dirname(file));
   return created;
+}
+
+/** Links `existing` as `file`: true when it did, false when `file` exists already (any other failure thrown). */
+function linkUnlessExists(existing: string, file: string): boolean {
+  try {
+    linkSync(existing, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    return false;
+  }
 }
 
 /** Size of a scratch buffer's first allocation (not touched until written, so it costs no memory unused). */

@@ -350,6 +350,13 @@ describe("createFileOnce", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it("throws a failed fsync of the temp file's directory before the link, leaving neither the file nor a temp file", async () => {
+    journal.failDirFsync = "EIO";
+    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EIO" });
+    expect(journal.events.some((event) => event.startsWith("link "))).toBe(false);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it("reports an existing file as not created, leaving it as it was and no temp file behind", async () => {
     const file = path.join(dir, "lease");
     expect(await createFileOnce(file, "first")).toBe(true);
