@@ -115,10 +115,11 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const fetch: SandboxFetch = (input, init) => {
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    // Like a real fetch, nothing is sent for a signal aborted already: a write would be served, its answer never read.
+    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
     const request = input instanceof Request ? new Request(input, init) : new Request(input.toString(), init);
     const answer = Promise.resolve(app.request(request));
     if (!signal) return answer;
-    if (signal.aborted) return Promise.reject(signal.reason as Error);
     // Like a real fetch, an abort rejects at once even while the sandbox still works.
     return new Promise<Response>((resolve, reject) => {
       const onAbort = () => reject(signal.reason as Error);

@@ -1264,6 +1264,17 @@ describe("faults", () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it("serves nothing for a signal aborted before the call, as a real fetch sends nothing: an acknowledge is not applied", async () => {
+    const tx = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=1`)).body.data[0] as Row;
+    const aborted = AbortSignal.abort(new Error("gave up before sending"));
+    const headers = { authorization: `Bearer ${h.tokens.access_token}`, "content-type": "application/json" };
+    const body = JSON.stringify({ transaction_ids: [tx.id] });
+    await expect(h.sandbox.fetch(`${BASE}${LIST}/acknowledge`, { method: "POST", headers, body, signal: aborted })).rejects.toThrow("gave up before sending");
+    // Given time to run, had it started.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await h.json(`${LIST}/${String(tx.id)}`)).body.data.client_sync_status).toBe("not_synced");
+  });
+
   it("combines a delay with a status", async () => {
     await control("/faults", { path_prefix: LIST, delay_ms: 20, status: 504, count: 1 });
     expect((await h.call(LIST)).status).toBe(504);
