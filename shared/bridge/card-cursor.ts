@@ -20,7 +20,7 @@ export function walkCursorKey(mode: CardCycleMode): SnapshotKey {
 
 /**
  * Where a card walk stood (offset, the list's total then) before the first page whose check of a smaller `size` did not
- * follow it: see `WalkPosition.unsure` in cards.ts.
+ * follow it: see `WalkPosition.unsure` in card-walk-position.ts.
  */
 export interface UnsureStart {
   readonly offset: number;

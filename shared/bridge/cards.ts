@@ -18,7 +18,8 @@ import { RecentIds } from "./recent-ids.js";
 import { cardIdOf, cardKey } from "./card-keys.js";
 import { cardEventType, isStatusMove } from "./card-status.js";
 import { CardDetailReads, isViewChange, withLastConfiguration, type CardEntry } from "./card-details.js";
-import { WalkCursorStore, type CardCycleMode, type StoredCursor, type UnsureStart, type WalkCursor } from "./card-cursor.js";
+import { WalkCursorStore, type CardCycleMode, type StoredCursor, type WalkCursor } from "./card-cursor.js";
+import { WalkPosition } from "./card-walk-position.js";
 
 // Re-exported for the modules that import them from the card cycle.
 export { CARD_KEY_PREFIX, cardKey } from "./card-keys.js";
@@ -63,36 +64,6 @@ export function cardChangedAt(object: Readonly<Record<string, unknown>>, changes
 interface Renumbering {
   readonly size: number;
   readonly found: "same" | "other" | "unknown";
-}
-
-/** Where a card walk stood before a page: the offset of the first card not reached, and the list's total then. */
-type WalkStart = Pick<UnsureStart, "offset" | "total">;
-
-/** Where a card walk stands between its pages (see `CardRun.walkPages`). */
-interface WalkPosition {
-  /** The first card not reached. */
-  offset: number;
-  /**
-   * The list's size when the offset was taken: the list is newest first, so cards issued since sit above the offset
-   * and push the first card not reached down by as many (cards removed pull it up). Applied at every page, as each
-   * tells the new total: between two cycles and between two pages of one walk alike. Full walks only: the suspended
-   * list also gains and loses cards below the offset (suspensions, reactivations), so its total says nothing about
-   * where the first card not reached went.
-   */
-  total: number | undefined;
-  /**
-   * Where the walk stood (offset, total) before the first page whose check of a smaller size it stated did not follow
-   * it (see renumberedIn: it could not tell, or answered other cards, as a shift between the two calls makes it), and
-   * that size; cleared once a page holds more cards than it (no maximum lowered to it), or a check follows a size.
-   * Should the provider have lowered its maximum there, the offset counted since in the size asked ran ahead of the
-   * cards walked: a check that then follows the size moves the walk from here, not from that offset. A walk that
-   * stops between the two keeps it in its cursor, and the next one goes on from the cursor's offset and moves from
-   * here once a check follows: not resumed from, as a page whose check never follows would hold a walk of one page a
-   * cycle there for good.
-   */
-  unsure: UnsureStart | undefined;
-  /** The page the walk last read as asked: a provider answering its cards again for the next one repeats it. */
-  walked: WalkedPage | undefined;
 }
 
 /**
@@ -183,8 +154,7 @@ class CardRun extends CycleRun {
       this.pageSize = this.servedSize = cursor.servedSize;
       this.pageSizes = new ServedPageSize({ lowersOnce: true, known: cursor.servedSize });
     }
-    // The offset survives a change of page size.
-    return { offset: cursor.offset, total: cursor.offset > 0 ? cursor.total : undefined, unsure: cursor.unsure, walked: undefined };
+    return new WalkPosition(cursor, this.mode);
   }
 
   /** Walks pages from `walk` until the list ends or the walk stops (the report's outcome says why). */
@@ -216,7 +186,7 @@ class CardRun extends CycleRun {
       const followed = this.followServedSize(walk, result, page, renumbering, entries.length);
       this.report.pulled += entries.length;
       if (entries.length > 0) this.deps.metrics.add("CardsPulled", entries.length, "Count");
-      const from = this.takePageStart(walk, followed, entries.length);
+      const from = walk.takePageStart(followed, entries.length);
       try {
         await this.processPage(entries);
         this.walkedPage = true;
@@ -225,8 +195,7 @@ class CardRun extends CycleRun {
         // A card detail read (one in flight, or any on a page after the cycle's first) or the snapshots' read could not
         // finish in time; nothing of the page was published or stored (its quarantine records aside, put again
         // idempotently), so it is walked next cycle (from where the walk stood before it, and the total taken there).
-        walk.offset = from.offset;
-        walk.total = from.total;
+        walk.backTo(from);
         this.report.outcome = "deadline";
         return;
       }
@@ -234,7 +203,7 @@ class CardRun extends CycleRun {
         this.report.outcome = "publisher_unavailable";
         return;
       }
-      if (this.advance(walk, result, page, from, entries.length)) return;
+      if (walk.advance(result, page, this.pageSize, from, entries.length)) return;
     }
   }
 
@@ -298,24 +267,20 @@ class CardRun extends CycleRun {
   /** Restarts a walk whose cursor pointed past the card list (`page`, the page asked) at its first card. */
   private startAfresh(walk: WalkPosition, page: number): void {
     this.deps.logger.warn("card walk cursor points past the card list; starting afresh", { mode: this.mode, page });
-    walk.offset = 0;
-    walk.total = undefined;
-    walk.unsure = undefined;
+    walk.restart();
   }
 
   /**
    * Takes the size the provider serves from a page (`result`, asked as `page`, holding `count` cards) and its check
    * (`renumbering`): the size the check followed, if it did. Changes the run's `pageSize`, `servedSize` and
-   * `pageSizes` to a smaller size followed or served (logged), and sets `walk.unsure` when a check did not follow.
+   * `pageSizes` to a smaller size followed or served (logged), and records where the walk stood when a check did not
+   * follow (see `WalkPosition.unsure`).
    */
   private followServedSize(walk: WalkPosition, result: ProviderPage, page: number, renumbering: Renumbering | undefined, count: number): number | undefined {
     const followed = renumbering?.found === "same" ? renumbering.size : undefined;
     // Other cards do not prove the size not served either: a card issued or removed between the page and its check
     // shifts the answer, though the provider numbers its pages in that size.
-    // With no total yet (a walk resumed from a cursor without one, or started afresh), the page's own stands in for the
-    // list's at the offset, as it does for the offset after the page: left without one, a check that follows later
-    // could not move the walk up for cards removed above in between, and the cards they pulled past it were skipped.
-    if (renumbering !== undefined && followed === undefined) walk.unsure ??= { offset: walk.offset, total: walk.total ?? listedTotal(result), size: renumbering.size };
+    if (renumbering !== undefined && followed === undefined) walk.doubt(renumbering.size, result);
     if (followed !== undefined) {
       this.deps.logger.warn("provider serves fewer cards a page again; asking for that size", { from: this.pageSize, to: followed });
       this.pageSize = this.servedSize = followed;
@@ -334,41 +299,6 @@ class CardRun extends CycleRun {
       this.pageSize = this.servedSize = served;
     }
     return followed;
-  }
-
-  /**
-   * Takes where the walk stood before a page of `count` cards, as far as it can tell: once a check follows a size
-   * (`followed`), before the first page whose check did not (see `WalkPosition.unsure`), as the offset counted since may
-   * have run ahead of the cards walked. Clears `walk.unsure` once a check follows or a page holds more cards than its
-   * size.
-   */
-  private takePageStart(walk: WalkPosition, followed: number | undefined, count: number): WalkStart {
-    const from = followed !== undefined && walk.unsure !== undefined ? walk.unsure : { offset: walk.offset, total: walk.total };
-    if (followed !== undefined || count > (walk.unsure?.size ?? Infinity)) walk.unsure = undefined;
-    return from;
-  }
-
-  /**
-   * Moves the walk past a page walked (`result`, asked as `page`, holding `count` cards; `from`, where the walk stood
-   * before it): true when the list ends there.
-   */
-  private advance(walk: WalkPosition, result: ProviderPage, page: number, from: WalkStart, count: number): boolean {
-    const pageStart = (page - 1) * this.pageSize;
-    const { offset: reached, total: takenAt } = from;
-    walk.offset = page * this.pageSize;
-    walk.total = listedTotal(result);
-    if (this.mode === "full" && takenAt !== undefined && walk.total !== undefined) {
-      // Where the first card not reached sits now: never past it (cards issued since are above it, and a removal
-      // moves it up by at most one), so no card is skipped; cards between are ones walked before.
-      const resumeAt = Math.max(0, reached + walk.total - takenAt);
-      if (resumeAt < pageStart) {
-        // Cards removed since pulled it onto an earlier page: read on from there (cards met twice are skipped).
-        walk.offset = resumeAt;
-        return false;
-      }
-      walk.offset = Math.max(walk.offset, resumeAt);
-    }
-    return endsList(result, count, pageStart);
   }
 
   /**
