@@ -1,10 +1,10 @@
 /**
  * Request core of the provider API client: timeout, bearer auth with one refresh-and-replay on 401,
- * retries with exponential backoff and full jitter on 429 / 5xx / network failures, throttling after a 429. A failed
- * answer's typed error comes from response-errors.ts, the redaction of the request's secrets from redact.ts.
+ * retries with exponential backoff and full jitter on 429 / 5xx / network failures. The client-wide throttling after a
+ * 429 is rate-gate.ts's, a failed answer's typed error comes from response-errors.ts, the redaction of the request's
+ * secrets from redact.ts.
  */
 import {
-  DeadlineExceededError,
   InvalidResponseError,
   NetworkError,
   RateLimitedError,
@@ -19,6 +19,8 @@ import {
 } from "./errors.js";
 import type { TokenProvider } from "./auth/token-provider.js";
 import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, RESPONSE_TOO_LARGE } from "./node-transport.js";
+import { attemptFits, outOfTime, throwIfStopped } from "./out-of-time.js";
+import { RateGate } from "./rate-gate.js";
 import { safeRequestId, secretsOf } from "./redact.js";
 import { bodyText, codingNote, errorForResponse, networkReasonOf, parseJson, requestIdOf, type ResponseBody } from "./response-errors.js";
 import { realSleep, systemClock, type Clock } from "../clock.js";
@@ -56,18 +58,6 @@ export interface RetryOptions {
 export { realSleep, systemClock };
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
-/**
- * Quiet after a throttling wait that ends the throttle: no 429 for this long after the wait's end (or for as long as
- * the wait, when longer). The spec shows no rate window (§8.3): a minute is the widest that rate limits commonly count
- * over, and a wait a window's limit asks for is at most that window.
- */
-const THROTTLE_QUIET_MS = 60_000;
-/**
- * Longest refusal a 429's Retry-After starts (see `HttpCore.refusedUntil`): a wait of days, or past any date, is more
- * likely a provider's mistake than its limit, and must not silence a tenant until its process is replaced; an hour on,
- * one request finds out.
- */
-const MAX_REFUSAL_MS = 3_600_000;
 export const DEFAULT_RETRY: Required<RetryOptions> = {
   maxAttempts: 5,
   baseDelayMs: 250,
@@ -169,21 +159,6 @@ export interface RetryEvent {
   readonly delayMs: number;
 }
 
-/** Why a request waiting for its turn after a 429 ends unsent once no whole attempt fits before its deadline. */
-const HELD_BACK_PAST_DEADLINE = "the requests held back after the provider's rate limit leave no whole attempt before its deadline";
-
-/** A request held by the client's throttling wait or its slow start (see `HttpCore.waitForTurn`). */
-interface TurnWaiter {
-  /** The request's attempt number: the one that spent the most attempts gets the first turn. */
-  readonly attempt: number;
-  /** The latest throttling instant it has waited out. */
-  waited: number;
-  /** Set with a slot reserved for it (`inFlight` counts it). */
-  granted: boolean;
-  /** Ends its current sleep: a turn, a stop or a new throttling wait. */
-  interrupt?: AbortController;
-}
-
 type Attempt =
   | { readonly kind: "response"; readonly status: number; readonly headers: ResponseHeaders; readonly body: ResponseBody }
   | { readonly kind: "failure"; readonly error: QashioError };
@@ -220,41 +195,8 @@ export class HttpCore {
   private readonly tokenProvider?: TokenProvider;
   private readonly logger?: ClientLogger;
   private readonly onRetry?: (event: RetryEvent) => void;
-  /**
-   * Epoch ms before which no request of this client is sent: the end of the wait the last 429 asked for. The provider
-   * throttles the token, so the company, not the one request (spec §7 leaves it open, see docs/spec-gaps.md).
-   */
-  private notBefore = Number.NEGATIVE_INFINITY;
-  /**
-   * Epoch ms before which every request of this client ends at once, unsent, with `RateLimitedError`: the end of a
-   * 429's wait longer than a retry would wait (`maxRetryAfterMs`). Nothing is sent to the provider before it; then the
-   * slow start begins as after any other 429 ({@link notBefore} is the same instant).
-   */
-  private refusedUntil = Number.NEGATIVE_INFINITY;
-  /** Whether the provider asked for longer than {@link refusedUntil} ({@link MAX_REFUSAL_MS}), for the error's text. */
-  private refusalCapped = false;
-  /**
-   * Slow start after a throttling wait: how many requests of this client may be in flight. A 429 sets it to 1 (one
-   * probe when the wait ends); it doubles each time as many answers other than a 429 came to requests sent since as it
-   * allows (a round), until it holds no request back and the client is unlimited again. Without it every request that
-   * waited went at the wait's end, and a provider taking fewer per window answered the burst 429 again, spending the
-   * reads' attempts.
-   */
-  private inFlightLimit = Number.POSITIVE_INFINITY;
-  /** Answers other than a 429 in the slow start's current round (see {@link inFlightLimit}). */
-  private answeredInRound = 0;
-  /** Requests of this client between taking their turn and their answer (see {@link inFlightLimit}). */
-  private inFlight = 0;
-  /** Counts the 429s that restarted the slow start: an answer to a request sent before the latest one does not grow it. */
-  private slowStarts = 0;
-  /**
-   * Epoch ms from which the throttle is over (see {@link THROTTLE_QUIET_MS}): a request that then finds the client idle
-   * lifts {@link inFlightLimit}, so a slow start left behind by work that ended (a warm Lambda container, `run
-   * --interval`) does not hold the next batch.
-   */
-  private throttleOverAt = Number.NEGATIVE_INFINITY;
-  /** Requests held by {@link notBefore} or {@link inFlightLimit}, in arrival order. */
-  private readonly turnWaiters: TurnWaiter[] = [];
+  /** The client-wide throttling after a provider's 429: each attempt takes a turn there and frees it after. */
+  private readonly gate: RateGate;
 
   constructor(options: HttpCoreOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -265,6 +207,7 @@ export class HttpCore {
     this.tokenProvider = options.tokenProvider;
     this.logger = options.logger;
     this.onRetry = options.onRetry;
+    this.gate = new RateGate(this.clock, this.timeoutMs);
   }
 
   /**
@@ -281,33 +224,31 @@ export class HttpCore {
     const sentTokens: string[] = [];
     let attempt = request.callerRetries?.failedBefore ?? 0;
     let last: QashioError | undefined;
-    // The end of the latest client-wide throttling wait this request has waited out (see waitForTurn).
+    // The end of the latest client-wide throttling wait this request has waited out (see RateGate.waitForTurn).
     let waitedFor = Number.NEGATIVE_INFINITY;
     for (;;) {
       attempt += 1;
-      this.throwIfStopped(request, last);
-      this.throwIfRefused(request, last);
-      this.endThrottleIfOver();
+      throwIfStopped(request, last);
+      this.gate.throwIfRefused(request, last);
       // Not throttled (no waiter, no limit, no wait): the turn is taken at once, without an await or an allocation.
-      if (this.turnWaiters.length === 0 && this.inFlight < this.inFlightLimit && this.waitedOut(waitedFor)) this.inFlight += 1;
-      else waitedFor = await this.waitForTurn(request, last, waitedFor, attempt);
-      const sentIn = this.slowStarts;
+      if (!this.gate.takeTurnAtOnce(waitedFor)) waitedFor = await this.gate.waitForTurn(request, last, waitedFor, attempt);
+      const sentIn = this.gate.round;
       let token: string | undefined;
       let outcome: Attempt | undefined;
       try {
         // Checked before the token too: a call that cannot be sent must not spend the refresh token on the way (a
         // refresh and its save past the invocation's end could be cut off, leaving the spent token stored).
-        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        if (!this.attemptFits(request, 0)) throw outOfTime(request, "sent", last);
         token = replayToken ?? (await this.tokenFor(request));
         replayToken = undefined;
         // A 429 another request met while the token came: the turn is handed back, and the wait waited out and a turn
         // of the slow start it began taken first (the same attempt, with the token it got). A turn taken before that
         // 429 is one of no round: kept once the wait is over, it sent a burst past the probe.
-        const throttledSince = sentIn !== this.slowStarts || !this.waitedOut(waitedFor);
+        const throttledSince = this.gate.throttledSince(sentIn, waitedFor);
         // The clock's last reading before the send: one after it would send on a check the clock has moved past.
-        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "sent", last);
+        if (!this.attemptFits(request, 0)) throw outOfTime(request, "sent", last);
         // A stop that came while the token did (a refresh can take seconds): the attempt has not started.
-        this.throwIfStopped(request, last);
+        throwIfStopped(request, last);
         if (throttledSince) {
           replayToken = token;
           attempt -= 1;
@@ -316,7 +257,7 @@ export class HttpCore {
         if (token !== undefined && !sentTokens.includes(token)) sentTokens.push(token);
         outcome = await this.send(request, token);
       } finally {
-        this.endTurn(sentIn, outcome);
+        this.gate.endTurn(sentIn, outcome?.kind === "response" && outcome.status !== 429);
       }
       let error: QashioError;
       if (outcome.kind === "response") {
@@ -326,8 +267,8 @@ export class HttpCore {
         error = errorForResponse(status, headers, bodyText(body), { ...where, errorBody, now: this.clock.now(), secrets });
         if (status === 401 && request.auth === "bearer" && this.tokenProvider && token !== undefined && !replayedAfter401) {
           // No refresh for a replay that could not be sent anyway (see the check before the token above).
-          if (!this.attemptFits(request, 0)) throw this.outOfTime(request, "retried", error);
-          this.throwIfRefused(request, error);
+          if (!this.attemptFits(request, 0)) throw outOfTime(request, "retried", error);
+          this.gate.throwIfRefused(request, error);
           replayedAfter401 = true;
           attempt -= 1;
           this.logger?.debug("provider answered 401; refreshing the token and replaying once", { ...where, requestId: error.requestId });
@@ -345,21 +286,21 @@ export class HttpCore {
         // Retry-After longer than a retry would wait.
         if (error instanceof RateLimitedError) {
           const askedMs = askedWaitOf(error);
-          if (askedMs !== undefined && askedMs > this.retry.maxRetryAfterMs) this.refuseClient(askedMs);
-          else this.throttleClient(askedMs ?? this.backoffCeiling(attempt));
+          if (askedMs !== undefined && askedMs > this.retry.maxRetryAfterMs) this.gate.refuse(askedMs);
+          else this.gate.throttle(askedMs ?? this.backoffCeiling(attempt));
         }
         throw error;
       }
       const retryAfterMs = askedWaitOf(error);
       if (retryAfterMs !== undefined && retryAfterMs > this.retry.maxRetryAfterMs) {
         // Not waited for: every request of the client is refused until it has passed (a 5xx's is its request's alone).
-        if (error instanceof RateLimitedError) this.refuseClient(retryAfterMs);
+        if (error instanceof RateLimitedError) this.gate.refuse(retryAfterMs);
         throw error;
       }
       const delayMs = retryAfterMs ?? this.backoff(attempt);
-      if (error instanceof RateLimitedError) this.throttleClient(delayMs);
+      if (error instanceof RateLimitedError) this.gate.throttle(delayMs);
       // A retry that could not finish before the deadline is not attempted: the caller learns it is out of time.
-      if (!this.attemptFits(request, delayMs)) throw this.outOfTime(request, "retried", error);
+      if (!this.attemptFits(request, delayMs)) throw outOfTime(request, "retried", error);
       this.logger?.warn("provider request failed; retrying", {
         ...where,
         status: error.status,
@@ -377,154 +318,6 @@ export class HttpCore {
       // A 429's wait is the client's: the request waits it out at its next turn, among the others it holds.
       if (!(error instanceof RateLimitedError)) await this.clock.sleep(delayMs, request.stop);
     }
-  }
-
-  /** Ends a request asked to stop (`request.stop`) as out of time, unsent: `last` is its latest failed attempt, if any. */
-  private throwIfStopped(request: HttpRequest, last: QashioError | undefined): void {
-    if (request.stop?.aborted) throw this.outOfTime(request, last === undefined ? "sent" : "retried", last, "it was asked to stop");
-  }
-
-  /**
-   * Ends a request inside a 429's wait longer than a retry would wait ({@link refusedUntil}) at once, unsent, with the
-   * wait left: sent, it would only meet a 429 of its own. `last` is its latest failed attempt, if any.
-   */
-  private throwIfRefused(request: HttpRequest, last: QashioError | undefined): void {
-    const leftMs = this.refusedUntil - this.clock.now();
-    if (leftMs <= 0) return;
-    const { method, path } = request;
-    throw new RateLimitedError(
-      `${method} ${path} was not sent: the provider asked for no request before ${new Date(this.refusedUntil).toISOString()} (a 429's Retry-After${this.refusalCapped ? ", capped at an hour" : ""}), ${Math.ceil(leftMs / 1000)} s from now`,
-      { status: 429, method, path, retryAfterMs: leftMs },
-      last ? { cause: last } : undefined,
-    );
-  }
-
-  /** Whether {@link notBefore} is past, or the instant was waited for already (a test clock may not move). */
-  private waitedOut(waited: number): boolean {
-    return this.notBefore <= waited || this.clock.now() >= this.notBefore;
-  }
-
-  /**
-   * Waits for the request's turn and reserves it: until {@link notBefore}, so a request does not spend an attempt on a
-   * 429 another one already met, then for room under {@link inFlightLimit}, where the request that spent the most
-   * attempts goes first (it is the nearest to failing). Returns the instant waited for. A wait that would leave no
-   * whole attempt before the deadline, or a stop request, ends the request as out of time, unsent.
-   */
-  private async waitForTurn(request: HttpRequest, last: QashioError | undefined, waitedFor: number, attempt: number): Promise<number> {
-    const what = last === undefined ? "sent" : "retried";
-    const waiter: TurnWaiter = { attempt, waited: waitedFor, granted: false };
-    const onStop = (): void => waiter.interrupt?.abort();
-    request.stop?.addEventListener("abort", onStop, { once: true });
-    this.turnWaiters.push(waiter);
-    // Slept for once: a clock that does not move while sleeping (tests) cannot make the wait for a turn spin.
-    let lastStartSlept = false;
-    try {
-      this.admitWaiters();
-      for (;;) {
-        // Before the turn too: a stop or a refusal that came with it still ends the request unsent.
-        this.throwIfStopped(request, last);
-        this.throwIfRefused(request, last);
-        if (waiter.granted && this.waitedOut(waiter.waited)) return waiter.waited;
-        if (waiter.granted) {
-          // A 429 answered between the turn and this: hand the turn back and wait that out first.
-          waiter.granted = false;
-          this.inFlight -= 1;
-          this.turnWaiters.push(waiter);
-          this.admitWaiters();
-          continue;
-        }
-        const interrupt = new AbortController();
-        waiter.interrupt = interrupt;
-        const until = this.notBefore;
-        const waitMs = until - this.clock.now();
-        if (until > waiter.waited && waitMs > 0) {
-          if (!this.attemptFits(request, waitMs)) throw this.outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
-          await this.clock.sleep(waitMs, interrupt.signal);
-          // Each instant is waited for once, so such a clock cannot hold a request here either.
-          if (!interrupt.signal.aborted) {
-            waiter.waited = Math.max(waiter.waited, until);
-            this.admitWaiters();
-          }
-          continue;
-        }
-        // The wait is over. The clock may have ended it since the waiters were last admitted, with room free (the
-        // request came a moment before the wait's end): admitted now, or it would wait for room nothing hands it.
-        this.admitWaiters();
-        if (waiter.granted) continue;
-        // Else room comes when a request in flight ends, at the latest within its timeout.
-        if (!this.attemptFits(request, 0)) throw this.outOfTime(request, what, last, HELD_BACK_PAST_DEADLINE);
-        if (request.deadline !== undefined && !lastStartSlept) {
-          const lastStart = request.deadline - this.timeoutMs;
-          const from = this.clock.now();
-          await this.clock.sleep(lastStart - from, interrupt.signal);
-          if (!interrupt.signal.aborted) {
-            // Reached also when the clock moved but not quite that far: a Node timer may end a millisecond or more early.
-            if (this.clock.now() > from || this.clock.now() >= lastStart) throw this.outOfTime(request, what, last, HELD_BACK_PAST_DEADLINE);
-            lastStartSlept = true;
-          }
-        } else {
-          await new Promise((resolve) => interrupt.signal.addEventListener("abort", resolve, { once: true }));
-        }
-      }
-    } catch (error) {
-      // A turn reserved but not taken is handed on.
-      if (waiter.granted) this.endTurn(this.slowStarts, undefined);
-      throw error;
-    } finally {
-      const at = this.turnWaiters.indexOf(waiter);
-      if (at >= 0) this.turnWaiters.splice(at, 1);
-      request.stop?.removeEventListener("abort", onStop);
-    }
-  }
-
-  /** Gives the room under {@link inFlightLimit} to the waiters past the wait, the most attempts spent first. */
-  private admitWaiters(): void {
-    while (this.inFlight < this.inFlightLimit) {
-      let next: TurnWaiter | undefined;
-      for (const waiter of this.turnWaiters) {
-        if (this.waitedOut(waiter.waited) && (next === undefined || waiter.attempt > next.attempt)) next = waiter;
-      }
-      if (next === undefined) return;
-      this.turnWaiters.splice(this.turnWaiters.indexOf(next), 1);
-      next.granted = true;
-      this.inFlight += 1;
-      next.interrupt?.abort();
-    }
-  }
-
-  /**
-   * Lifts the slow start's limit once the throttle is plainly over: past {@link throttleOverAt} and the client idle.
-   * A request in flight or waiting means a slow start under way, whose rounds still measure the provider: it goes on.
-   */
-  private endThrottleIfOver(): void {
-    if (this.inFlightLimit === Number.POSITIVE_INFINITY || this.inFlight > 0 || this.turnWaiters.length > 0) return;
-    if (this.clock.now() < this.throttleOverAt) return;
-    this.inFlightLimit = Number.POSITIVE_INFINITY;
-    this.answeredInRound = 0;
-  }
-
-  /** A 429 moved {@link notBefore}: one request at a time again, and the waiters wait that out. */
-  private restartSlowStart(): void {
-    this.inFlightLimit = 1;
-    this.answeredInRound = 0;
-    this.slowStarts += 1;
-    for (const waiter of this.turnWaiters) waiter.interrupt?.abort();
-  }
-
-  /**
-   * Frees the turn a request took. Answers other than a 429 to requests sent since the latest slow start count towards
-   * its round (doubling per answer overshot: the first answers of a round opened the gate before its 429 came); a
-   * failure without an answer (network, timeout) only frees the turn, so the next waiter probes.
-   */
-  private endTurn(sentIn: number, outcome: Attempt | undefined): void {
-    this.inFlight -= 1;
-    if (this.turnWaiters.length === 0 && this.inFlightLimit === Number.POSITIVE_INFINITY) return;
-    if (sentIn === this.slowStarts && outcome?.kind === "response" && outcome.status !== 429 && ++this.answeredInRound >= this.inFlightLimit) {
-      const doubled = this.inFlightLimit * 2;
-      this.inFlightLimit = doubled > this.inFlight + this.turnWaiters.length ? Number.POSITIVE_INFINITY : doubled;
-      this.answeredInRound = 0;
-    }
-    this.admitWaiters();
   }
 
   private reportRetry(error: QashioError, attempt: number, delayMs: number): void {
@@ -545,28 +338,6 @@ export class HttpCore {
   /** min(cap, base * 2^(attempt-1)). */
   private backoffCeiling(attempt: number): number {
     return Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
-  }
-
-  /**
-   * A 429 asked for `askedMs`, longer than a retry would wait: every request of the client is refused until it has
-   * passed ({@link refusedUntil}; an hour at most, {@link MAX_REFUSAL_MS}), then the slow start begins as after any
-   * other 429.
-   */
-  private refuseClient(askedMs: number): void {
-    const waitMs = Math.min(askedMs, MAX_REFUSAL_MS);
-    const until = this.clock.now() + waitMs;
-    if (until >= this.refusedUntil) {
-      this.refusedUntil = until;
-      this.refusalCapped = askedMs > waitMs;
-    }
-    this.throttleClient(waitMs);
-  }
-
-  /** A 429 asked for `waitMs`: every request of the client waits it out, then the slow start begins again. */
-  private throttleClient(waitMs: number): void {
-    this.notBefore = Math.max(this.notBefore, this.clock.now() + waitMs);
-    this.throttleOverAt = Math.max(this.throttleOverAt, this.notBefore + Math.max(THROTTLE_QUIET_MS, waitMs));
-    this.restartSlowStart();
   }
 
   private async tokenFor(request: HttpRequest): Promise<string | undefined> {
@@ -599,24 +370,9 @@ export class HttpCore {
     return `${this.baseUrl}${request.path}${search ? `?${search}` : ""}`;
   }
 
-  private outOfTime(
-    request: HttpRequest,
-    what: "sent" | "retried",
-    last?: QashioError,
-    why = "a whole attempt no longer fits before its deadline",
-  ): DeadlineExceededError {
-    const where = { method: request.method, path: request.path };
-    const after = last ? ` (last attempt: ${last.message})` : "";
-    return new DeadlineExceededError(
-      `${where.method} ${where.path} was not ${what}: ${why}${after}`,
-      { ...where, deadline: request.deadline ?? Number.POSITIVE_INFINITY },
-      last ? { cause: last } : undefined,
-    );
-  }
-
   /** Whether an attempt starting `delayMs` from now ends, at its timeout, by the request's deadline (if any). */
   private attemptFits(request: HttpRequest, delayMs: number): boolean {
-    return request.deadline === undefined || this.clock.now() + delayMs + this.timeoutMs <= request.deadline;
+    return attemptFits(this.clock, this.timeoutMs, request, delayMs);
   }
 
   private async send(request: HttpRequest, token: string | undefined): Promise<Attempt> {

@@ -167,9 +167,9 @@ async function runSchedule(actions: readonly Action[], tokenPlan: readonly Token
   };
   const violations: string[] = [];
   const started: Started[] = [];
-  // The client's own counters, read once the schedule has settled and at each send.
+  // The client's own counters (its rate gate's), read once the schedule has settled and at each send.
   const internals = () =>
-    http as unknown as { notBefore: number; refusedUntil: number; inFlight: number; inFlightLimit: number; turnWaiters: { waited: number }[]; slowStarts: number };
+    (http as unknown as { gate: { notBefore: number; refusedUntil: number; inFlight: number; inFlightLimit: number; turnWaiters: { waited: number }[]; slowStarts: number } }).gate;
   const { fetch, held } = heldFetch((call): { round: number } => {
     const id = call.url.searchParams.get("qashio_id") ?? "";
     const request = started.find((r) => r.id === id);
