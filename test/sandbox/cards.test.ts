@@ -150,6 +150,9 @@ describe("GET /public/v1/core/cards", () => {
     expect((await h.json(CORE)).body.data.page_info).toMatchObject({ per_page: 20, next_page: null, previous_page: null });
     expect((await h.json(`${CORE}?limit=0`)).status).toBe(400);
     expect((await h.json(`${CORE}?limit=101`)).status).toBe(400);
+    // Both sent: `page_size`, the name every list takes (§8.1), wins over its §4.9 alternative (spec-gaps, Lists and validation).
+    expect((await h.json(`${CORE}?page_size=3&limit=5`)).body.data.page_info.per_page).toBe(3);
+    expect((await h.json(`${CORE}?limit=3&page_size=5`)).body.data.page_info.per_page).toBe(5);
   });
 
   it("refuses a page whose offset is past the safe integers 400 OUT_OF_RANGE, so page_info stays whole numbers", async () => {
@@ -163,6 +166,9 @@ describe("GET /public/v1/core/cards", () => {
       expect(status).toBe(400);
       expect(errorCodes(body)).toEqual(["page:OUT_OF_RANGE"]);
     }
+    // The message names the last page the client may still ask for, the one answered 200 above.
+    const past = await h.json(`${CORE}?page=${last + 1}&limit=100`);
+    expect(past.body.errors[0].message).toBe(`page must be at most ${last} at 100 a page`);
   });
 
   it("answers 401 without a token", async () => {
@@ -207,6 +213,12 @@ describe("GET /public/v1/core/cards/balance", () => {
     expect(partial.cards).toEqual([]);
     const narrowed = await h.client.getCardBalance({ nickname: card.card_nickname as string, status: "active" });
     expect(narrowed.cards).toEqual([]);
+    // Exact (§4.9 "exact card name"): another letter case names another card; the card's own status keeps it.
+    const shouted = String(card.card_nickname).toUpperCase();
+    expect(shouted).not.toBe(card.card_nickname);
+    expect((await h.client.getCardBalance({ nickname: shouted })).cards).toEqual([]);
+    const kept = await h.client.getCardBalance({ nickname: card.card_nickname as string, status: "suspended" });
+    expect(kept.cards.map((c) => [c.card_id, c.status])).toEqual([[card.id, "suspended"]]);
   });
 
   it.each([
