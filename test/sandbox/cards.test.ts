@@ -294,8 +294,12 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     const detail = (await h.json(`${ERP}/${card.id}`)).body.data;
     expect(detail.topup_configuration).toMatchObject({ auto_topup_amount: 1500, frequency: "WEEKLY" });
     // kept trimmed, as when issuing a card
-    const result = await h.client.updateCard(card.id as string, { nickname: " Renamed ", card_usage_type_amount: 12000 });
+    const result = await h.client.updateCard(card.id as string, { nickname: " Renamed ", card_usage_type_amount: 12000, card_usage_type: "one_time" });
     expect(result.card.nickname).toBe("Renamed");
+    // The funding model sent is kept, upper-cased as velocity_period is, and listed so from then on.
+    expect(result.card.card_usage_type).toBe("ONE_TIME");
+    const listed = ((await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[]).find((c) => c.id === card.id);
+    expect(listed?.card_usage_type).toBe("ONE_TIME");
     expect((await h.json(`${ERP}/${card.id}`)).body.data).toMatchObject({ card_nickname: "Renamed", allowed_max_balance: 12000 });
   });
 
@@ -308,6 +312,11 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     expect((await h.json(`${ERP}/${manual.id}`)).body.data).toMatchObject({ topup_type: "auto_topup", topup_configuration: { auto_topup_enabled: true } });
     expect((await h.json(`${CORE}/${auto.id}`, { method: "PUT", body: { auto_top_up_amount: 0 } })).status).toBe(200);
     expect((await h.json(`${ERP}/${auto.id}`)).body.data).toMatchObject({ topup_type: "manual", topup_configuration: { auto_topup_enabled: false } });
+    // A pool card is funded by its pool (§2.5), whatever auto top-up of its own it is given.
+    const pooled = (await erpCards()).find((c) => c.account_type === "pool" && c.status === "Active");
+    if (!pooled) throw new Error("expected an active pool card");
+    expect((await h.json(`${CORE}/${pooled.id}`, { method: "PUT", body: { auto_top_up_amount: 2500 } })).status).toBe(200);
+    expect((await h.json(`${ERP}/${pooled.id}`)).body.data.topup_type).toBe("pool");
   });
 
   it.each([
@@ -350,14 +359,16 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
   it("refuses a maximum balance below what the card's own account holds (§4.9, §2.3: the most it may hold), changing nothing", async () => {
     const record = h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Active" && c.poolAccountId === null && c.balance >= 100);
     if (!record) throw new Error("expected an active card of its own account holding at least 100");
+    // A whole balance, so the maximum sent can equal it exactly.
+    record.balance = Math.floor(record.balance);
     const before = (await h.json(`${ERP}/${record.id}`)).body.data as Row;
     const below = Math.ceil(record.balance) - 1;
     const refused = await h.json(`${CORE}/${record.id}`, { method: "PUT", body: { card_usage_type_amount: below, nickname: "Not renamed" } });
     expect(refused.status).toBe(400);
     expect(errorCodes(refused.body)).toEqual(["card_usage_type_amount:OUT_OF_RANGE"]);
     expect((await h.json(`${ERP}/${record.id}`)).body.data).toEqual(before);
-    // What it holds fits: the card keeps its balance under its new maximum.
-    const fits = await h.json(`${CORE}/${record.id}`, { method: "PUT", body: { card_usage_type_amount: Math.ceil(record.balance) } });
+    // What it holds fits, to the unit: the card keeps its balance at its new maximum.
+    const fits = await h.json(`${CORE}/${record.id}`, { method: "PUT", body: { card_usage_type_amount: record.balance } });
     expect(fits.status).toBe(200);
     expect(Number(fits.body.data.card.account_balance)).toBeLessThanOrEqual(Number(fits.body.data.card.card_usage_type_amount));
     // A pool card holds nothing of its own: its pool's balance is no bound on its amount.
@@ -368,6 +379,10 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
 
   it("answers 404 for an unknown card, 400 for a terminated one, 403 without cards:write", async () => {
     expect((await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { nickname: "x" } })).status).toBe(404);
+    // A funding model only a card could refuse is no 400 for a card that does not exist: either kind is its 404.
+    for (const usage of ["RELOADABLE", "POOL"]) {
+      expect((await h.json(`${CORE}/CAUNKNOWN000`, { method: "PUT", body: { card_usage_type: usage } })).status, usage).toBe(404);
+    }
     const terminated = await cardWith("Terminated");
     expect((await h.json(`${CORE}/${terminated.id}`, { method: "PUT", body: { nickname: "x" } })).status).toBe(400);
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
