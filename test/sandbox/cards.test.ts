@@ -428,6 +428,10 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     const card = await cardWith("Active");
     await h.client.suspendCard(card.id as string, { reason: "travel over" });
     await h.client.suspendCard(card.id as string);
+    // One request forwarded to the issuer, audited once (its reason given, not kept): the retry while it is processed
+    // has the same final effect (§7 rule 4), no second request.
+    const audit = (await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as Row[];
+    expect(audit.filter((a) => a.cardId === card.id).map((a) => [a.action, a.details])).toEqual([["card.suspension_requested", { reason_given: true }]]);
     const clock = await h.json("/_sandbox/clock", { body: { advance_seconds: 60 } });
     expect(clock.status).toBe(200);
     expect((await h.client.getErpCard(card.id as string)).status).toBe("Suspended");
@@ -510,9 +514,13 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
     const updated = successEnvelope(CoreCardWriteDataSchema).parse(res.body).data.card;
     expect(updated.spend_limit).toMatchObject({ active: true, period: "DAILY", max_amount: 2500, frequency: 10 });
     expect((await h.json(`${ERP}/${card.id}`)).body.data.purchase_limits).toMatchObject({ enabled: true, amount: 2500, frequency: "DAILY", number_of_purchases: 10 });
+    // The period in any letter case, as velocity_period; the issuer's most (500000) itself is taken.
+    const lower = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body: { spend_limit_period: "weekly", spend_limit_max_amount: 500_000 } });
+    expect(lower.status).toBe(201);
+    expect(lower.body.data.card.spend_limit).toMatchObject({ period: "WEEKLY", max_amount: 500_000 });
     await h.client.updateVelocityLimit(card.id as string, body);
     const audit = (await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as { action: string; cardId: string }[];
-    expect(audit.filter((a) => a.action === "card.velocity_limit_updated" && a.cardId === card.id)).toHaveLength(2);
+    expect(audit.filter((a) => a.action === "card.velocity_limit_updated" && a.cardId === card.id)).toHaveLength(3);
   });
 
   it.each([
@@ -743,6 +751,12 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     const none = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: notAddresses } });
     expect(none.status).toBe(400);
     expect(errorCodes(none.body)).toEqual(["end_user:INVALID_FORMAT"]);
+  });
+
+  it("invites an address sent with spaces around it as the address, trimmed", async () => {
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["  padded@falcongate.ae "] } });
+    expect(status).toBe(201);
+    expect(body.data.summary.success_emails.end_user).toEqual(["padded@falcongate.ae"]);
   });
 
   it("processes ten addresses at once, with a summary", async () => {
