@@ -591,6 +591,13 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(result.card?.card_usage_type_amount).toBe(3000);
     const listed = (await erpCards()).find((c) => c.id === result.card?.id);
     expect(listed).toMatchObject({ card_nickname: "Conference 2025", card_type: "Virtual", account_type: "reloadable" });
+    // Funded by hand until an update turns auto top-up on; activated when issued; no ATM for a card without plastic.
+    const detail = (await h.json(`${ERP}/${String(result.card?.id)}`)).body.data as Row;
+    expect(detail).toMatchObject({ topup_type: "manual", atm_withdrawal_allowed: false, activated_at: detail.issued_at });
+    expect(detail.activated_at).not.toBeNull();
+    // Its own account is a statement account from issuance (§4.7: a valid account without statements is a 200).
+    const statements = await h.json(`/public/v1/erp/statements/${String(detail.account_external_id)}`);
+    expect([statements.status, statements.body.data.total]).toEqual([200, 0]);
   });
 
   it("issues a physical pool card inactive until delivered", async () => {
@@ -599,6 +606,23 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const res = await h.json(CORE, { body: { nickname: "Driver card", card_type: "physical", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pools[0]?.id } });
     expect(res.status).toBe(201);
     expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });
+    // Not activated until delivered; a physical card may withdraw cash; its pool funds it.
+    const detail = (await h.json(`${ERP}/${String(res.body.data.card.id)}`)).body.data as Row;
+    expect(detail).toMatchObject({ activated_at: null, atm_withdrawal_allowed: true, topup_type: "pool" });
+  });
+
+  it("refuses a pool account that is not active, and an empty user_id as missing (400, nothing issued)", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const idle = ((await h.json("/public/v1/erp/pool_accounts?status=all")).body.data as Row[]).filter((p) => p.status !== "Active");
+    expect(idle.length).toBeGreaterThan(0);
+    const before = (await erpCards()).length;
+    for (const pool of idle) {
+      const res = await h.json(CORE, { body: { nickname: "Idle pool card", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pool.id } });
+      expect(errorCodes(res.body), String(pool.status)).toEqual(["pool_account_id:INVALID_STATE"]);
+    }
+    const empty = await h.json(CORE, { body: { nickname: "Nobody's card", card_type: "VIRTUAL", user_id: "" } });
+    expect(errorCodes(empty.body)).toEqual(["user_id:REQUIRED"]);
+    expect((await erpCards()).length).toBe(before);
   });
 
   it("gives cards issued by two companies in the same second ids of their own: another company's card stays a 404", async () => {
