@@ -568,6 +568,22 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
   });
 });
 
+describe("the audit of core writes (§4.9: the cardholder is told of each; the sandbox keeps a record instead)", () => {
+  it("records a funding update with what was sent, an issuance with its card type, and an invitation with its counts", async () => {
+    const auditOf = async (action: string) =>
+      ((await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as Row[]).filter((a) => a.action === action).map((a) => [a.cardId, a.details]);
+    const card = await cardWith("Active");
+    const sent = { nickname: "Audited", auto_top_up_amount: 700 };
+    expect((await h.json(`${CORE}/${card.id}`, { method: "PUT", body: sent })).status).toBe(200);
+    expect(await auditOf("card.funding_updated")).toEqual([[card.id, sent]]);
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const issued = await h.json(CORE, { body: { nickname: "Audited issue", card_type: "physical", user_id: users[0]?.user_profile.user_id } });
+    expect(await auditOf("card.issued")).toEqual([[issued.body.data.card.id, { card_type: "Physical" }]]);
+    expect((await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["audited@falcongate.ae", "nope"] } })).status).toBe(201);
+    expect(await auditOf("users.invited")).toEqual([[undefined, { invited: 1, failed: 1 }]]);
+  });
+});
+
 describe("Draft cards in the core routes (spec-gaps, Cards and users)", () => {
   it("are hidden from the list and the balance read, yet reached by the writes", async () => {
     const draft = await cardWith("Draft");
