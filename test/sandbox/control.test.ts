@@ -109,6 +109,10 @@ describe("activity generation", () => {
     const reversal = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: fresh.qashio_id, transaction_category: "reversal" });
     expect(reversal.body.data[0].transaction_amount).toBe(fresh.transaction_amount);
     expect((await h.json(`${LIST}?parent_qashio_id=${fresh.qashio_id}`)).body.data.map((c: Row) => c.id)).toEqual([reversal.body.data[0].id]);
+    // A child asked for as another category is a refund: only money back names a parent purchase (§1 Refund matching).
+    const other = (await control(`/companies/${h.companyId}/transactions`, { transaction_category: "purchase" })).body.data[0] as Row;
+    const child = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: other.qashio_id, transaction_category: "purchase" })).body.data[0] as Row;
+    expect(child).toMatchObject({ transaction_category: "refund", transaction_type: "credit", parent_qashio_id: other.qashio_id });
     const children = (await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}`)).body.data as Row[];
     expect(children.map((c) => c.id)).toEqual(expect.arrayContaining([refund.id]));
     const bad = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: refund.qashio_id });
