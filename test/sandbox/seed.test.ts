@@ -5,6 +5,7 @@ import { MERCHANTS, MCC_DESCRIPTIONS } from "../../sandbox/data/catalog.js";
 import { TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
 import { transactionDetailView } from "../../sandbox/views.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
+import { round2 } from "../../sandbox/prng.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
 
@@ -99,6 +100,34 @@ describe("seeded data", () => {
       const items = tx.line_items as { amount: number }[];
       expect(items.length).toBeGreaterThan(0);
       expect(items.reduce((sum, i) => sum + i.amount, 0)).toBeCloseTo(tx.billing_amount, 1);
+    }
+  });
+
+  // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
+  // the transaction's kind says, whatever the seed.
+  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type", (seed) => {
+    const homeRate: Record<string, string> = { AE: "Standard Rated 5%", SA: "KSA Standard Rated 15%" };
+    const seen = new Set<string>();
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const tx of data.transactions.all()) {
+        const category = tx.transaction_category;
+        const billing = Number(tx.billing_amount);
+        const foreign = tx.transaction_currency !== tx.billing_currency;
+        const fee = category === "cash_withdrawal" ? round2(billing * 0.02 + 10) : category === "purchase" && foreign ? round2(billing * 0.02) : 0;
+        const message = category === "reversal" ? "reversal" : tx.cleared_at === null ? "authorization" : "clearing";
+        const syncType = ["purchase", "refund", "reversal"].includes(category) ? "expense" : "bank_transfer";
+        expect([tx.qashio_id, tx.fee_charges, tx.message_type, tx.erp_sync_type]).toEqual([tx.qashio_id, fee, message, syncType]);
+        // A reverse charge is accounted for by the buyer: no VAT in the amount.
+        if (tx.erp_tax_rate_name === "Reverse Charge 5%") expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, 0]);
+        if (category === "purchase" && tx.merchant_country === data.company.country) {
+          expect([tx.qashio_id, tx.erp_tax_rate_name]).toEqual([tx.qashio_id, homeRate[data.company.country]]);
+          seen.add(`home ${data.company.country}`);
+        }
+        seen.add(`${category} ${foreign ? "foreign" : "home"} ${tx.erp_tax_rate_name === "Reverse Charge 5%" ? "RC" : ""}`.trim());
+      }
+    }
+    for (const kind of ["home AE", "home SA", "purchase home", "purchase foreign RC", "cash_withdrawal home", "reversal foreign RC", "refund foreign RC"]) {
+      expect(seen, kind).toContain(kind);
     }
   });
 
