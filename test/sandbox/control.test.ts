@@ -284,6 +284,17 @@ describe("activity generation", () => {
     expect([none.status, none.body.data]).toEqual([201, []]);
   });
 
+  it("makes what is no spend, a card loading, on a card that ever spent when no card is Active now, and no spend", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    for (const card of data.cards.filter((c) => c.status === "Active")) {
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "suspended" })).status).toBe(200);
+    }
+    const loading = await control(`/companies/${h.companyId}/transactions`, { transaction_category: "card_loading" });
+    expect([loading.status, (loading.body.data as Row[]).map((tx) => tx.transaction_category)]).toEqual([201, ["card_loading"]]);
+    const purchase = await control(`/companies/${h.companyId}/transactions`, { transaction_category: "purchase" });
+    expect([purchase.status, purchase.body.data]).toEqual([201, []]);
+  });
+
   it("makes spend now only where a card's country and category limits allow, as its ERP view states them, on restricted cards too", async () => {
     const data = h.sandbox.control.company(h.companyId)!;
     fillAccounts(data);
