@@ -198,6 +198,19 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.netSpend.between(...march)).toBe(100);
   });
 
+  it("counts no change of a transaction it forgot, and refuses to move the status of one it does not hold", () => {
+    const { s } = reversedInPart();
+    const reversal = s.get("id-1")!;
+    expect(forgotten(s, 2)).toEqual(["id-1"]);
+    // A PATCH of a copy a caller kept: no longer this store's, so neither spend nor net spend follows it.
+    reversal.transaction_amount = 100;
+    s.changed(reversal);
+    expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
+    expect(s.netSpend.between(...march)).toBe(100);
+    expect(() => s.setSyncStatus(reversal, "outdated")).toThrow(RangeError);
+    expect([s.countByStatus("synced"), s.countByStatus("outdated")]).toEqual([2, 0]);
+  });
+
   it("leaves the store working: statuses still move with right counts, and new ones are appended after the held", () => {
     const s = store(["synced", "synced", "not_synced", "synced", "not_synced"]);
     s.forgetBeyondNewest(1);
