@@ -610,6 +610,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     // Funded by hand until an update turns auto top-up on; activated when issued; no ATM for a card without plastic.
     const detail = (await h.json(`${ERP}/${String(result.card?.id)}`)).body.data as Row;
     expect(detail).toMatchObject({ topup_type: "manual", atm_withdrawal_allowed: false, activated_at: detail.issued_at });
+    // No spend limit in force until one is set, its period monthly as the top-ups'.
+    expect(detail.purchase_limits).toMatchObject({ enabled: false, amount: 0, frequency: "MONTHLY" });
     expect(detail.activated_at).not.toBeNull();
     // Its own account is a statement account from issuance (§4.7: a valid account without statements is a 200).
     const statements = await h.json(`/public/v1/erp/statements/${String(detail.account_external_id)}`);
@@ -624,10 +626,10 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });
     // Not activated until delivered; a physical card may withdraw cash; its pool funds it.
     const detail = (await h.json(`${ERP}/${String(res.body.data.card.id)}`)).body.data as Row;
-    expect(detail).toMatchObject({ activated_at: null, atm_withdrawal_allowed: true, topup_type: "pool" });
+    expect(detail).toMatchObject({ account_type: "pool", account_external_id: pools[0]?.id, activated_at: null, atm_withdrawal_allowed: true, topup_type: "pool" });
   });
 
-  it("refuses a pool account that is not active, and an empty user_id as missing (400, nothing issued)", async () => {
+  it("refuses a pool account that is not active, and an empty user_id or no card_type as missing (400, nothing issued)", async () => {
     const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const idle = ((await h.json("/public/v1/erp/pool_accounts?status=all")).body.data as Row[]).filter((p) => p.status !== "Active");
     expect(idle.length).toBeGreaterThan(0);
@@ -638,6 +640,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     }
     const empty = await h.json(CORE, { body: { nickname: "Nobody's card", card_type: "VIRTUAL", user_id: "" } });
     expect(errorCodes(empty.body)).toEqual(["user_id:REQUIRED"]);
+    const untyped = await h.json(CORE, { body: { nickname: "Untyped card", user_id: users[0]?.user_profile.user_id } });
+    expect(errorCodes(untyped.body)).toEqual(["card_type:REQUIRED"]);
     expect((await erpCards()).length).toBe(before);
   });
 
@@ -652,6 +656,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const mine = await issue();
     const theirs = await issue(other.access_token);
     expect(theirs.id).not.toBe(mine.id);
+    // Each in its own company's currency.
+    expect([mine.currency, theirs.currency]).toEqual(["AED", "SAR"]);
     expect(theirs.account_id).not.toBe(mine.account_id);
     expect((await h.json(`/public/v1/erp/cards/${String(mine.id)}`, { token: other.access_token })).status).toBe(404);
   });
