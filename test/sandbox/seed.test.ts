@@ -105,7 +105,7 @@ describe("seeded data", () => {
 
   // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
   // the transaction's kind says, whatever the seed.
-  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type", (seed) => {
+  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, an ATM's MCC", (seed) => {
     const homeRate: Record<string, string> = { AE: "Standard Rated 5%", SA: "KSA Standard Rated 15%" };
     const seen = new Set<string>();
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
@@ -119,6 +119,8 @@ describe("seeded data", () => {
         expect([tx.qashio_id, tx.fee_charges, tx.message_type, tx.erp_sync_type]).toEqual([tx.qashio_id, fee, message, syncType]);
         // A reverse charge is accounted for by the buyer: no VAT in the amount.
         if (tx.erp_tax_rate_name === "Reverse Charge 5%") expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, 0]);
+        // An ATM at home: its MCC, in the company's country.
+        if (category === "cash_withdrawal") expect([tx.qashio_id, tx.mcc_code, tx.merchant_country]).toEqual([tx.qashio_id, "6011", data.company.country]);
         if (category === "purchase" && tx.merchant_country === data.company.country) {
           expect([tx.qashio_id, tx.erp_tax_rate_name]).toEqual([tx.qashio_id, homeRate[data.company.country]]);
           seen.add(`home ${data.company.country}`);
