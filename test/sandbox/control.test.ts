@@ -282,6 +282,12 @@ describe("activity generation", () => {
     expect(data.cards.some((card) => card.status === "Active")).toBe(true);
     const none = await control(`/companies/${h.companyId}/transactions`, { count: 5, transaction_category: "cash_withdrawal" });
     expect([none.status, none.body.data]).toEqual([201, []]);
+    // Nor when every such card is terminated: what was asked for is not made, and nothing else in its place.
+    for (const card of data.cards.filter((c) => c.atmWithdrawalAllowed && c.status !== "Terminated")) {
+      expect((await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "terminated" })).status).toBe(200);
+    }
+    const closed = await control(`/companies/${h.companyId}/transactions`, { count: 5, transaction_category: "cash_withdrawal" });
+    expect([closed.status, closed.body.data]).toEqual([201, []]);
   });
 
   it("makes what is no spend, a card loading, on a card that ever spent when no card is Active now, and no spend", async () => {
