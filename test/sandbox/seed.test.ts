@@ -310,6 +310,20 @@ describe("seeded data", () => {
     }
   });
 
+  // A year-long backlog reaches back before the seeded terminations: the history keeps no status, so a card terminated
+  // since was used while it was active.
+  it.each([1, 7])("with seed %i has transactions in a backlog on a card terminated since, made while it was active", (seed) => {
+    for (const data of seedCompanies({ seed, nowMs: NOW, backlog: 3_000 }).slice(0, 1)) {
+      const terminated = new Map(data.cards.filter((c) => c.status === "Terminated").map((c) => [c.id, c]));
+      const spent = data.transactions.all().filter((tx) => tx.parent_qashio_id === null && terminated.has(tx.card_external_id as string));
+      expect(spent.length, data.company.name).toBeGreaterThan(0);
+      for (const tx of spent) {
+        const card = terminated.get(tx.card_external_id as string)!;
+        expect([tx.qashio_id, tx.transaction_time < card.terminatedAt! && tx.transaction_time >= card.activatedAt!]).toEqual([tx.qashio_id, true]);
+      }
+    }
+  });
+
   it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", () => {
     const [first] = seedCompanies({ seed: 7, nowMs: NOW, backlog: 100_000 });
     const created = (first?.transactions.all() ?? []).map((t) => t.created_at);
