@@ -337,6 +337,10 @@ describe("seeded data", () => {
     const [first, second] = companies;
     expect(first?.transactions.size).toBe(3_000);
     expect(first?.transactions.countByStatus("not_synced")).toBe(3_000);
+    // Spread over 365 days, as spec-gaps says of a backlog over 1000 (60 days for 1000 or fewer).
+    const oldest = Date.parse(String(first?.transactions.all()[0]?.transaction_time));
+    expect(oldest).toBeGreaterThanOrEqual(NOW - 365 * 86_400_000);
+    expect(oldest).toBeLessThan(NOW - 360 * 86_400_000);
     // Its first days come before any card allowing ATM use was active: no cash withdrawal goes on another card.
     const atm = new Set(first?.cards.filter((card) => card.atmWithdrawalAllowed).map((card) => card.id));
     const withdrawals = (first?.transactions.all() ?? []).filter((tx) => tx.transaction_category === "cash_withdrawal");
