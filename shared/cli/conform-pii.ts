@@ -10,7 +10,8 @@ import { readStateSettings } from "./config.js";
 import { streamLogger } from "./console-ports.js";
 import { ConformIncompleteError, EXIT } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { openLocalState, runConformPii, type LocalBridgeOptions } from "./local-bridge.js";
+import { openLocalState, type LocalBridgeOptions } from "./local-bridge.js";
+import { runConformPii } from "./local-cycles.js";
 import { settingsFrom } from "./run.js";
 
 /**

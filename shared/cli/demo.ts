@@ -25,7 +25,8 @@ import { DEFAULT_CYCLE_BUDGET_MS, DEFAULT_EVENT_SOURCE, type LocalSettings } fro
 import { streamLogger } from "./console-ports.js";
 import { AuthorizeError, EXIT, FailureThenError, retriedNextCycle, type SignInAgain } from "./errors.js";
 import { line, makeTempDir, pause, type CliIo } from "./io.js";
-import { bindLocalSettings, openLocalBridge, runCycle, usingLocalBridge } from "./local-bridge.js";
+import { bindLocalSettings, openLocalBridge, usingLocalBridge } from "./local-bridge.js";
+import { runCycle } from "./local-cycles.js";
 import { COLOURS, NO_COLOURS, formatEvent, shouldColour, type Palette } from "./printer.js";
 import { summaryOf } from "./run.js";
 

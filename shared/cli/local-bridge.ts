@@ -1,36 +1,21 @@
 /**
  * Local mode composition: the engine wired to the file-backed adapters of shared/local (state directory,
- * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock,
- * and one cycle = transactions, then cards; conform-pii opens the state directory alone. The cycle lease is
- * cycle-lease.ts's, the CLI errors engine-errors.ts's.
+ * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock;
+ * conform-pii opens the state directory alone. The cycle lease is cycle-lease.ts's, the cycles run on what this
+ * opens local-cycles.ts's.
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import {
-  ConformCursorError,
-  CycleAbortedError,
-  SnapshotCursorError,
-  causeMatching,
-  conformSnapshots,
   countProviderRetries,
   cycleDeps,
-  emptyReport,
-  isTokenFailure,
-  pollCards,
-  pollTransactions,
-  redriveQuarantined,
-  reportQuarantineSize,
   supersedeConformPassOnModeChange,
-  totalPublished,
   type BridgeEvent,
   type CardCycleDeps,
   type Clock,
-  type ConformReport,
-  type CycleReport,
   type EventPublisher,
   type Lock,
   type Logger,
-  type RedriveReport,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
 import { OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
@@ -40,15 +25,14 @@ import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
-import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf, withCycleLock } from "./cycle-lease.js";
-import { cliErrorOf, stateErrorOf } from "./engine-errors.js";
-import { CycleLeaseGuard, CycleLeaseLostError } from "./lease-guard.js";
+import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf } from "./cycle-lease.js";
+import { CycleLeaseGuard } from "./lease-guard.js";
 import { LocalTokenStore, restrictTokenFile } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { AUTHORIZE_AGAIN, ConfigError, type CliError, CycleFailedError, FailureThenError, TokensLostError, UsageError, type SignInAgain } from "./errors.js";
+import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, type SignInAgain } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -81,22 +65,22 @@ export interface LocalBridgeOptions {
 }
 
 /**
- * One tenant's state directory, opened for work under the cycle lease ({@link withCycleLock}) without the provider:
- * all conform-pii uses, and the part of {@link LocalBridge} the lease works with.
+ * One tenant's state directory, opened for work under the cycle lease (cycle-lease.ts's `withCycleLock`) without the
+ * provider: all conform-pii uses, and the part of {@link LocalBridge} the lease works with.
  */
 export interface LocalState {
   readonly settings: StateSettings;
   /** What conformSnapshots reads and writes: the snapshots and quarantine, each write checked against the lease. */
   readonly transactions: Pick<TransactionCycleDeps, "tenant" | "snapshots" | "quarantine" | "pii" | "clock" | "logger">;
   readonly lock: Lock;
-  /** The engines' snapshot store, also as itself: {@link withCycleLock} reloads it under the lease. */
+  /** The engines' snapshot store, also as itself: `withCycleLock` reloads it under the lease. */
   readonly snapshots: FileSnapshotStore;
   readonly clock: Clock;
-  /** Device and inode of the state directory the bridge opened, as last seen (see {@link withCycleLock}). */
+  /** Device and inode of the state directory the bridge opened, as last seen (see `withCycleLock`). */
   readonly stateDirIdentity: { dev: number; ino: number };
-  /** Checks the engines' writes against the cycle lease {@link withCycleLock} holds (absent: unchecked). */
+  /** Checks the engines' writes against the cycle lease `withCycleLock` holds (absent: unchecked). */
   readonly leaseGuard?: CycleLeaseGuard;
-  /** Checks the state directory's binding against the settings ({@link withCycleLock}: again under the lease). */
+  /** Checks the state directory's binding against the settings (`withCycleLock`: again under the lease). */
   bind(): Promise<void>;
 }
 
@@ -111,10 +95,10 @@ export interface LocalBridge extends LocalState {
   /** What signs in again once the token family is revoked or lost (LocalBridgeOptions.signInAgain, resolved). */
   readonly signInAgain: SignInAgain;
   /**
-   * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; {@link runCycle} and
-   * {@link runRedrive} await it under the cycle lease before they write. The file store walks in write order, so a cursor
-   * would skip nothing a cycle under another mode wrote: done as on AWS anyway, for one read, so a cursor is refused
-   * after a switch away and back in either mode.
+   * `supersedeConformPassOnModeChange` once per bridge (so per process), until it succeeds; `runCycle` and
+   * `runRedrive` (local-cycles.ts) await it under the cycle lease before they write. The file store walks in write
+   * order, so a cursor would skip nothing a cycle under another mode wrote: done as on AWS anyway, for one read, so a
+   * cursor is refused after a switch away and back in either mode.
    */
   readonly supersedeConformPassOnce: () => Promise<void>;
   /**
@@ -176,24 +160,6 @@ export async function usingLocalBridge<T>(bridge: LocalBridge, work: () => Promi
   }
   await bridge.settleTokens();
   return result;
-}
-
-/** What one cycle did. */
-export interface CycleResult {
-  readonly transactions: CycleReport;
-  readonly cards: CycleReport;
-  /** Total events published by both halves. */
-  readonly events: number;
-  /**
-   * False when a half stopped at the budget or page bound, as asked, or because the publisher took none of its events
-   * for now (it resumes next cycle).
-   */
-  readonly complete: boolean;
-  /** True when it stopped early because its signal aborted (Ctrl-C, SIGTERM). */
-  readonly interrupted: boolean;
-  readonly durationMs: number;
-  /** Records held in the quarantine after the cycle (also the `QuarantineSize` gauge). */
-  readonly quarantineSize: number;
 }
 
 /**
@@ -397,146 +363,4 @@ function openStateDir(dir: string, clock: Clock): {
     guarded: { snapshots: leaseGuard.snapshots(local.snapshots), quarantine: leaseGuard.quarantine(local.quarantine) },
     tokenFile: local.tokens,
   };
-}
-
-/** Sets the `QuarantineSize` gauge after a cycle (see `reportQuarantineSize`); returns the size, undefined if uncounted. */
-async function measureQuarantine(bridge: LocalBridge): Promise<number | undefined> {
-  // The whole error, unlike the Lambda log: the console logger prints it for the person running the bridge.
-  return reportQuarantineSize(bridge.transactions, (error) => bridge.transactions.logger.warn("counting the quarantine failed", { error }));
-}
-
-/**
- * Share of a local cycle's budget the transactions may take before the cards walk: the cards always get the rest (and
- * whatever the transactions leave), so a transaction backlog that outlasts every cycle cannot hold card events back.
- * On AWS each kind has its own function and schedule.
- */
-const TRANSACTIONS_BUDGET_SHARE = 0.75;
-
-/**
- * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (default
- * BRIDGE_CYCLE_BUDGET; the transactions within {@link TRANSACTIONS_BUDGET_SHARE} of it); once `signal` aborts
- * (Ctrl-C) no new page starts and the cycle ends as at its budget (`complete` false). The cards are walked even when
- * the transactions failed for a provider reason; the first failure is thrown after.
- *
- * @throws AuthorizeAgainError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
- * @example
- * const { events, complete } = await runCycle(bridge, { budgetMs: 300_000, signal: io.signal });
- */
-export async function runCycle(bridge: LocalBridge, options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {}): Promise<CycleResult> {
-  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
-  const started = bridge.clock.now();
-  const stop = signal ? { signal } : {};
-  return withCycleLock(bridge, async () => {
-    let transactions = emptyReport("transactions");
-    let cards = emptyReport("cards");
-    /** The first failure: it ends the run (exit 1 or 3) once the cards walk had its turn, where it may. */
-    let failure: unknown;
-    /** The cards walk's own failure after the transactions': named beside it, or its cause would show nowhere. */
-    let cardsFailure: unknown;
-    try {
-      await bridge.supersedeConformPassOnce();
-      transactions = await pollTransactions(bridge.transactions, { deadline: started + Math.floor(budgetMs * TRANSACTIONS_BUDGET_SHARE), ...stop });
-    } catch (error) {
-      failure = error;
-    }
-    // As on AWS, where each kind has its own function: transactions the provider will not list now (a 403 for want of
-    // a scope, an outage of that endpoint) do not hold back card suspensions. Not after a token failure (the cards
-    // would need the same token; isTokenFailure covers the token endpoint refusing the client credentials too); the
-    // engine logged the aborted cycle already. Nor once the cycle lease was lost: another process runs the cycles now.
-    const leaseLost = causeMatching(failure, (e): e is CycleLeaseLostError => e instanceof CycleLeaseLostError) !== undefined;
-    if (failure === undefined || (failure instanceof CycleAbortedError && !isTokenFailure(failure) && !leaseLost)) {
-      try {
-        cards = await pollCards(bridge.cards, { deadline: started + budgetMs, ...stop });
-      } catch (error) {
-        // A token failure or refused credentials outranks the transactions' failure: it ends the run (exit 3 for a
-        // revoked family) rather than reading as an outage the next cycle resumes from.
-        if (failure === undefined || isTokenFailure(error)) failure = error;
-        else cardsFailure = error;
-      }
-    }
-    if (failure !== undefined) {
-      await measureQuarantine(bridge);
-      throw await bothFailures(await cliErrorOf(failure, bridge), cardsFailure === undefined ? undefined : await cliErrorOf(cardsFailure, bridge));
-    }
-    const quarantineSize = (await measureQuarantine(bridge)) ?? 0;
-    const complete = transactions.outcome === "complete" && cards.outcome === "complete";
-    return {
-      transactions,
-      cards,
-      events: totalPublished(transactions) + totalPublished(cards),
-      complete,
-      interrupted: !complete && signal?.aborted === true,
-      // Never below 0 (a wall clock stepped back during the cycle), as the engines' own reports.
-      durationMs: Math.max(0, bridge.clock.now() - started),
-      quarantineSize,
-    };
-  });
-}
-
-/**
- * The error of a cycle whose transactions failed, naming the cards walk's failure after it when both are failures for
- * now (exit 1); otherwise the first, whose exit code the run keeps.
- */
-function bothFailures(first: CliError, cards: CliError | undefined): CliError {
-  if (!(first instanceof CycleFailedError) || !(cards instanceof CycleFailedError)) return first;
-  return new CycleFailedError(`${first.message}; and ${cards.message}`, { cause: first });
-}
-
-/**
- * Re-drives the tenant's quarantined transactions (see `redriveQuarantined`) under the cycle lock, within `budgetMs`;
- * once `signal` aborts (Ctrl-C, SIGTERM), it stops after the batch in hand, as at its deadline.
- *
- * @throws AuthorizeAgainError (exit 3) when the token family is revoked; CycleFailedError (exit 1) otherwise.
- * @example
- * const { redriven, kept } = await runRedrive(bridge, { signal: io.signal });
- */
-export async function runRedrive(bridge: LocalBridge, options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {}): Promise<RedriveReport> {
-  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
-  const deadline = bridge.clock.now() + budgetMs;
-  return withCycleLock(bridge, async () => {
-    try {
-      await bridge.supersedeConformPassOnce();
-      return await redriveQuarantined(bridge.transactions, { deadline, ...(signal ? { signal } : {}) });
-    } catch (error) {
-      throw await cliErrorOf(error, bridge);
-    } finally {
-      await measureQuarantine(bridge);
-    }
-  });
-}
-
-/**
- * Re-masks the snapshots of the state directory to the current PII mode (see `conformSnapshots`) under the cycle
- * lock, which covers transactions and cards alike, within `budgetMs`; `cursor` goes on from where a pass stopped. Once
- * `signal` aborts (Ctrl-C, SIGTERM), it stops after the page in hand, as at its deadline, with a cursor to go on from.
- *
- * @throws UsageError (exit 2) when `cursor` is not one to go on from here (made under another BRIDGE_PII_MODE or
- *   tenant, damaged, of an earlier version, or not the last a pass over this state directory printed); ConfigError
- *   (exit 2) for a corrupt snapshot segment; CycleFailedError (exit 1) otherwise.
- * @example
- * const { outcome, rewritten } = await runConformPii(bridge);
- */
-export async function runConformPii(
-  bridge: LocalState,
-  cursor?: string,
-  options: { readonly budgetMs?: number; readonly signal?: AbortSignal } = {},
-): Promise<ConformReport> {
-  const { budgetMs = bridge.settings.cycleBudgetMs, signal } = options;
-  const deadline = bridge.clock.now() + budgetMs;
-  return withCycleLock(bridge, async () => {
-    try {
-      // `interrupt`, not the engine's `signal`: the person sees the report, and goes on with its cursor.
-      return await conformSnapshots(bridge.transactions, { deadline, ...(cursor === undefined ? {} : { cursor }), ...(signal ? { interrupt: signal } : {}) });
-    } catch (error) {
-      if (error instanceof ConformCursorError) {
-        throw new UsageError(`--cursor refused: ${error.reason}: run \`npm run bridge -- conform-pii\` without --cursor to start over`, { cause: error });
-      }
-      if (error instanceof SnapshotCursorError) {
-        throw new UsageError("--cursor is not a cursor of this state directory's snapshots: pass the one conform-pii printed, or leave it out to start over", {
-          cause: error,
-        });
-      }
-      throw stateErrorOf(error, bridge, (e) => `conform-pii stopped: ${e.name}: ${e.message}; snapshots rewritten so far keep their new form: run conform-pii again`);
-    }
-  });
 }

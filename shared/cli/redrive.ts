@@ -7,7 +7,8 @@ import { keptCount, redrivenCount, type KeptRecord, type RedriveReport } from ".
 import { readLocalSettings } from "./config.js";
 import { CycleIncompleteError, EXIT, RedriveIncompleteError, type CliError } from "./errors.js";
 import { line, type CliIo } from "./io.js";
-import { runRedrive, usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { usingLocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { runRedrive } from "./local-cycles.js";
 import { openFromSettings } from "./run.js";
 
 /** Why the re-drive keeps a record it did not get to: run it again, nothing to fix. */

@@ -8,7 +8,8 @@ import { loadEnv } from "./env-file.js";
 import { streamLogger } from "./console-ports.js";
 import { CycleIncompleteError, EXIT, retriedNextCycle } from "./errors.js";
 import { line, pause, type CliIo } from "./io.js";
-import { openLocalBridge, runCycle, usingLocalBridge, type CycleResult, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { openLocalBridge, usingLocalBridge, type LocalBridge, type LocalBridgeOptions } from "./local-bridge.js";
+import { runCycle, type CycleResult } from "./local-cycles.js";
 import { COLOURS, NO_COLOURS, formatCycleSummary, mergeCounts, shouldColour, type Palette } from "./printer.js";
 
 /** Whether a cycle stopped because the event sink took none of its events for now. */

@@ -1,7 +1,8 @@
 /** ProviderErrors in local mode counts the failures the client retried as well as those that end a cycle. */
 import { afterEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { openLocalBridge, runCycle } from "../../shared/cli/local-bridge.js";
+import { openLocalBridge } from "../../shared/cli/local-bridge.js";
+import { runCycle } from "../../shared/cli/local-cycles.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { startHarness, type Harness } from "./helpers.js";
 
