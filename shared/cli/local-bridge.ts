@@ -2,7 +2,7 @@
  * Local mode composition: the engine wired to the file-backed adapters of shared/local (state directory,
  * JSON Lines event file), the provider client with an OAuth token provider that rotates under a file lock;
  * conform-pii opens the state directory alone. The cycle lease is cycle-lease.ts's, the cycles run on what this
- * opens local-cycles.ts's.
+ * opens local-cycles.ts's, the settling of tokens held unsaved when it is done held-tokens.ts's.
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +18,7 @@ import {
   type Logger,
   type TransactionCycleDeps,
 } from "../bridge/index.js";
-import { OAuthTokenProvider, type TokenEvent } from "../qashio/auth/token-provider.js";
+import { OAuthTokenProvider } from "../qashio/auth/token-provider.js";
 import { QashioClient } from "../qashio/client.js";
 import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
@@ -26,13 +26,14 @@ import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions
 import { onceSucceeded } from "../once.js";
 import type { Env, LocalSettings, StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf } from "./cycle-lease.js";
+import { HELD_TOKENS_EVENTS, HeldTokens } from "./held-tokens.js";
 import { CycleLeaseGuard } from "./lease-guard.js";
 import { LocalTokenStore, restrictTokenFile } from "./local-tokens.js";
 import { statOf } from "./path-checks.js";
 import { restrictStateDir } from "./state-access.js";
 import { spendingRefreshes } from "./token-spending.js";
 import { MemoryMetrics, observePublished, systemClock } from "./console-ports.js";
-import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, TokensLostError, type SignInAgain } from "./errors.js";
+import { AUTHORIZE_AGAIN, ConfigError, FailureThenError, type SignInAgain } from "./errors.js";
 
 export interface LocalBridgeOptions {
   /** Environment for named base URLs (QASHIO_SANDBOX_URL, ...). */
@@ -114,33 +115,6 @@ export interface LocalBridge extends LocalState {
    */
   settleTokens(failure?: unknown): Promise<string | undefined>;
 }
-
-type HeldTokensEvent = Extract<TokenEvent, "held_tokens_saved" | "held_tokens_dropped">;
-
-/**
- * What became of new tokens a failed save left held, once a re-save settled them (a loss is TokensLostError): said at
- * the level of the failure that reported them held, since that message promised to say whether they were saved; at
- * the end of that failure's message where it ends the command (see usingLocalBridge). `file` is the token file,
- * undefined when the command removes it (see LocalBridgeOptions.tokenFileKept).
- */
-const HELD_TOKENS_OUTCOME: Readonly<Record<HeldTokensEvent, (file: string | undefined) => string>> = {
-  held_tokens_saved: (file) =>
-    file === undefined
-      ? "the new tokens held unsaved since a failed save are saved now: nothing to do"
-      : `the new tokens held unsaved since a failed save are saved to ${file} now: the token family lives on, nothing to do`,
-  held_tokens_dropped: (file) =>
-    `the new tokens held unsaved since a failed save were not saved: ${file ?? "the token file"} holds newer ones (stored meanwhile by another process or \`authorize\`), used instead`,
-};
-
-const HELD_TOKENS_EVENTS = Object.keys(HELD_TOKENS_OUTCOME) as HeldTokensEvent[];
-
-function isHeldTokensEvent(event: TokenEvent): event is HeldTokensEvent {
-  return Object.hasOwn(HELD_TOKENS_OUTCOME, event);
-}
-
-/** Tries {@link LocalBridge.settleTokens} gives held tokens before it calls them lost, and the pause between two. */
-const HELD_TOKEN_SAVE_TRIES = 3;
-const HELD_TOKEN_SAVE_PAUSE_MS = 500;
 
 /**
  * Runs `work` with `bridge`, then settles its tokens (see {@link LocalBridge.settleTokens}) whether the work succeeded
@@ -231,8 +205,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     );
   }
   const metrics = new MemoryMetrics();
-  /** Says what became of held tokens: a warning, or the end of the failure that ends the command (see settleTokens). */
-  let heldTokensSettled = (outcome: string): void => options.logger.warn(outcome);
+  const heldTokens = new HeldTokens({ file: tokens.file, fileKept: options.tokenFileKept !== false, signInAgain, clock, logger: options.logger });
   const tokenProvider = new OAuthTokenProvider({
     baseUrl,
     clientId: settings.clientId,
@@ -242,36 +215,17 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     clock,
     fetch: options.fetch,
     // Its own warnings (a refresh postponed, a lease lost while saving, the token endpoint's retries) reach the person
-    // running the bridge; none carries a token. Not those of what becomes of held tokens: said below, naming the file.
+    // running the bridge; none carries a token. Not those of what becomes of held tokens: HeldTokens says it, naming
+    // the file.
     logger: options.logger,
     quietEvents: HELD_TOKENS_EVENTS,
     onEvent: (event) => {
       if (event === "refreshed") metrics.add("TokenRefreshes", 1);
-      // The word a message about held tokens promised (see stoppedBeforeRefresh): at the next cycle or on the way out.
-      if (isHeldTokensEvent(event)) heldTokensSettled(HELD_TOKENS_OUTCOME[event](options.tokenFileKept === false ? undefined : tokens.file));
+      heldTokens.heard(event);
     },
     spending: (work) => spendingRefreshes.run(work),
   });
   const untrack = spendingRefreshes.track(tokenProvider, tokens.file);
-  const settleTokens = async (failure?: unknown): Promise<string | undefined> => {
-    // The bridge is done: a refresh a leftover call would start from now on could fail to save after this check.
-    tokenProvider.close();
-    let outcome: string | undefined;
-    if (failure !== undefined) heldTokensSettled = (said) => (outcome = said);
-    for (let tries = 1; !(await tokenProvider.saveHeldTokens()); tries += 1) {
-      if (tries === HELD_TOKEN_SAVE_TRIES) {
-        untrack();
-        throw new TokensLostError(tokens.file, {
-          ...(failure === undefined ? {} : { cause: failure }),
-          failure: tokenProvider.heldTokensFailure,
-          signInAgain,
-        });
-      }
-      await clock.sleep(HELD_TOKEN_SAVE_PAUSE_MS);
-    }
-    untrack();
-    return outcome;
-  };
   const client = new QashioClient({
     baseUrl,
     tokenProvider,
@@ -306,7 +260,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
     signInAgain,
     bind: () => bindToSettings(dir, bindingOf(settings, baseUrl), { newPiiSalt, snapshots: true }),
     supersedeConformPassOnce: onceSucceeded(() => supersedeConformPassOnModeChange(deps.transactions)),
-    settleTokens,
+    settleTokens: (failure) => heldTokens.settle(tokenProvider, untrack, failure),
   };
 }
 
