@@ -135,6 +135,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(h.secrets.current()).toMatchObject({ client_id: "sandbox-client", pii_salt: expect.any(String) });
+    expect(h.output.join("\n")).toContain("createSecret: refreshed the provider token and wrote it as AWSCURRENT");
     expect(await h.familyStillValid()).toBe(true);
   });
 
@@ -225,8 +226,12 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(h.secrets.stagesOf(token)).toEqual([]);
     expect(h.output.join("\n")).toContain(`createSecret: skipped, the secret has ${SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours`);
-    // A day on, those versions no longer count: the rotation refreshes.
-    h.sandbox.control.advanceClock(86_401);
+    // Nearly a day on, those versions still count: the rotation skips.
+    h.sandbox.control.advanceClock(86_399);
+    await rotate();
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    // A day on, they no longer count: the rotation refreshes.
+    h.sandbox.control.advanceClock(2);
     await rotate();
     expect(h.refreshTokensPresented).toHaveLength(presented + 2);
     expect(await h.familyStillValid()).toBe(true);
@@ -307,6 +312,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     slowWrite.release();
     await Promise.all([first, second]);
     expect(h.refreshTokensPresented).toHaveLength(1);
+    // Only the invocation that refreshed says so.
+    expect(h.output.filter((line) => line.includes("createSecret: refreshed the provider token"))).toHaveLength(1);
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
     for (const step of steps.slice(1)) await h.rotator()(eventFor(token, step));
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
