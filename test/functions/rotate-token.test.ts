@@ -407,7 +407,10 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("refreshes at testSecret an access token that expires before the validate call could end, instead of testing it as it expires", async () => {
+  it.each([
+    { left: "less than", leftMs: DEFAULT_TIMEOUT_MS / 2 },
+    { left: "just", leftMs: DEFAULT_TIMEOUT_MS },
+  ])("refreshes at testSecret an access token valid for $left the time a validate call may take, instead of testing it as it expires", async ({ leftMs }) => {
     const token = randomUUID();
     h.secrets.startRotation(token);
     const rotator = h.rotator();
@@ -415,8 +418,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
     const expiresAt = (await h.tokenStore().load())?.accessTokenExpiresAt;
     if (expiresAt === undefined) throw new Error("no access token expiry stored");
-    // Still valid now, but for less than the validate call may take.
-    h.sandbox.control.advanceClock((expiresAt - h.clock.now() - DEFAULT_TIMEOUT_MS / 2) / 1_000);
+    // Still valid now, but for no longer than the validate call may take.
+    h.sandbox.control.advanceClock((expiresAt - h.clock.now() - leftMs) / 1_000);
     const presented = h.refreshTokensPresented.length;
     await rotator(eventFor(token, "testSecret"));
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
@@ -454,6 +457,51 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     for (const step of steps.slice(1)) await rotator(eventFor(token, step));
     expect(h.refreshTokensPresented).toHaveLength(presented);
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
+  });
+
+  /** createSecret and setSecret of a new rotation, its access token's expiry then forgotten; the rotator, for testSecret. */
+  async function unknownExpiryAtTestSecret(): Promise<(Step: string) => Promise<void>> {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    await forgetAccessTokenExpiry();
+    return (step) => rotator(eventFor(token, step));
+  }
+
+  it("fails testSecret on a 403 to an access token of unknown expiry without refreshing: only a 401 is taken for its expiry", async () => {
+    const step = await unknownExpiryAtTestSecret();
+    const presented = h.refreshTokensPresented.length;
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 403, count: 1 });
+    const error = await step("testSecret").catch((e: unknown) => e);
+    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (403: API access disabled for the company)" });
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+  });
+
+  it("fails testSecret when the provider rejects the access token its 401 refresh brought as well, after that one refresh", async () => {
+    const step = await unknownExpiryAtTestSecret();
+    const presented = h.refreshTokensPresented.length;
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 401, count: 2 });
+    const error = await step("testSecret").catch((e: unknown) => e);
+    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (401: expired, revoked or invalid)" });
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+  });
+
+  it("does not refresh again on a 401 to the access token its refresh of an expired one brought, though that one's expiry is unknown", async () => {
+    const token = await failedRotationADayAgo();
+    // The provider's token answers carry an opaque access token and no expires_in: its expiry is unknown.
+    const fetch: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (!String(input).endsWith("/oauth2/token")) return response;
+      const { expires_in: _, ...rest } = (await response.json()) as Record<string, unknown>;
+      return new Response(JSON.stringify({ ...rest, access_token: `opaque-${randomUUID()}` }), { status: response.status, headers: { "content-type": "application/json" } });
+    };
+    const rotator = h.rotator({ fetch });
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    const presented = h.refreshTokensPresented.length;
+    const error = await rotator(eventFor(token, "testSecret")).catch((e: unknown) => e);
+    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (401: expired, revoked or invalid)" });
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
   });
 
   it("refreshes at a reattempted testSecret when createSecret's IncompleteTokenSetError left no access token, instead of failing every day", async () => {
