@@ -647,7 +647,10 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
 
     const nextRotation = randomUUID();
     h.secrets.startRotation(nextRotation);
+    const from = h.output.length;
     await expect(h.rotator()(eventFor(nextRotation, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    // Refused at the mark, the family is still revoked: the gauge stays up.
+    expect(emfValues(h.output, "TokenFamilyRevoked", from)).toEqual([1]);
     await expect(h.poller("transactions")()).rejects.toBeInstanceOf(ReauthorizationNeededError);
     expect(h.refreshTokensPresented).toHaveLength(presented);
 
