@@ -838,6 +838,24 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("renews the refresh lease as soon as a write starts late in it: the lease runs from when it was asked for", async () => {
+    const slowPut = h.secrets.holdNext("PutSecretValue");
+    // The token endpoint answers 14 s after the lease was asked for, past the third of it when a renewal is due.
+    const fetch: typeof h.fetch = async (input, init) => {
+      const response = await h.fetch(input, init);
+      if (String(input).endsWith("/oauth2/token")) h.sandbox.control.advanceClock(14);
+      return response;
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const creating = h.rotator({ fetch })(eventFor(token, "createSecret"));
+    await slowPut.reached;
+    expect(await eventually(leaseRenewedNow)).toBe(true);
+    slowPut.release();
+    await creating;
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
+  });
+
   it("writes the rotated token as a new AWSCURRENT version when writing the rotation's version fails, so the family survives", async () => {
     const before = h.secrets.current().refresh_token;
     h.secrets.failNext("PutSecretValue", awsError("InvalidRequestException"));
@@ -1065,11 +1083,11 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   });
 
   /**
-   * createSecret with `remainingMs` left while a poller holds the refresh lease for 15 s: time passes 1 s at a time once
+   * createSecret with `remainingMs` left while a poller holds the refresh lease for `heldMs`: time passes 1 s at a time once
    * the rotation met the lease held. What it settled with, and how many seconds passed.
    */
-  async function createSecretBehindPoller(remainingMs: number): Promise<{ error: unknown; waitedS: number }> {
-    const held = await contender().tryAcquire(REFRESH_LEASE, 15_000);
+  async function createSecretBehindPoller(remainingMs: number, heldMs = 15_000): Promise<{ error: unknown; waitedS: number }> {
+    const held = await contender().tryAcquire(REFRESH_LEASE, heldMs);
     expect(held).toBeDefined();
     const lease = countingLeaseTries();
     const token = randomUUID();
@@ -1114,6 +1132,15 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     expect(h.refreshTokensPresented).toEqual([]);
     expect(await refreshLease()).toBeUndefined();
     expect(await h.familyStillValid()).toBe(true);
+  });
+
+  it("with time to spare, waits for a refresh lease held elsewhere no longer than its lease wait, and spends nothing", async () => {
+    // The stack's 10 minutes left; the lease is held for 40 s, twice the 20 s wait.
+    const { error, waitedS } = await createSecretBehindPoller(600_000, 40_000);
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toBe("Token refresh lease still held after 20000 ms");
+    expect(waitedS).toBeLessThan(25);
+    expect(h.refreshTokensPresented).toEqual([]);
   });
 
   it("with MIN_ROTATION_TIMEOUT_MS left, waits out a poller's refresh lease and refreshes", async () => {
