@@ -2,7 +2,7 @@ import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
 import type { Logger } from "../../shared/bridge/ports.js";
-import { ProviderSecretClient, isSecretNotFound, parseSecret } from "../../shared/aws/provider-secret.js";
+import { ProviderSecretClient, isSecretNotFound, parseSecret, secretFingerprint } from "../../shared/aws/provider-secret.js";
 import { FakeClock } from "./support/clock.js";
 import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
 
@@ -70,6 +70,23 @@ describe("ProviderSecretClient", () => {
     expect(warnings).toEqual([{ operation: "PutSecretValue", attempt: 1, error: "ThrottlingException" }]);
   });
 
+  it("names no time left, not an unknown error, for a call its pacer does not start at all, and sends nothing", async () => {
+    const { client, secrets } = setup();
+    const pacer = { beforeCall: async () => false };
+    const error = await client.put({ ...SECRET, refresh_token: "rt-2" }, undefined, pacer).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretStoreError);
+    expect(error).toMatchObject({ operation: "PutSecretValue", attempts: 0, message: "PutSecretValue on the provider secret failed: NoTimeLeft" });
+    expect(secrets.calls.filter((c) => c.operation === "PutSecretValue")).toHaveLength(0);
+  });
+
+  it("counts the attempts in the message only when retries ran out: a throttled call then refused fails as refused", async () => {
+    const { client, secrets } = setup();
+    secrets.failNext("GetSecretValue", awsError("ThrottlingException", 400, true));
+    secrets.failNext("GetSecretValue", awsError("AccessDeniedException"));
+    const error = await client.getValue().catch((e: unknown) => e);
+    expect(error).toMatchObject({ operation: "GetSecretValue", attempts: 2, message: "GetSecretValue on the provider secret failed: AccessDeniedException" });
+  });
+
   it("keeps no cause when the SDK could not parse the answer: that error quotes and holds the body, the secret's JSON", async () => {
     const { client, secrets } = setup();
     const body = JSON.stringify(SECRET).slice(0, -3);
@@ -95,6 +112,15 @@ describe("ProviderSecretClient", () => {
     const error = await client.getValue().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SecretStoreError);
     expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: ENOTFOUND");
+  });
+});
+
+describe("secretFingerprint", () => {
+  it("tells members apart: the same values under other members make another fingerprint", () => {
+    const members = ["client_id", "client_secret"] as const;
+    const fingerprint = secretFingerprint({ client_id: "a", client_secret: "b" }, members);
+    expect(secretFingerprint({ client_id: "a", client_secret: "b" }, members)).toBe(fingerprint);
+    expect(secretFingerprint({ client_id: "b", client_secret: "a" }, members)).not.toBe(fingerprint);
   });
 });
 
@@ -143,6 +169,18 @@ describe("parseSecret", () => {
       expect((error as Error).message).toBe("The provider secret is not JSON");
       expect(String(((error as Error).cause as Error | undefined)?.message)).not.toContain("rt-super");
     }
+  });
+
+  it("refuses an empty refresh_token as SecretFormatError naming it: there is no token to present", () => {
+    const error = parseError(JSON.stringify({ ...SECRET, refresh_token: "" }));
+    expect(error).toBeInstanceOf(SecretFormatError);
+    expect(error).toMatchObject({ fields: ["refresh_token"] });
+  });
+
+  it("names the root, not an empty field, for JSON that is not an object", () => {
+    const error = parseError("[]");
+    expect(error).toBeInstanceOf(SecretFormatError);
+    expect(error).toMatchObject({ fields: ["(root)"], message: "The provider secret is missing or has invalid fields: (root)" });
   });
 
   it("refuses a value read without a version id, which no write or revocation could be bound to", () => {
