@@ -14,7 +14,8 @@ import { accessTokenItemKey, leaseItemKey, leaseNames } from "../../shared/aws/k
 import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/runtime.js";
 import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared/aws/config.js";
-import { awaitingOnboarding, type RotationEvent } from "../../shared/aws/rotation.js";
+import { awaitingOnboarding, rotateProviderSecret, skipRotation, type RotationDeps, type RotationEvent } from "../../shared/aws/rotation.js";
+import type { Logger } from "../../shared/bridge/ports.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
 import { bare401For, createHarness, emfValues, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
@@ -209,6 +210,17 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     }
     expect(h.refreshTokensPresented).toEqual([]);
     expect(h.secrets.versionCount).toBe(versions);
+  });
+
+  it("refuses an unknown Step in the exported step runners too, for a caller that bypasses the handler's check", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const event = eventFor(token, "rotate");
+    const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+    await expect(skipRotation(event, { secrets: h.secrets.client, logger }, "nothing to refresh")).rejects.toThrow("Unknown rotation step rotate");
+    // Refused before any other dependency is reached.
+    await expect(rotateProviderSecret(event, { secrets: h.secrets.client, logger } as unknown as RotationDeps)).rejects.toThrow("Unknown rotation step rotate");
+    expect(h.secrets.stagesOf(token)).toEqual(["AWSPENDING"]);
   });
 
   it("skips from SECRET_VERSIONS_EARLY_REFRESH_LIMIT versions of the last day on (the pollers refresh often), and rotates below", async () => {
