@@ -471,32 +471,22 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT"]);
   });
 
-  /** createSecret and setSecret of a new rotation, its access token's expiry then forgotten; the rotator, for testSecret. */
-  async function unknownExpiryAtTestSecret(): Promise<(Step: string) => Promise<void>> {
+  it.each([
+    // Only a 401 is taken for the token's expiry: a 403 is no cue to refresh.
+    { answers: "a 403", status: 403, count: 1, refreshes: 0, refreshed: "nothing", why: "403: API access disabled for the company" },
+    // The token the 401's refresh brought is validated too: a 401 to it fails the step.
+    { answers: "a 401 twice", status: 401, count: 2, refreshes: 1, refreshed: "once", why: "401: expired, revoked or invalid" },
+  ])("fails testSecret when the provider answers an access token of unknown expiry with $answers, refreshing $refreshed", async ({ status, count, refreshes, why }) => {
     const token = randomUUID();
     h.secrets.startRotation(token);
     const rotator = h.rotator();
     for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
     await forgetAccessTokenExpiry();
-    return (step) => rotator(eventFor(token, step));
-  }
-
-  it("fails testSecret on a 403 to an access token of unknown expiry without refreshing: only a 401 is taken for its expiry", async () => {
-    const step = await unknownExpiryAtTestSecret();
     const presented = h.refreshTokensPresented.length;
-    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 403, count: 1 });
-    const error = await step("testSecret").catch((e: unknown) => e);
-    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (403: API access disabled for the company)" });
-    expect(h.refreshTokensPresented).toHaveLength(presented);
-  });
-
-  it("fails testSecret when the provider rejects the access token its 401 refresh brought as well, after that one refresh", async () => {
-    const step = await unknownExpiryAtTestSecret();
-    const presented = h.refreshTokensPresented.length;
-    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 401, count: 2 });
-    const error = await step("testSecret").catch((e: unknown) => e);
-    expect(error).toMatchObject({ step: "testSecret", message: "The provider did not accept the new access token (401: expired, revoked or invalid)" });
-    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status, count });
+    const error = await rotator(eventFor(token, "testSecret")).catch((e: unknown) => e);
+    expect(error).toMatchObject({ step: "testSecret", message: `The provider did not accept the new access token (${why})` });
+    expect(h.refreshTokensPresented).toHaveLength(presented + refreshes);
   });
 
   it("does not refresh again on a 401 to the access token its refresh of an expired one brought, though that one's expiry is unknown", async () => {
