@@ -906,6 +906,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(IncompleteTokenSetError);
     const saved = h.secrets.current().refresh_token;
     expect(saved).not.toBe(before);
+    // The token was spent and its successor saved: a refresh, counted as one.
+    expect(emfValues(h.output, "TokenRefreshes")).toEqual([1]);
     expect(h.output.join("\n")).not.toContain(saved as string);
     expect((await h.poller("transactions")()).status).toBe("completed");
     expect(h.refreshTokensPresented).toEqual([before, saved]);
