@@ -3,7 +3,8 @@
  * runs the provider sandbox on 127.0.0.1 until SIGINT or SIGTERM (a second one, of either kind, ends it at once).
  */
 import { parseArgs } from "node:util";
-import { joinDashValues, keptByNpm, repeatedOption } from "../shared/cli/args.js";
+import { joinDashValues, repeatedOption } from "../shared/cli/args.js";
+import { keptByNpm } from "../shared/cli/npm-options.js";
 import { StopSignals, stopAtOnce } from "../shared/cli/stop-at-once.js";
 import { isEntry } from "../shared/entry.js";
 import { closeServer } from "./close-server.js";

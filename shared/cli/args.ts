@@ -1,19 +1,17 @@
 /**
- * Command-line argument parsing for `bridge.ts`: one option table per command, parsed
+ * Command-line argument parsing for `bridge.ts`: one option table per command (command-options.ts), parsed
  * with node:util `parseArgs` in strict mode so an unknown flag is an error, not ignored.
  */
-import { isAbsolute } from "node:path";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { parseArgs } from "node:util";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
 import { BUDGET_BACKLOG } from "./bench-report.js";
+import { COMMANDS, OPTIONS, timesGiven, type CommandName, type Options } from "./command-options.js";
+import type { Env } from "./config.js";
 import { durationRangeProblem, parseDuration } from "./duration.js";
 import { UsageError } from "./errors.js";
+import { assertNotKeptByNpm } from "./npm-options.js";
 import { nearest } from "../nearest.js";
 import { wordList } from "../word-list.js";
-
-/** Commands `bridge.ts` understands, in the order {@link USAGE} shows them (refusals list them in it too). */
-export const COMMANDS = ["run", "redrive", "conform-pii", "authorize", "demo", "bench", "version", "help"] as const;
-export type CommandName = (typeof COMMANDS)[number];
 
 /** Default poll interval of `run` without `--once`. */
 export const DEFAULT_INTERVAL_MS = 60_000;
@@ -254,137 +252,6 @@ class OptionProblems {
     const lines = this.errors.map((error) => `  - ${error.message.replace(`${this.command}: `, "")}`).join("\n");
     throw new UsageError(`${this.command}: ${this.errors.length} problems with the options:\n${lines}`);
   }
-}
-
-type Options = NonNullable<ParseArgsConfig["options"]>;
-
-/** The options of each command (help takes none). */
-const OPTIONS: Readonly<Record<Exclude<CommandName, "help">, Options>> = {
-  run: { once: { type: "boolean", default: false }, interval: { type: "string" }, "new-pii-salt": { type: "boolean", default: false } },
-  redrive: {},
-  version: {},
-  "conform-pii": { cursor: { type: "string" } },
-  authorize: {
-    port: { type: "string" },
-    scope: { type: "string" },
-    "secret-id": { type: "string" },
-    "no-open": { type: "boolean", default: false },
-    timeout: { type: "string" },
-  },
-  demo: { cycles: { type: "string" }, interval: { type: "string" }, seed: { type: "string" }, keep: { type: "boolean", default: false } },
-  bench: {
-    transactions: { type: "string" },
-    "latency-ms": { type: "string" },
-    json: { type: "boolean", default: false },
-    sink: { type: "string" },
-    check: { type: "boolean", default: false },
-    baseline: { type: "boolean", default: false },
-  },
-};
-
-/** Options npm has itself: given to `npm run` they are npm's, and one set in an npmrc is no mistake of this command line. */
-const NPM_OWN_OPTIONS = new Set(["json", "scope"]);
-
-/** The package's scripts that run this command line (package.json); under another one (npx, a wrapper) npm kept nothing of ours. */
-const OWN_SCRIPTS = new Set(["bridge", "start", "bench"]);
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-/** The options of command `name` when npm runs it under one of this package's scripts, else undefined. */
-function optionsUnderNpm(name: string | undefined, env: Env): Options | undefined {
-  const script = env["npm_lifecycle_event"];
-  if (name === undefined || script === undefined || !OWN_SCRIPTS.has(script) || !Object.hasOwn(OPTIONS, name)) return undefined;
-  return OPTIONS[name as keyof typeof OPTIONS];
-}
-
-/**
- * The directory the person ran the command in, which `.env` and relative paths of the settings are read against:
- * under one of this package's scripts npm runs it in the package's root, wherever it was called from (a subdirectory,
- * `npm --prefix <checkout>`), and keeps that directory in INIT_CWD; otherwise the process's own `cwd`.
- *
- * @example
- * invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "/srv/tenant-a" }, "/opt/qashio-bridge"); // "/srv/tenant-a"
- */
-export function invokedIn(env: Env, cwd: string): string {
-  const from = env["INIT_CWD"];
-  const script = env["npm_lifecycle_event"];
-  return script !== undefined && OWN_SCRIPTS.has(script) && from !== undefined && isAbsolute(from) ? from : cwd;
-}
-
-/** The npm config key an option lands under when npm keeps it (`--no-open` under `open`). */
-function npmKey(option: string): string {
-  return option.replace(/^no-/, "");
-}
-
-/** What npm holds for `option` in the environment of a script it runs (`npm_config_<key>`), if anything. */
-function npmValue(env: Env, option: string): string | undefined {
-  return env[`npm_config_${npmKey(option).replaceAll("-", "_")}`];
-}
-
-/** How many times `argv` gives option `name`, as `--name` or `--name=value`. */
-function timesGiven(argv: readonly string[], name: string): number {
-  return argv.filter((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)).length;
-}
-
-/**
- * Warnings for the options npm has itself (`--json`, `--scope`) when npm holds a value for one that this command line
- * lacks: given before `--` they went to npm, and the command runs without them (the human report, the default
- * scopes). Only a warning: the value may just as well come from an npmrc.
- *
- * @example
- * npmOwnOptionWarnings(["bench"], { npm_lifecycle_event: "bench", npm_config_json: "true" }); // ["npm holds a json setting ..."]
- */
-export function npmOwnOptionWarnings(argv: readonly string[], env: Env): string[] {
-  const [name, ...rest] = argv;
-  const options = optionsUnderNpm(name, env);
-  if (options === undefined) return [];
-  return [...NPM_OWN_OPTIONS]
-    .filter((option) => Object.hasOwn(options, option) && timesGiven(rest, option) === 0)
-    // npm's own default for json is "false", and scope's is empty.
-    .filter((option) => !["", "false", undefined].includes(npmValue(env, option)))
-    .map(
-      (option) =>
-        `npm holds a ${option} setting but this command line has no --${option}: if you gave one, npm kept it (put it after \`--\`); ` +
-        `otherwise it comes from an npmrc (\`npm config get ${option}\`)`,
-    );
-}
-
-/**
- * The refusal of a command line whose options npm kept for itself, or undefined when npm kept none of `options`:
- * `npm run bridge run --once` (no `--`) hands the bridge a bare `run`, which polls forever, and npm only warns. npm
- * leaves each option it kept in the environment as `npm_config_<name>` (`--no-open` as `npm_config_open`), which tells
- * such options apart; their values reach the command as stray arguments, left out of the suggested command line, which
- * starts with `commandLine` (`["npm run sandbox --"]`). The sandbox's command line uses it too.
- *
- * @example
- * keptByNpm({ port: { type: "string" } }, ["4010"], { npm_config_port: "true" }, ["npm run sandbox --"]);
- * // "npm kept --port for itself: ... as in `npm run sandbox -- --port <value>` ..."
- */
-export function keptByNpm(options: Options, argv: readonly string[], env: Env, commandLine: readonly string[]): string | undefined {
-  const kept = Object.entries(options)
-    .filter(([option]) => !NPM_OWN_OPTIONS.has(option) && npmValue(env, option) !== undefined)
-    .map(([option, { type }]) => (type === "string" ? `--${option} <value>` : `--${option}`));
-  if (kept.length === 0) return undefined;
-  // What was given after `--` stays, values included; what npm left behind (values of the options it kept) goes.
-  const { tokens = [] } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
-  const stray = new Set(tokens.filter((token) => token.kind === "positional").map((token) => token.index));
-  const given = argv.filter((_, index) => !stray.has(index));
-  const names = kept.map((option) => option.split(" ")[0] ?? option);
-  return (
-    `npm kept ${names.join(", ")} for itself: options after the script name go to npm unless they follow \`--\`, as in ` +
-    `\`${[...commandLine, ...given, ...kept].join(" ")}\` (given no such option, an npmrc sets it: see \`npm config get ${npmKey((names[0] ?? "").slice(2))}\`)`
-  );
-}
-
-/** Throws the refusal of {@link keptByNpm} for command `name` run under one of this package's scripts. */
-function assertNotKeptByNpm(name: string, argv: readonly string[], env: Env): void {
-  const options = optionsUnderNpm(name, env);
-  if (options === undefined) return;
-  // The `start` and `bench` scripts name their command themselves; `bridge` takes it from the command line.
-  const script = env["npm_lifecycle_event"];
-  const commandLine = script === "bridge" ? ["npm run bridge --", name] : [script === "start" ? "npm start --" : `npm run ${script} --`];
-  const refusal = keptByNpm(options, argv, env, commandLine);
-  if (refusal !== undefined) throw new UsageError(refusal);
 }
 
 type OptionValues = { readonly values: Readonly<Record<string, string | boolean | undefined>> };

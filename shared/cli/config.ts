@@ -23,7 +23,7 @@ import {
   statOf,
 } from "./path-checks.js";
 import { uncheckedProblem } from "./access-advice.js";
-import type { CommandName } from "./args.js";
+import type { CommandName } from "./command-options.js";
 import { durationRangeProblem, readDuration } from "./duration.js";
 import { AUTHORIZE_URL_ENV_VAR, BASE_URL_ENV_VARS, authorizeUrlProblem, baseUrlProblem, normalisedAddress, type QashioDeployment } from "../qashio/config.js";
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { COMMANDS, DEFAULT_INTERVAL_MS, USAGE, invokedIn, npmOwnOptionWarnings, parseCommand, usageOf } from "../../shared/cli/args.js";
+import { DEFAULT_INTERVAL_MS, USAGE, parseCommand, usageOf } from "../../shared/cli/args.js";
+import { COMMANDS } from "../../shared/cli/command-options.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
+import { invokedIn, npmOwnOptionWarnings } from "../../shared/cli/npm-options.js";
 
 describe("parseCommand", () => {
   it("reads redrive, which takes no options", () => {
