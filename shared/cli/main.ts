@@ -2,9 +2,10 @@
  * Entry of `bridge.ts`: parses the command line, runs the command, maps errors to exit codes.
  * Commands are imported lazily so `help` and argument errors answer at once.
  */
-import { DURATIONS_HELP, USAGE, parseCommand, refusingCommandOf, usageOf, type ParsedCommand } from "./args.js";
+import { parseCommand, refusingCommandOf, type ParsedCommand } from "./args.js";
 import { SETTINGS, type SettingDoc } from "./config.js";
 import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
+import { DURATIONS_HELP, USAGE, usageOf } from "./help.js";
 import { line, type CliIo } from "./io.js";
 import { invokedIn, npmOwnOptionWarnings } from "./npm-options.js";
 import { secondStopNotice } from "./stop-at-once.js";

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INTERVAL_MS, USAGE, parseCommand, usageOf } from "../../shared/cli/args.js";
+import { DEFAULT_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
 import { COMMANDS } from "../../shared/cli/command-options.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
+import { USAGE, usageOf } from "../../shared/cli/help.js";
 import { invokedIn, npmOwnOptionWarnings } from "../../shared/cli/npm-options.js";
 
 describe("parseCommand", () => {
