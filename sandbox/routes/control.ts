@@ -32,11 +32,17 @@ const AuthorizationCodeBody = z.object({
   scope: z.string().optional(),
 });
 
-const CreateTransactionsBody = z.object({
-  count: z.number().int().min(1).max(MAX_CREATED_PER_CALL).optional(),
-  transaction_category: z.enum(BUILDABLE_CATEGORIES).optional(),
-  parent_qashio_id: z.string().min(1).optional(),
-});
+/** Only money back names a parent purchase (§1 Refund matching): a child without a category is a refund. */
+const CreateTransactionsBody = z
+  .object({
+    count: z.number().int().min(1).max(MAX_CREATED_PER_CALL).optional(),
+    transaction_category: z.enum(BUILDABLE_CATEGORIES).optional(),
+    parent_qashio_id: z.string().min(1).optional(),
+  })
+  .refine((b) => b.parent_qashio_id === undefined || b.transaction_category === undefined || b.transaction_category === "refund" || b.transaction_category === "reversal", {
+    path: ["transaction_category"],
+    message: "a transaction naming parent_qashio_id is a refund or a reversal",
+  });
 
 const CardStatusBody = z.object({ status: z.string().min(1) });
 

@@ -109,10 +109,19 @@ describe("activity generation", () => {
     const reversal = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: fresh.qashio_id, transaction_category: "reversal" });
     expect(reversal.body.data[0].transaction_amount).toBe(fresh.transaction_amount);
     expect((await h.json(`${LIST}?parent_qashio_id=${fresh.qashio_id}`)).body.data.map((c: Row) => c.id)).toEqual([reversal.body.data[0].id]);
-    // A child asked for as another category is a refund: only money back names a parent purchase (§1 Refund matching).
+    // Only money back names a parent purchase (§1 Refund matching): a child asked for without a category is a refund,
+    // one asked for as another category is refused, naming the conflict, and nothing is made.
     const other = (await control(`/companies/${h.companyId}/transactions`, { transaction_category: "purchase" })).body.data[0] as Row;
-    const child = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: other.qashio_id, transaction_category: "purchase" })).body.data[0] as Row;
+    const child = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: other.qashio_id })).body.data[0] as Row;
     expect(child).toMatchObject({ transaction_category: "refund", transaction_type: "credit", parent_qashio_id: other.qashio_id });
+    const listedBefore = (await h.json(`${LIST}?page_size=1`)).body.pagination.total_records as number;
+    expect(listedBefore).toBeGreaterThan(0);
+    const conflicting = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: other.qashio_id, transaction_category: "purchase" });
+    expect(conflicting.status).toBe(400);
+    expect(ErrorEnvelopeSchema.parse(conflicting.body).errors).toEqual([
+      expect.objectContaining({ field: "transaction_category", message: expect.stringMatching(/parent_qashio_id.*refund or a reversal/) }),
+    ]);
+    expect((await h.json(`${LIST}?page_size=1`)).body.pagination.total_records).toBe(listedBefore);
     const children = (await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}`)).body.data as Row[];
     expect(children.map((c) => c.id)).toEqual(expect.arrayContaining([refund.id]));
     const bad = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: refund.qashio_id });
