@@ -336,14 +336,29 @@ export function createFileOnceSync(file: string, data: FileData, options: { mode
   return created;
 }
 
-/** Links `existing` as `file`: true when it did, false when `file` exists already (any other failure thrown). */
+/**
+ * Links `existing`, a file of this call's own, as `file`: true when it did, false when `file` exists already (any
+ * other failure thrown). A failed link whose `existing` gained a second name took effect all the same: on NFS a
+ * retransmitted call whose first reply was lost is answered EEXIST (or another error) with its own link in place, which
+ * read as another's would be left held by nobody (open(2) gives this check for lock files on NFS).
+ */
 function linkUnlessExists(existing: string, file: string): boolean {
   try {
     linkSync(existing, file);
     return true;
   } catch (err) {
+    if (linkCountOf(existing) > 1) return true;
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     return false;
+  }
+}
+
+/** How many names `file` has; 0 when it cannot be told. */
+function linkCountOf(file: string): number {
+  try {
+    return statSync(file).nlink;
+  } catch {
+    return 0;
   }
 }
 

@@ -17,6 +17,11 @@ const journal = vi.hoisted(() => ({
   opened: new Map<number, string>(),
   failUnlinkOf: undefined as RegExp | undefined,
   failLink: false,
+  /**
+   * errno code a link fails with after it took effect: a network mount whose reply was lost answers the client's
+   * retransmission of the same call with EEXIST, its own link found in place.
+   */
+  linkTookEffectThen: undefined as string | undefined,
   /** errno code the fsync of a directory fails with. */
   failDirFsync: undefined as string | undefined,
   /** Most bytes one writeSync call writes (a short write past it), as a pipe or a signal-interrupted write may. */
@@ -68,6 +73,7 @@ vi.mock("node:fs", async (importOriginal) => {
     journal.events.push(`link ${String(from)} -> ${String(to)}`);
     if (journal.failLink) throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(from)}'`), { code: "EPERM" });
     fs.linkSync(from, to);
+    if (journal.linkTookEffectThen !== undefined) throw fault(journal.linkTookEffectThen, "link");
   }) as typeof fs.linkSync;
   const unlinkSync = ((file: nodeFs.PathLike) => {
     // Temp files are left out: their removal is cleanup, not the effect a caller asked for.
@@ -90,6 +96,7 @@ beforeEach(async () => {
   journal.events.length = 0;
   journal.failUnlinkOf = undefined;
   journal.failLink = false;
+  journal.linkTookEffectThen = undefined;
   journal.failDirFsync = undefined;
   journal.maxWrite = Number.POSITIVE_INFINITY;
   journal.failFile = undefined;
@@ -355,6 +362,14 @@ describe("createFileOnce", () => {
     await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EIO" });
     expect(journal.events.some((event) => event.startsWith("link "))).toBe(false);
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it.each(["EEXIST", "EIO"])("reports its own link as created when the link took effect though it failed (%s, a retransmitted call on NFS)", async (code) => {
+    const file = path.join(dir, "lease");
+    journal.linkTookEffectThen = code;
+    expect(await createFileOnce(file, "mine", { mode: 0o600 })).toBe(true);
+    expect(await readFile(file, "utf8")).toBe("mine");
+    expect(await readdir(dir)).toEqual(["lease"]);
   });
 
   it("reports an existing file as not created, leaving it as it was and no temp file behind", async () => {
