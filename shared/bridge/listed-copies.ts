@@ -94,7 +94,7 @@ export class ListedCopies {
    * was quarantined before) is not: it is handled again, as a change, rather than dropped as a duplicate. An invalid
    * copy met again is. `key` is the entry's item key. Costs a hash only for ids met again.
    */
-  handledAsListed(handled: RecentIds, key: string, entry: PageEntry): boolean {
+  private handledAsListed(handled: RecentIds, key: string, entry: PageEntry): boolean {
     if (!handled.has(key)) return false;
     const versions = handled.versionsOf(key);
     if (versions.size === 0) return true;

@@ -12,7 +12,8 @@ import { ServedPageSize } from "./page-size.js";
 import { endsList, pageEntries, type PageEntry, type ProviderPage } from "./provider.js";
 import { mapSingleReads, refusedForReference, statusOf } from "./provider-errors.js";
 import type { CycleReport } from "./report.js";
-import { INVALID_VERSION, itemKey, transactionKey, TransactionRun } from "./transactions.js";
+import { INVALID_VERSION, itemKey } from "./listed-copies.js";
+import { transactionKey, TransactionRun } from "./transactions.js";
 import { lastModified } from "./versions.js";
 
 /** A re-drive's read not made, or not finished, before the deadline (see `RedriveRun.readByQashioId`). */

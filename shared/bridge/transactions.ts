@@ -21,9 +21,8 @@ import { NOTHING_ACKNOWLEDGED, TransactionAcknowledger, type AckRetry } from "./
 import { endsList, heldBy, listedTotal, listsMore, NOT_PAGING, otherPageAnswered, pageEntries, repeatsPage, type PageEntry, type ProviderPage, type PullStatus, type WalkedPage } from "./provider.js";
 import type { CycleOutcome, CycleReport } from "./report.js";
 
-// Where the engine's index and its importers take them from.
+// Where the engine's index and its importers take it from.
 export { transactionAliasKey } from "./parents.js";
-export { INVALID_VERSION, itemKey } from "./listed-copies.js";
 
 /**
  * Share of a cycle's budget the `not_synced` pass takes before the `outdated` list gets its turn; a pass stopped there
