@@ -1,6 +1,7 @@
 /**
- * The commands of `bridge.ts` and the options each takes, as node:util `parseArgs` reads them: one table for the
- * parsing (args.ts), the check of what npm kept (npm-options.ts) and the usage (help.ts).
+ * The commands of `bridge.ts` and the options each takes, as node:util `parseArgs` reads them, and how many times a
+ * command line gives one: one table for the parsing (args.ts), the check of what npm kept (npm-options.ts) and the
+ * usage (help.ts).
  */
 import type { ParseArgsConfig } from "node:util";
 
