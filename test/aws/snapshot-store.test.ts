@@ -4,11 +4,11 @@ import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand,
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import type { Logger, Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { DynamoBatchIncompleteError } from "../../shared/aws/errors.js";
 import { DynamoSnapshotStore, TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { pollTransactions } from "../../shared/bridge/index.js";
-import { makeRig } from "../bridge/fakes.js";
+import { makeRig, RecordingLogger } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 
@@ -26,7 +26,7 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
   });
   afterAll(async () => table.drop());
 
-  const store = (tenant = "acme") => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant });
+  const store = (tenant = "acme", logger?: Logger) => new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant, logger });
 
   it("reads back what it wrote, across more keys than one BatchGetItem takes", async () => {
     const snapshots = Array.from({ length: 230 }, (_, i) => snapshot(`transaction:tx_${i}`, { id: `tx_${i}`, amount: i }));
@@ -45,7 +45,12 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
         Item: { pk: `SNAP#acme#${key}`, sk: "SNAP", key, hash: "h", updatedAt: "2026-03-01T12:00:00.000Z", obj: "{}", sequence },
       }),
     );
-    await expect(store().getMany([key])).rejects.toMatchObject({ name: "CorruptItemError", message: `Snapshot item SNAP#acme#${key} cannot be decoded` });
+    await expect(store().getMany([key])).rejects.toMatchObject({
+      name: "CorruptItemError",
+      message: `Snapshot item SNAP#acme#${key} cannot be decoded`,
+      tableName: table.tableName,
+      key: `SNAP#acme#${key}`,
+    });
   });
 
   it("reads back a snapshot's sequence", async () => {
@@ -100,10 +105,21 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
   it("stores an object too large for an item even compressed hash-only, with a marker instead of the object", async () => {
     // Random text barely compresses: ~560 KB of base64 stays above 400 KB gzipped.
     const huge = snapshot("transaction:huge", { id: "huge", blob: randomBytes(420 * 1024).toString("base64") });
-    await store().putMany([huge, snapshot("transaction:small", { id: "small" })]);
+    const logger = new RecordingLogger();
+    await store("acme", logger).putMany([huge, snapshot("transaction:small", { id: "small" })]);
     const found = await store().getMany(["transaction:huge", "transaction:small"]);
     expect(found.get("transaction:huge")).toEqual({ ...huge, object: TRUNCATED_SNAPSHOT_OBJECT });
     expect(found.get("transaction:small")?.object).toEqual({ id: "small" });
+    // The item records the compressed size it could not hold, and the operator is warned of the one key cut.
+    const stored = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "SNAP#acme#transaction:huge", sk: "SNAP" } }));
+    expect(stored.Item?.truncatedFromBytes).toBeGreaterThan(400 * 1024);
+    expect(logger.lines).toEqual([
+      {
+        level: "warn",
+        message: "Snapshot too large for DynamoDB even compressed; stored hash-only",
+        attributes: { key: "transaction:huge", compressedBytes: stored.Item?.truncatedFromBytes },
+      },
+    ]);
   });
 
   it("stores an object above 2 KB gzip-compressed and one of 2 KB or less as JSON text", async () => {
