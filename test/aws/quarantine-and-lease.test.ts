@@ -19,8 +19,9 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
   const make = (tenant: string, clock = new FakeClock()) =>
     new DynamoQuarantine({ doc: table.doc, tableName: table.tableName, tenant, clock, retentionDays: 7 });
 
-  it("keeps one record per id, with a TTL of the retention period", async () => {
-    const clock = new FakeClock();
+  it("keeps one record per id, with a TTL of the retention period rounded up to the second", async () => {
+    // Part way through a second: DynamoDB must not sweep the record before the retention period is over.
+    const clock = new FakeClock(Date.parse("2026-03-01T12:00:00.250Z"));
     const quarantine = make("q1", clock);
     const record = { id: "r1", kind: "transaction" as const, entityId: "tx_1", reason: "invalid amount", raw: { amount: "x" }, at: "2026-03-01T12:00:00Z" };
     await quarantine.put(record);
@@ -28,6 +29,31 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(await quarantine.list()).toEqual([record]);
     const item = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "QUAR#q1", sk: "r1" } }));
     expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
+  });
+
+  it("finds a record put again with its own `at` a second later (as the PII conform rewrites its body) again, not new", async () => {
+    const clock = new FakeClock();
+    const quarantine = make("q-same-at", clock);
+    const record = { id: "r1", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
+    expect(await quarantine.put(record)).toBe(true);
+    clock.advance(1_000);
+    expect(await quarantine.put({ ...record, raw: { id: "c1", masked: true } })).toBe(false);
+  });
+
+  it("rejects with the put's own error when putting an expired record again fails for another reason than its condition", async () => {
+    const clock = new FakeClock();
+    const record = { id: "denied", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at: "2026-03-01T12:00:00Z" };
+    expect(await make("q-put-denied", clock).put(record)).toBe(true);
+    clock.advance(8 * 86_400_000);
+    const denied = Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } });
+    const doc = {
+      send: async (command: unknown) => {
+        if (command instanceof PutCommand) throw denied;
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-put-denied", clock, retentionDays: 7 });
+    await expect(quarantine.put({ ...record, at: "2026-03-09T12:00:00Z" })).rejects.toBe(denied);
   });
 
   it("stores a raw body of up to 4 KB of JSON as text and a larger one gzip-compressed, both read back whole", async () => {
