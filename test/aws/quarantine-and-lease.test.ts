@@ -213,6 +213,19 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect((await quarantine.list())[0]?.raw).toEqual(small);
   });
 
+  it("cuts a raw body of many-byte characters at 350 KB of UTF-8, not 350 K characters, so the record still fits one item", async () => {
+    // Random CJK text (3 bytes a character in UTF-8) barely compresses: 350 K characters of it stay above 400 KB gzipped.
+    const bytes = randomBytes(2 * 400_000);
+    const text = Array.from({ length: 400_000 }, (_, i) => String.fromCharCode(0x4e00 + (bytes.readUInt16LE(2 * i) % 0x5000))).join("");
+    const record = { id: "cjk", kind: "transaction" as const, reason: "publish: oversized", raw: { memo: text }, at: "2026-03-01T12:00:00Z" };
+    expect(await make("q-huge-cjk").put(record)).toBe(true);
+    const [held] = await make("q-huge-cjk").list();
+    const kept = held?.raw as { _truncated: { bytes: number }; head: string };
+    expect(kept._truncated).toEqual({ bytes: Buffer.byteLength(JSON.stringify(record.raw)) });
+    expect(Buffer.byteLength(kept.head)).toBeLessThanOrEqual(350 * 1024 + 2);
+    expect(text.startsWith(kept.head.slice(9, -1))).toBe(true);
+  });
+
   it("answers new for a record whose put the SDK sent again after losing DynamoDB's answer to its own write", async () => {
     const lossy = docLosingAnswersOf("UpdateItemCommand");
     const quarantine = new DynamoQuarantine({ doc: lossy.doc, tableName: table.tableName, tenant: "q-retried" });
