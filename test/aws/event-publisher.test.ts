@@ -267,6 +267,14 @@ describe("EventBridgePublisher", () => {
     expect(await run(500)).toEqual({ calls: 1, failed: Array.from({ length: 10 }, (_, i) => [`ev_${i + 10}`, true]) });
     expect(await run(499)).toEqual({ calls: 2, failed: [] });
   });
+
+  it("sends the batches that start the publish whatever the time, as the stores' first sends go: only those queued behind them are held to the deadline", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) }));
+    const clock = new FakeClock();
+    const result = await publisher(clock, 3, 2).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)), { deadline: clock.now() - 1 });
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(Array.from({ length: 10 }, (_, i) => [`ev_${i + 20}`, true]));
+  });
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
     // With `$metadata`, as the SDK always answers: without it the check would never run, a TypeError raising instead.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: { requestId: "req-1" } });
