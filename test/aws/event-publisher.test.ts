@@ -275,6 +275,15 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
     expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(Array.from({ length: 10 }, (_, i) => [`ev_${i + 20}`, true]));
   });
+  it("raises PublishError when a call with failed entries answers more entries than sent: which answer is whose cannot be told", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ EventId: "a" }, { ErrorCode: "InternalFailure" }, { EventId: "c" }], $metadata: {} });
+    await expect(publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")])).rejects.toMatchObject({
+      name: "PublishError",
+      message: "PutEvents answered a different number of entries than sent",
+    });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+  });
+
   it("raises PublishError when a call with failed entries answers fewer entries than sent, instead of taking the missing ones as delivered", async () => {
     // With `$metadata`, as the SDK always answers: without it the check would never run, a TypeError raising instead.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: { requestId: "req-1" } });
@@ -297,6 +306,11 @@ describe("EventBridgePublisher", () => {
   it("takes a call answering FailedEntryCount 0 as all delivered, whatever Entries it lists", async () => {
     // Raising would have the engine re-send events EventBridge says it took.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, $metadata: {} });
+    expect(await publisher().publish([event("ev_1"), event("ev_2")])).toEqual({ failed: [] });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+    // Blank entries too: only an answer with failures has its blank entries retried.
+    mock.reset();
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{}, {}], $metadata: {} });
     expect(await publisher().publish([event("ev_1"), event("ev_2")])).toEqual({ failed: [] });
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
   });
