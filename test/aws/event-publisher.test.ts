@@ -15,7 +15,7 @@ import { FakeClock } from "./support/clock.js";
 import { awsError } from "./support/fake-secrets-manager.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
-import { makeRig } from "../bridge/fakes.js";
+import { RecordingLogger, makeRig } from "../bridge/fakes.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { compileJsonSchema } from "../json-schema.js";
 
@@ -342,9 +342,13 @@ describe("EventBridgePublisher", () => {
       .rejectsOnce(awsError("ThrottlingException", 400, true))
       .resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }] });
     const clock = new FakeClock();
-    expect(await publisher(clock).publish([event("ev_1")])).toEqual({ failed: [] });
+    const logger = new RecordingLogger();
+    const retrying = new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock, logger });
+    expect(await retrying.publish([event("ev_1")])).toEqual({ failed: [] });
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(2);
     expect(clock.sleeps).toHaveLength(1);
+    // An operator sees the retry, and why.
+    expect(logger.lines).toEqual([{ level: "warn", message: "PutEvents call throttled or failed, retrying", attributes: { attempt: 1, error: "ThrottlingException" } }]);
   });
 
   it.each([
@@ -380,8 +384,10 @@ describe("EventBridgePublisher", () => {
   });
 
   it("raises PublishError at once on a permanent error such as a missing bus", async () => {
-    mock.on(PutEventsCommand).rejects(awsError("ResourceNotFoundException", 400));
-    await expect(publisher().publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError", attempts: 1 });
+    const refusal = awsError("ResourceNotFoundException", 400) as Error & { $metadata: { requestId: string } };
+    mock.on(PutEventsCommand).rejects(refusal);
+    // With the refused call's request id, for the operator to look it up.
+    await expect(publisher().publish([event("ev_1")])).rejects.toMatchObject({ name: "PublishError", attempts: 1, requestId: refusal.$metadata.requestId });
   });
 
   it("keeps the other batches' deliveries when one batch's first call is throttled past its retries, and starts no call after it", async () => {
@@ -652,7 +658,8 @@ describe("EventBridgePublisher", () => {
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }] });
     const lineItems = Array.from({ length: 3_000 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100) }));
     const big = event("ev_big", { id: "tx", line_items: lineItems, receipts: [{ id: "r1" }] });
-    expect(await publisher().publish([big])).toEqual({ failed: [] });
+    const logger = new RecordingLogger();
+    expect(await new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock: new FakeClock(), logger }).publish([big])).toEqual({ failed: [] });
     const [entry] = sentEntries()[0] ?? [];
     expect(entrySize(entry ?? {})).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
     const detail = JSON.parse(entry?.Detail ?? "{}") as { data: { object: { line_items: unknown[]; receipts: unknown[]; _truncated: unknown[] } } };
@@ -661,6 +668,14 @@ describe("EventBridgePublisher", () => {
     expect(detail.data.object.line_items).toEqual(lineItems.slice(0, kept));
     expect(detail.data.object.receipts).toEqual([{ id: "r1" }]);
     expect(detail.data.object._truncated).toEqual([{ path: "/data/object/line_items", total: 3_000, kept }]);
+    // Never silently: the operator is told which event was cut, from what size, and how.
+    expect(logger.lines).toEqual([
+      {
+        level: "warn",
+        message: "Event reduced to fit EventBridge's entry limit",
+        attributes: { eventId: "ev_big", type: "transaction.created", bytes: entrySize({ ...entry, Detail: JSON.stringify(big.detail) }), truncated: detail.data.object._truncated },
+      },
+    ]);
     // The longest prefix that fits: one more line item would not.
     const oneMore = { ...detail, data: { object: { ...detail.data.object, line_items: lineItems.slice(0, kept + 1), _truncated: [{ path: "/data/object/line_items", total: 3_000, kept: kept + 1 }] } } };
     expect(entrySize({ ...entry, Detail: JSON.stringify(oneMore) })).toBeGreaterThan(MAX_ENTRY_BYTES);
