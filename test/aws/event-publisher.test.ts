@@ -58,6 +58,7 @@ describe("entrySize", () => {
   it("counts Time as 14 bytes and Source, DetailType, Detail and Resources in UTF-8 bytes", () => {
     expect(entrySize({ Source: "ab", DetailType: "é", Detail: '{"x":"€"}', Time: new Date(), Resources: ["r1"] })).toBe(14 + 2 + 2 + 11 + 2);
     expect(entrySize({ Source: "ab", DetailType: "c" })).toBe(3);
+    expect(entrySize({ Source: "é", DetailType: "c" })).toBe(3);
   });
 });
 
@@ -891,13 +892,64 @@ describe("reduceDetail", () => {
   });
 
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
-    const tags = Array.from({ length: 5 }, (_, i) => `tag-${i}`);
+    // Long enough that emptying it saves more than its trim's record takes: cut first, it would be emptied.
+    const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`);
     const lineItems = Array.from({ length: 50 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(40) }));
     const detail = event("ev", { id: "tx", tags, line_items: lineItems }).detail;
     const reduced = reduceDetail(detail, toEntry, 1_500);
     expect(reduced?.data.object.tags).toEqual(tags);
     expect(truncationsOf(reduced ?? detail)).toEqual([{ path: "/data/object/line_items", total: 50, kept: expect.any(Number) }]);
     expect(entrySize(toEntry(reduced))).toBeLessThanOrEqual(1_500);
+  });
+
+  it("cuts the change list to the very byte, counting out the trims it drops with their changes", () => {
+    const segments = Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(40) }));
+    const changes = [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/segments", before: segments, after: "b".repeat(2_000) },
+    ];
+    const detail = event("ev", { id: "tx" }, changes).detail;
+    // The segments are emptied first (a trim recorded), then the change holding them goes, and the trim with it.
+    const listCut = { ...detail, data: { object: { id: "tx", _truncated: [{ path: "/data/changes", total: 2, kept: 1 }] }, changes: changes.slice(0, 1) } };
+    let measured = 0;
+    const counted = (d: unknown) => {
+      measured += 1;
+      return toEntry(d);
+    };
+    expect(reduceDetail(detail, counted, entrySize(toEntry(listCut)))).toEqual(listCut);
+    expect(measured).toBe(2);
+  });
+
+  it.each([
+    ["alone", {}, []],
+    // Emptied first, as no prefix of it fits beside the line items whole: its trim is sized into the line items' trials.
+    ["after a larger array emptied", { attachments: Array.from({ length: 10 }, (_, i) => `${i}`.repeat(300)) }, [{ path: "/data/object/attachments", total: 10, kept: 0 }]],
+  ])("keeps the longest prefix that fits to the very byte, sizing its trials without measuring them whole (%s)", (_, extra, earlier) => {
+    const items = Array.from({ length: 10 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(100) }));
+    const detail = event("ev", { id: "tx", ...extra, line_items: items }).detail;
+    const emptied = Object.fromEntries(Object.keys(extra).map((key) => [key, []]));
+    const keeping = (kept: number) => ({
+      ...detail,
+      data: {
+        object: { ...detail.data.object, ...emptied, line_items: items.slice(0, kept), _truncated: [...earlier, { path: "/data/object/line_items", total: 10, kept }] },
+      },
+    });
+    for (const kept of [1, 2, 5, 9]) {
+      const bytes = entrySize(toEntry(keeping(kept)));
+      for (const [limit, expected] of [
+        [bytes, kept],
+        [bytes - 1, kept - 1],
+      ] as const) {
+        let measured = 0;
+        const counted = (d: unknown) => {
+          measured += 1;
+          return toEntry(d);
+        };
+        expect(reduceDetail(detail, counted, limit), `limit ${limit}`).toEqual(keeping(expected));
+        // Once whole before, once as reduced: a trial sized a byte off would have them all measured again.
+        expect(measured, `limit ${limit}`).toBe(2);
+      }
+    }
   });
 
   it("records the path of a trimmed array as a JSON Pointer, escaping '~' and '/' in member names", () => {
