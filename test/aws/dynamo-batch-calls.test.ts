@@ -1,0 +1,39 @@
+import type { BatchWriteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { describe, expect, it } from "vitest";
+import { DynamoBatchCalls, type WriteRequest } from "../../shared/aws/batch.js";
+import { FakeClock } from "./support/clock.js";
+
+const put = (id: string): WriteRequest => ({ PutRequest: { Item: { pk: id } } });
+
+/** A document client answering each BatchWriteItem with the next of `unprocessed` (then none), recording what was sent. */
+function scriptedWrites(unprocessed: WriteRequest[][]) {
+  const sent: WriteRequest[][] = [];
+  const send = async (command: unknown) => {
+    const items = (command as BatchWriteCommand).input.RequestItems?.["t"] ?? [];
+    sent.push(items);
+    return { UnprocessedItems: { t: unprocessed.shift() ?? [] }, $metadata: {} };
+  };
+  return { doc: { send } as unknown as DynamoDBDocumentClient, sent };
+}
+
+describe("DynamoBatchCalls.write", () => {
+  it("sends a write's first call whatever the time, past its deadline too, unless it is a later batch", async () => {
+    const clock = new FakeClock();
+    const { doc, sent } = scriptedWrites([]);
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock });
+    await calls.write([put("a")], { deadline: clock.now() - 1 });
+    expect(sent).toEqual([[put("a")]]);
+    await expect(calls.write([put("b")], { deadline: clock.now() - 1, later: true })).rejects.toMatchObject({ name: "WriteDeadlineExceededError" });
+    expect(sent).toHaveLength(1);
+  });
+
+  it("waits a first backoff step before re-sending what a round that made progress left unprocessed, not half of one", async () => {
+    const clock = new FakeClock();
+    const { doc, sent } = scriptedWrites([[put("b")]]);
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock, backoff: { baseDelayMs: 100, random: () => 0.5 } });
+    await calls.write([put("a"), put("b")]);
+    expect(sent).toEqual([[put("a"), put("b")], [put("b")]]);
+    // backoffDelay(1): half the 100 ms base plus half of that again with random() at 0.5.
+    expect(clock.sleeps).toEqual([75]);
+  });
+});
