@@ -23,7 +23,10 @@ describe("DynamoBatchCalls.write", () => {
     const calls = new DynamoBatchCalls({ doc, tableName: "t", clock });
     await calls.write([put("a")], { deadline: clock.now() - 1 });
     expect(sent).toEqual([[put("a")]]);
-    await expect(calls.write([put("b")], { deadline: clock.now() - 1, later: true })).rejects.toMatchObject({ name: "WriteDeadlineExceededError" });
+    await expect(calls.write([put("b"), put("c")], { deadline: clock.now() - 1, later: true })).rejects.toMatchObject({
+      name: "WriteDeadlineExceededError",
+      message: "BatchWriteItem on t not sent again: its deadline passed with 2 entries not written",
+    });
     expect(sent).toHaveLength(1);
   });
 
@@ -35,5 +38,12 @@ describe("DynamoBatchCalls.write", () => {
     expect(sent).toEqual([[put("a"), put("b")], [put("b")]]);
     // backoffDelay(1): half the 100 ms base plus half of that again with random() at 0.5.
     expect(clock.sleeps).toEqual([75]);
+  });
+
+  it("gives up after as many rounds in a row without progress as attempts allowed, saying how many are left", async () => {
+    const { doc, sent } = scriptedWrites([[put("a")], [put("a")], [put("a")]]);
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock: new FakeClock(), backoff: { maxAttempts: 2, random: () => 0.5 } });
+    await expect(calls.write([put("a")])).rejects.toMatchObject({ message: "BatchWriteItem left 1 items unprocessed after 2 attempts in a row" });
+    expect(sent).toHaveLength(2);
   });
 });
