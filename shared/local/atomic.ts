@@ -8,7 +8,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
-import { readdir } from "node:fs/promises";
 import path from "node:path";
 
 /** A file's device and inode: which file a path names now (a file replaced or created again at it is another). */
@@ -52,21 +51,8 @@ export interface StaleTempSweepOptions {
  * file `of` accepts: leftovers of writes a crash cut short. They are never read, but they pile up, and one may hold
  * what its write held (a refresh token, a quarantined body). Aged by modification time against the system's time,
  * which stamped it. A missing directory, or a file that vanishes or cannot be removed, is left alone: the next sweep
- * tries again.
- */
-async function removeStaleTemps(dir: string, olderThanMs: number, of: (target: string) => boolean): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) removeIfStaleTemp(dir, name, olderThanMs, of);
-}
-
-/**
- * {@link removeStaleTemps} for a synchronous caller, once, at once: the events file's check, which sweeps the probes
- * of that file it could not remove (see shared/cli/path-checks.ts).
+ * tries again. Synchronous, as this module's other file calls: a store's first use ({@link staleTempSweep}) and the
+ * events file's check, which sweeps the probes of that file it could not remove (see shared/cli/path-checks.ts).
  */
 export function removeStaleTempsSync(dir: string, options: StaleTempSweepOptions = {}): void {
   const { olderThanMs = STALE_TEMP_MS, of = () => true } = options;
@@ -94,7 +80,7 @@ function removeIfStaleTemp(dir: string, name: string, olderThanMs: number, of: (
 }
 
 /**
- * A sweep of `dir`'s stale temp files (see removeStaleTemps) for a store to call before it first uses the directory:
+ * A sweep of `dir`'s stale temp files (see removeStaleTempsSync) for a store to call before it first uses the directory:
  * the first call sweeps, later ones return at once.
  *
  * @example
@@ -106,12 +92,11 @@ function removeIfStaleTemp(dir: string, name: string, olderThanMs: number, of: (
  * ```
  */
 export function staleTempSweep(dir: string, options: StaleTempSweepOptions = {}): () => Promise<void> {
-  const { olderThanMs = STALE_TEMP_MS, of = () => true } = options;
   let swept = false;
   return async () => {
     if (swept) return;
     swept = true;
-    await removeStaleTemps(dir, olderThanMs, of);
+    removeStaleTempsSync(dir, options);
   };
 }
 
