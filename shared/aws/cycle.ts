@@ -6,7 +6,6 @@
  */
 import {
   ReauthorizationNeededError,
-  causedByClientRefusal,
   causeMatching,
   conformSnapshots,
   emptyReport,
@@ -69,11 +68,12 @@ async function failFastWhenRevoked(runtime: TenantRuntime, kind: CycleKind): Pro
 }
 
 /**
- * Marks the family revoked (`error`: the engine's ReauthorizationNeededError), noting whether the client credentials
- * may be at fault; a failed write is logged (the next tick then finds out again at the provider).
+ * Marks the family revoked (`error`: the engine's ReauthorizationNeededError) for the version holding the refresh token
+ * it was refused for, noting whether the client credentials may be at fault; a failed write is logged (the next tick
+ * then finds out again at the provider).
  */
 async function rememberRevoked(runtime: TenantRuntime, kind: CycleKind, error: unknown): Promise<void> {
-  await recordRevokedFamily(runtime.tokens, causedByClientRefusal(error), runtime.transactions.logger, { kind });
+  await recordRevokedFamily(runtime.tokens, error, runtime.transactions.logger, { kind });
 }
 
 /**

@@ -338,8 +338,8 @@ async function refreshOnce(refreshToken: string, deadline: number, deps: Rotatio
     const reloaded = await deps.store.load();
     if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
-    const revoked = reauthorizationRequired("The provider rejected the refresh token during rotation", error);
-    await recordRevokedFamily(deps.store, revoked.clientMayBeRefused, deps.logger);
+    const revoked = reauthorizationRequired("The provider rejected the refresh token during rotation", error, refreshToken);
+    await recordRevokedFamily(deps.store, revoked, deps.logger);
     throw revoked;
   }
 }

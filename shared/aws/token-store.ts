@@ -1,6 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { causeMatching } from "../bridge/index.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
+import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
 import { SDK_CALL_MAX_MS } from "./config.js";
@@ -160,6 +162,8 @@ export class SecretsManagerTokenStore implements TokenStore {
   #lastLoadedVersionId?: string;
   /** Fingerprint of the secret's refresh token at that `load`: what a token held by the next save is bound to. */
   #lastLoadedSecretToken?: string;
+  /** Fingerprint of the refresh token that `load` handed out (the secret's, or one held in the table). */
+  #lastLoadedRefreshToken?: string;
   /** Loads started so far, and the number of the one the two fields above come from. */
   #loadsStarted = 0;
   #lastLoad = 0;
@@ -205,16 +209,17 @@ export class SecretsManagerTokenStore implements TokenStore {
     const secretToken = refreshTokenFingerprint(read.secret);
     const bound = item !== undefined && item.secretVersionId === read.versionId;
     const held = item?.heldRefreshToken !== undefined && holdsOver(item, secretToken, read.versionId) ? item.heldRefreshToken : undefined;
+    const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     // Not from a load answered after a later one (one without the refresh lease, answered after the load under it):
-    // the refresh spends the token of the later one, a token its save holds is bound to that one's version, and the
-    // gauge says what that one found.
+    // the refresh spends the token of the later one, a token its save holds is bound to that one's version, a revoked
+    // refusal is matched against the token that one handed out, and the gauge says what that one found.
     if (load > this.#lastLoad) {
       this.#lastLoad = load;
       this.#lastLoadedVersionId = read.versionId;
       this.#lastLoadedSecretToken = secretToken;
+      this.#lastLoadedRefreshToken = refreshTokenFingerprint({ refresh_token: tokens.refreshToken });
       this.#reportHeld(held !== undefined);
     }
-    const tokens: StoredTokens = { refreshToken: held ?? read.secret.refresh_token };
     if (!bound || item.accessToken === undefined) {
       return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
     }
@@ -334,17 +339,19 @@ export class SecretsManagerTokenStore implements TokenStore {
   }
 
   /**
-   * Records that the token family is revoked for the secret version last returned by `load` (the token provider and
-   * the rotation re-load the store before declaring the family lost, so that is the version holding the rejected
-   * refresh token). Before any `load`, the version this store last read from Secrets Manager stands in; nothing is
-   * recorded when it read none at all. `refusal.clientMayBeRefused` records that the client credentials may be at
-   * fault instead (see {@link RevokedFamily}), for the fail-fast of later invocations to say so.
+   * Records that the token family is revoked for the secret version whose refresh token the provider refused
+   * (`refusal.refusedRefreshToken`): the one the last `load` handed it out from (the token provider and the rotation
+   * re-load the store before declaring the family lost); before any load, the one this store last read or wrote, if it
+   * holds it. Nothing is recorded when the last load handed out another token: the secret moved on to one never
+   * presented (a re-authorization, or a token pasted, landing while the refresh ran), which a mark must not condemn,
+   * and a mark for the refused token's older version would only be removed as stale. `refusal.clientMayBeRefused` records that the client credentials may be at fault instead
+   * (see {@link RevokedFamily}), for the fail-fast of later invocations to say so.
    *
    * @example
-   * if (error instanceof ReauthorizationRequiredError) await store.markRevoked({ clientMayBeRefused: error.clientMayBeRefused });
+   * if (error instanceof ReauthorizationRequiredError) await store.markRevoked({ refusedRefreshToken, clientMayBeRefused: error.clientMayBeRefused });
    */
-  async markRevoked(refusal: { readonly clientMayBeRefused?: boolean } = {}): Promise<void> {
-    const versionId = this.#lastLoadedVersionId ?? this.#cache?.read.versionId;
+  async markRevoked(refusal: { readonly refusedRefreshToken: string; readonly clientMayBeRefused?: boolean }): Promise<void> {
+    const versionId = this.#versionHolding(refusal.refusedRefreshToken);
     if (versionId === undefined) return;
     const { doc, tableName, tenant } = this.#options;
     const item: RevokedFamilyItem = {
@@ -354,6 +361,19 @@ export class SecretsManagerTokenStore implements TokenStore {
       clientMayBeRefused: refusal.clientMayBeRefused === true,
     };
     await doc.send(new PutCommand({ TableName: tableName, Item: item as unknown as Record<string, unknown> }));
+  }
+
+  /**
+   * The secret version the last `load` handed `refreshToken` out from; before any load, the one this store last read or
+   * wrote, if it holds that token. Else undefined: a version whose own token a held one replaces is not the refused
+   * token's, and neither is one a load read since.
+   */
+  #versionHolding(refreshToken: string): string | undefined {
+    if (this.#lastLoadedRefreshToken !== undefined) {
+      return this.#lastLoadedRefreshToken === refreshTokenFingerprint({ refresh_token: refreshToken }) ? this.#lastLoadedVersionId : undefined;
+    }
+    const cached = this.#cache?.read;
+    return cached?.secret.refresh_token === refreshToken ? cached.versionId : undefined;
   }
 
   /**
@@ -506,18 +526,23 @@ export class SecretsManagerTokenStore implements TokenStore {
 
 /**
  * Marks the token family revoked (see {@link SecretsManagerTokenStore.markRevoked}) for the pollers and the rotation
- * alike; a failed write is logged by the error's name with `fields` (the poller's cycle kind), never thrown: the
- * caller's own re-authorize error must reach it, and the next invocation finds out again at the provider. Counting
- * `TokenFamilyRevoked` stays with each caller: for the pollers the engine counts it as it fails the cycle.
+ * alike, by the refusal `error` is or was caused by (the client's ReauthorizationRequiredError: the refresh token
+ * refused, whether the client may be at fault); one naming no refused token marks nothing. A failed write is logged
+ * by the error's name with `fields` (the poller's cycle kind), never thrown: the caller's own re-authorize error must
+ * reach it, and the next invocation finds out again at the provider. Counting `TokenFamilyRevoked` stays with each
+ * caller: for the pollers the engine counts it as it fails the cycle.
  */
 export async function recordRevokedFamily(
   store: Pick<SecretsManagerTokenStore, "markRevoked">,
-  clientMayBeRefused: boolean,
+  error: unknown,
   logger: Logger,
   fields: Readonly<Record<string, unknown>> = {},
 ): Promise<void> {
+  const refusal = causeMatching(error, (e): e is ReauthorizationRequiredError => e instanceof ReauthorizationRequiredError);
+  const refusedRefreshToken = refusal?.refusedRefreshToken();
+  if (refusedRefreshToken === undefined) return;
   await store
-    .markRevoked({ clientMayBeRefused })
+    .markRevoked({ refusedRefreshToken, clientMayBeRefused: refusal?.clientMayBeRefused === true })
     .catch((error: unknown) => logger.warn("Could not record the revoked token family", { ...fields, error: (error as Error).name }));
 }
 

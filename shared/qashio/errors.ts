@@ -3,7 +3,8 @@
  *
  * Every error carries what a caller needs to act (status, the envelope's `errors[]`, the request id,
  * the method and the path without its query string) and never a secret: no token, no client secret,
- * no query string, no raw response body. The provider's free text is never in `message` (it may quote personal data);
+ * no query string, no raw response body. The one refresh token a token error is about (the rotated one to save, the
+ * refused one to mark) sits in a private field, read by a method only: no serialiser or logger reaches it. The provider's free text is never in `message` (it may quote personal data);
  * see {@link ProviderText}.
  */
 
@@ -235,10 +236,20 @@ export class ReauthorizationRequiredError extends QashioError {
    * refusal may be of the client id or secret, the family intact (re-authorizing with wrong credentials fails as well).
    */
   readonly clientMayBeRefused: boolean;
+  readonly #refusedRefreshToken?: string;
 
-  constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions) {
+  constructor(message: string, context: QashioErrorContext = {}, options?: ErrorOptions & { readonly refusedRefreshToken?: string }) {
     super(message, context, options);
     this.clientMayBeRefused = clientMayBeRefused(context);
+    this.#refusedRefreshToken = options?.refusedRefreshToken;
+  }
+
+  /**
+   * The refresh token the token endpoint refused, when the error came from a refusal: a revoked mark names what holds
+   * this one, never a token stored since (a re-authorization landing while the refresh ran).
+   */
+  refusedRefreshToken(): string | undefined {
+    return this.#refusedRefreshToken;
   }
 }
 

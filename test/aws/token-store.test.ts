@@ -102,7 +102,7 @@ describe("SecretsManagerTokenStore", () => {
     const { store, make } = setup();
     expect(await store.revokedVersion()).toBeUndefined();
     await store.load();
-    await store.markRevoked();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
     const revoked = await make().revokedVersion();
     expect(revoked).toBeDefined();
     await make().saveVersion({ refreshToken: "rt-new-family" }, { clientRequestToken: "reonboard-1", stages: ["AWSCURRENT"] });
@@ -113,25 +113,27 @@ describe("SecretsManagerTokenStore", () => {
   it("records whether the client may be at fault with the revoked family, and reads a marker written without it as not", async () => {
     const { store, make, tenant } = setup();
     await store.load();
-    await store.markRevoked({ clientMayBeRefused: true });
+    await store.markRevoked({ refusedRefreshToken: "rt-1", clientMayBeRefused: true });
     const versionId = await make().revokedVersion();
     expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: true });
     // A marker as versions before the attribute wrote it.
     const legacy = { ...revokedFamilyItemKey(tenant), secretVersionId: versionId, at: "2026-01-01T00:00:00.000Z" };
     await table.doc.send(new PutCommand({ TableName: table.tableName, Item: legacy }));
     expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: false });
-    await store.markRevoked();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
     expect(await make().revokedFamily()).toEqual({ secretVersionId: versionId, clientMayBeRefused: false });
   });
 
-  it("marks the version it last read when nothing was loaded, and records nothing when it read no version at all", async () => {
+  it("marks the version it last read when nothing was loaded, if that holds the refused token, and records nothing when it read none", async () => {
     const { make } = setup();
     const unread = make();
-    await unread.markRevoked();
+    await unread.markRevoked({ refusedRefreshToken: "rt-1" });
     expect(await make().revokedVersion()).toBeUndefined();
     const reader = make();
     const { versionId } = await reader.readSecret();
-    await reader.markRevoked();
+    await reader.markRevoked({ refusedRefreshToken: "rt-from-elsewhere" });
+    expect(await make().revokedVersion()).toBeUndefined();
+    await reader.markRevoked({ refusedRefreshToken: "rt-1" });
     expect(await make().revokedVersion()).toBe(versionId);
   });
 
@@ -140,9 +142,39 @@ describe("SecretsManagerTokenStore", () => {
     await store.load();
     await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
     const newer = (await store.readSecret()).versionId;
-    await store.markRevoked();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
     expect(await make().revokedVersion()).toBeUndefined();
     expect((await make().readSecret()).versionId).toBe(newer);
+  });
+
+  it("marks the version whose load handed out the refused refresh token, not a re-authorized one a later load read", async () => {
+    const { store, make, secrets } = setup();
+    const { versionId: refusedIn } = await store.readSecret();
+    await store.load();
+    // `authorize --secret-id` lands while the refresh of rt-1 is in flight; a call made meanwhile loads its version.
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    expect((await store.load())?.refreshToken).toBe("rt-new-family");
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    expect(await make().revokedVersion()).toBeUndefined();
+    // Refused in turn, the new family's token is marked for its own version.
+    const { versionId: reauthorized } = await make().readSecret();
+    expect(reauthorized).not.toBe(refusedIn);
+    await store.markRevoked({ refusedRefreshToken: "rt-new-family" });
+    expect(await make().revokedVersion()).toBe(reauthorized);
+  });
+
+  it("marks a refused held refresh token for the secret version it was loaded over", async () => {
+    const { store, make, secrets } = setup();
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-held", accessToken: "at-2" });
+    const { versionId } = await make().readSecret();
+    expect((await store.load())?.refreshToken).toBe("rt-held");
+    // The secret's own (spent) token was not the one presented: nothing is marked for it.
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    expect(await make().revokedVersion()).toBeUndefined();
+    await store.markRevoked({ refusedRefreshToken: "rt-held" });
+    expect(await make().revokedVersion()).toBe(versionId);
   });
 
   it("removes only a stale revoked marker: one another container writes for the new version meanwhile stays", async () => {
@@ -151,7 +183,7 @@ describe("SecretsManagerTokenStore", () => {
       new SecretsManagerTokenStore({ secrets: secrets.client, secretId: secrets.secretId, doc, tableName: table.tableName, tenant: "tenant-marker-race" });
     const first = storeWith(table.doc);
     await first.load();
-    await first.markRevoked();
+    await first.markRevoked({ refusedRefreshToken: "rt-1" });
     // Re-onboarding writes a new version; another container finds that family rejected too and marks it, between this
     // container's read of the old marker and its delete of it.
     await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
@@ -160,7 +192,7 @@ describe("SecretsManagerTokenStore", () => {
     const newVersion = (await other.readSecret()).versionId;
     const racing = {
       send: async (command: unknown) => {
-        if (command instanceof DeleteCommand) await other.markRevoked();
+        if (command instanceof DeleteCommand) await other.markRevoked({ refusedRefreshToken: "rt-new-family" });
         return table.doc.send(command as never);
       },
     } as unknown as DynamoDBDocumentClient;

@@ -568,6 +568,33 @@ describe("poll-transactions handler", () => {
     expect(revoked(from)).toEqual([0]);
   });
 
+  it("marks no version a re-authorization wrote while the adopted refresh token was refused: the next tick runs on it", async () => {
+    await h.poller("transactions")();
+    await revokeFamily(h);
+    const stale = h.secrets.current().refresh_token as string;
+    const code = h.sandbox.control.issueAuthorizationCode({ companyId: h.companyId, redirectUri: REDIRECT_URI });
+    const reonboarded = await exchangeCode(
+      { baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch },
+      { code, redirectUri: REDIRECT_URI },
+    );
+    // A pasted (spent) token lands while the first refresh is in flight, then the operator's `authorize --secret-id`
+    // while the refresh of the adopted pasted token is.
+    const written = [`${stale}-pasted`, reonboarded.refresh_token];
+    let writes = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      if (writes < written.length && String(input).endsWith("/oauth2/token")) {
+        const SecretString = JSON.stringify({ ...h.secrets.current(), refresh_token: written[writes++] });
+        await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString }));
+      }
+      return response;
+    };
+    await expect(h.poller("transactions", { fetch })()).rejects.toBeInstanceOf(ReauthorizationNeededError);
+    expect(writes).toBe(2);
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(h.refreshTokensPresented.at(-1)).toBe(reonboarded.refresh_token);
+  });
+
   it("still stops with the re-authorize error when recording the revocation fails, logging both by name and message only", async () => {
     await h.poller("transactions")();
     await revokeFamily(h);

@@ -784,6 +784,30 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.refreshTokensPresented.slice(presented)).toEqual([stale, `${stale}-pasted-1`]);
   });
 
+  it("marks no version a re-authorization wrote while the adopted token was refused: its token was never presented, and the next poll uses it", async () => {
+    await revokeFamily();
+    const stale = h.secrets.current().refresh_token as string;
+    const reonboarded = await newFamily();
+    // A pasted (spent) token lands while the first refresh is in flight, then the operator's `authorize --secret-id`
+    // while the refresh of the adopted pasted token is.
+    const written = [`${stale}-pasted`, reonboarded.refresh_token];
+    let writes = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      if (writes < written.length && String(input).endsWith("/oauth2/token")) {
+        await putSecret({ ...h.secrets.current(), refresh_token: written[writes++] });
+      }
+      return response;
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    await expect(h.rotator({ fetch })(eventFor(token, "createSecret"))).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    expect(writes).toBe(2);
+    expect(await h.tokenStore().revokedVersion()).toBeUndefined();
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("gives up a refresh the provider asks to delay past half the lease, without presenting the token again", async () => {
     const before = h.secrets.current().refresh_token;
     // Retry-After 20 s: a retry would come after the 15 s the 30 s lease leaves for the refresh call.

@@ -585,9 +585,14 @@ describe("OAuthTokenProvider", () => {
     });
     const events: TokenEvent[] = [];
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, onEvent: (e) => events.push(e) });
-    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
     expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-elsewhere-1"]);
     expect(events).toEqual(["rotated_elsewhere", "reauthorization_required"]);
+    // It names the token refused last, not the one stored since (never presented): a revoked mark goes by it.
+    expect((error as ReauthorizationRequiredError).refusedRefreshToken()).toBe("rt-elsewhere-1");
+    expect((await store.load())?.refreshToken).toBe("rt-elsewhere-2");
+    expect(JSON.stringify(error)).not.toContain("rt-elsewhere");
   });
 
   it("reports each successful refresh as refreshed", async () => {

@@ -5,23 +5,23 @@
 import { BadRequestError, QashioError, ReauthorizationRequiredError, UnauthorizedError, clientMayBeRefused } from "../errors.js";
 
 /**
- * The {@link ReauthorizationRequiredError} for a refresh the token endpoint refused (`error`, a rejected grant): `what`
- * happened, and what to do. A 401 naming no `invalid_grant` may be a refusal of the client credentials instead (spec
- * §4.2 answers both with 401), so its message says to check them first.
+ * The {@link ReauthorizationRequiredError} for a refresh of `refreshToken` the token endpoint refused (`error`, a
+ * rejected grant): `what` happened, and what to do. A 401 naming no `invalid_grant` may be a refusal of the client
+ * credentials instead (spec §4.2 answers both with 401), so its message says to check them first.
  *
  * @example
  * ```ts
- * throw reauthorizationRequired("the provider rejected the refresh token during rotation", error);
+ * throw reauthorizationRequired("the provider rejected the refresh token during rotation", error, refreshToken);
  * ```
  */
-export function reauthorizationRequired(what: string, error: QashioError): ReauthorizationRequiredError {
+export function reauthorizationRequired(what: string, error: QashioError, refreshToken: string): ReauthorizationRequiredError {
   const context = { status: error.status, requestId: error.requestId, method: error.method, path: error.path, errors: error.errors };
   const message = clientMayBeRefused(error)
     ? `${what} or the client credentials: it answered 401 without an OAuth error code, which spec §4.2 gives a reused, ` +
       "revoked or expired refresh token and wrong client credentials alike; check client_id and client_secret first " +
       "(authorizing again with wrong ones fails too), else re-authorize the integration"
     : `${what} (reused, revoked or expired): re-authorize the integration`;
-  return new ReauthorizationRequiredError(message, context, { cause: error });
+  return new ReauthorizationRequiredError(message, context, { cause: error, refusedRefreshToken: refreshToken });
 }
 
 /**

@@ -563,7 +563,7 @@ export class OAuthTokenProvider implements TokenProvider {
         return this.isFresh(reloaded, rejected) ? reloaded : this.rotate(reloaded, rejected, false, lease);
       }
       this.options.onEvent?.("reauthorization_required");
-      throw reauthorizationRequired("the provider rejected the refresh token", error);
+      throw reauthorizationRequired("the provider rejected the refresh token", error, refreshToken);
     }
     this.options.onEvent?.("refreshed");
     return tokens;
