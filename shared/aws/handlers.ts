@@ -26,6 +26,7 @@ import { cardModeOf, checkPollTarget, conformCursorOf, pollActionOf, type PollAc
 import { ProviderSecretClient } from "./provider-secret.js";
 import { ROTATION_STEPS, rotateProviderSecret, skipRotation, skipsRotation, type RotationEvent } from "./rotation.js";
 import { RuntimeCache, defaultAwsClients, rotationDeps, type AwsClients, type TenantRuntime } from "./runtime.js";
+import { dropUnparsedAnswers } from "./unparsed-answers.js";
 
 /** What the handlers are built from; everything defaults to the Lambda environment. */
 export interface HandlerOptions {
@@ -166,13 +167,14 @@ class Container {
     return this.options.processUptimeMs?.() ?? process.uptime() * 1000;
   }
 
-  /** The SDK clients (once per container, traced). */
+  /** The SDK clients (once per container, traced, an answer they cannot parse quoted nowhere). */
   clients(): AwsClients {
     if (this.#clients === undefined) {
       const clients = (this.options.clients ?? defaultAwsClients)();
       for (const client of Object.values(clients)) {
         this.tracer.captureAWSv3Client(client);
         nameFailedCalls(client);
+        dropUnparsedAnswers(client);
       }
       this.#clients = clients;
     }

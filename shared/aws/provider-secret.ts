@@ -19,6 +19,7 @@ import { isJsonObject } from "../json-object.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
+import { isUnparsedAnswer } from "./unparsed-answers.js";
 
 /**
  * Whole PutSecretValue calls made while the SDK's attempts end in timeouts (reads get one). A write after a token
@@ -112,11 +113,6 @@ function errorLabel(error: unknown): string {
   const { name, code } = (typeof error === "object" && error !== null ? error : {}) as { name?: unknown; code?: unknown };
   if (typeof code === "string" && code !== "" && (name === undefined || name === "Error")) return code;
   return typeof name === "string" ? name : "unknown error";
-}
-
-/** Whether the SDK failed on the answer's body itself (not JSON): such an error carries the body's text. */
-function isUnparsedAnswer(error: unknown): boolean {
-  return error instanceof SyntaxError || (typeof error === "object" && error !== null && "$responseBodyText" in error);
 }
 
 /**
@@ -284,8 +280,8 @@ export class ProviderSecretClient {
         this.secretId,
         operation,
         attempts,
-        // Not an answer the SDK could not parse: its error quotes the body (the secret's JSON) in its message and keeps
-        // all of it ($responseBodyText), as parseSecret's own failures never do.
+        // Not an answer the SDK could not parse: from a client dropUnparsedAnswers did not set up, its error quotes the
+        // body (the secret's JSON) in its message and keeps all of it ($responseBodyText), as parseSecret's own failures never do.
         isUnparsedAnswer(error) ? undefined : { cause: error },
       );
     }

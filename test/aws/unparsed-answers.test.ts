@@ -1,0 +1,60 @@
+import { Readable } from "node:stream";
+import { inspect } from "node:util";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { describe, expect, it } from "vitest";
+import { UNPARSED_ANSWER_MESSAGE, dropUnparsedAnswers } from "../../shared/aws/unparsed-answers.js";
+
+/** A DynamoDB client whose every call is answered `status` with `body`, counting the requests it sends. */
+function answering(status: number, body: string, headers: Record<string, string> = {}) {
+  const sent = { count: 0 };
+  const client = new DynamoDBClient({
+    region: "eu-west-1",
+    credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    maxAttempts: 3,
+    requestHandler: {
+      handle: async () => {
+        sent.count += 1;
+        return { response: { statusCode: status, headers: { "content-type": "application/x-amz-json-1.0", ...headers }, body: Readable.from([Buffer.from(body)]) } };
+      },
+    },
+  });
+  return { client, sent };
+}
+
+const get = new GetItemCommand({ TableName: "t", Key: { pk: { S: "TOKEN#acme" }, sk: { S: "ACCESS" } } });
+/** A token the parser quotes: its fault sits where a value begins, right before it. */
+const TOKEN = "rt-0123456789abcdefQUOTED";
+const GARBLED = `{"Item":{"heldRefreshToken":{"S":${TOKEN}"}}}`;
+
+describe("dropUnparsedAnswers", () => {
+  it("fails a call on an answer it cannot parse with an error quoting and holding nothing of the body", async () => {
+    const plain = answering(200, GARBLED);
+    // Without it, the SDK's error quotes the token (the reason for this module).
+    expect(((await plain.client.send(get).catch((e: unknown) => e)) as Error).message).toContain(TOKEN.slice(0, 10));
+    const { client } = answering(200, GARBLED, { "x-amzn-requestid": "req-1" });
+    dropUnparsedAnswers(client);
+    const error = (await client.send(get).catch((e: unknown) => e)) as SyntaxError & { $metadata?: { httpStatusCode?: number; requestId?: string } };
+    expect(error).toBeInstanceOf(SyntaxError);
+    expect(error.message).toBe(UNPARSED_ANSWER_MESSAGE);
+    expect(error.$metadata).toMatchObject({ httpStatusCode: 200, requestId: "req-1" });
+    expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain(TOKEN.slice(3, 11));
+  });
+
+  it("leaves the SDK's retries as they were: a 5xx answered in HTML is tried again, its status kept", async () => {
+    const { client, sent } = answering(503, "<html>Service Unavailable</html>");
+    dropUnparsedAnswers(client);
+    const error = (await client.send(get).catch((e: unknown) => e)) as SyntaxError & { $metadata?: { httpStatusCode?: number } };
+    expect(error.message).toBe(UNPARSED_ANSWER_MESSAGE);
+    expect(error.$metadata?.httpStatusCode).toBe(503);
+    expect(sent.count).toBe(3);
+  });
+
+  it("passes any other failure on as it is, and a client set up twice works as once", async () => {
+    const { client } = answering(400, JSON.stringify({ __type: "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", message: "Requested resource not found" }));
+    dropUnparsedAnswers(client);
+    dropUnparsedAnswers(client);
+    const error = (await client.send(get).catch((e: unknown) => e)) as Error;
+    expect(error.name).toBe("ResourceNotFoundException");
+    expect(error.message).toBe("Requested resource not found");
+  });
+});
