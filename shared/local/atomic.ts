@@ -139,17 +139,22 @@ export function makeDirDurable(dir: string): void {
 /**
  * Fsyncs a directory so a rename in it is durable. Where directory fsync does not exist, the rename is still atomic
  * and the write goes on; any other failure (EIO) throws: the rename may not be on disk, and a token save reported
- * durable then could bring a spent refresh token back after a power loss.
+ * durable then could bring a spent refresh token back after a power loss. A failed fsync is thrown over a failed close
+ * after it (as writeThenClose does): it is the one that says durability was not reached.
  */
 export function fsyncDirSync(dir: string): void {
-  let fd: number | undefined;
+  const fd = unlessDirFsyncUnsupported(() => openSync(dir, "r"));
+  if (fd === undefined) return;
+  writeThenClose(fd, () => unlessDirFsyncUnsupported(() => fsyncSync(fd)));
+}
+
+/** Runs `call`, and returns undefined instead where it fails as a directory that cannot be fsynced at all does. */
+function unlessDirFsyncUnsupported<T>(call: () => T): T | undefined {
   try {
-    fd = openSync(dir, "r");
-    fsyncSync(fd);
+    return call();
   } catch (err) {
     if (!DIR_FSYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? "")) throw err;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
+    return undefined;
   }
 }
 

@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createFileOnce, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
+import { createFileOnce, fsyncDirSync, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
 import { bindStateDir, FileQuarantine, FileSnapshotStore, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
@@ -153,6 +153,22 @@ describe("writeFileAtomic durability", () => {
     journal.maxWrite = 7;
     await writeFileAtomic(file, [Buffer.from(text.slice(0, 50)), Buffer.from(text.slice(50))], { mode: 0o600 });
     expect(await readFile(file, "utf8")).toBe(text);
+  });
+});
+
+describe("fsyncDirSync", () => {
+  /** A pattern matching `dir` itself and nothing in it. */
+  const exactly = (name: string): RegExp => new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+
+  it("throws the fsync's error, not the close's, when both fail: the fsync's is the one that says the rename may not be durable", () => {
+    journal.failDirFsync = "EIO";
+    journal.failCloseOf = exactly(dir);
+    expect(() => fsyncDirSync(dir)).toThrow("EIO: fsync failed");
+  });
+
+  it("throws a failed close after an fsync that succeeded", () => {
+    journal.failCloseOf = exactly(dir);
+    expect(() => fsyncDirSync(dir)).toThrow("EIO: close failed");
   });
 });
 
