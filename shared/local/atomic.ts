@@ -25,7 +25,10 @@ export const TEMP_SUFFIX = ".tmp";
  */
 export const STALE_TEMP_MS = 10 * 60_000;
 
-/** Names this module gives temp files: `<file>.<pid>.<8 hex>[.new].tmp`, possibly nested (createFileOnce). */
+/**
+ * Names this module gives temp files: `<file>.<pid>.<8 hex>[.new].tmp`, possibly nested (left by createFileOnce before
+ * it wrote its temp file in place rather than through writeFileAtomic).
+ */
 const TEMP_NAME = /\.\d+\.[0-9a-f]+(?:\.new)?\.tmp$/;
 
 /** The name of the file a temp file of this module was written for (nested temp names unwrapped), or undefined. */
@@ -272,18 +275,9 @@ export async function writeFileAtomic(file: string, data: FileData, options: { m
 /** {@link writeFileAtomic} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
 export function writeFileAtomicSync(file: string, data: FileData, options: { mode?: number } = {}): FileIdentity {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
-  const fd = openSync(temp, "w", options.mode ?? 0o644);
   let identity: FileIdentity;
   try {
-    identity = writeThenClose(fd, () => {
-      // Chunks go one after the other from the descriptor's current position.
-      if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
-      else if (data instanceof Uint8Array) writeAll(fd, data);
-      else for (const chunk of data) writeAll(fd, chunk);
-      fsyncSync(fd);
-      const { dev, ino } = fstatSync(fd, { bigint: true });
-      return { dev, ino };
-    });
+    identity = writeFsyncedSync(temp, data, options.mode);
     renameSync(temp, file);
   } catch (err) {
     unlinkQuietly(temp);
@@ -293,11 +287,25 @@ export function writeFileAtomicSync(file: string, data: FileData, options: { mod
   return identity;
 }
 
+/** Writes `data` to `file` (created with `mode`, or truncated), fsyncs and closes it; returns its identity. */
+function writeFsyncedSync(file: string, data: FileData, mode = 0o644): FileIdentity {
+  const fd = openSync(file, "w", mode);
+  return writeThenClose(fd, () => {
+    // Chunks go one after the other from the descriptor's current position.
+    if (typeof data === "string") writeAll(fd, Buffer.from(data, "utf8"));
+    else if (data instanceof Uint8Array) writeAll(fd, data);
+    else for (const chunk of data) writeAll(fd, chunk);
+    fsyncSync(fd);
+    const { dev, ino } = fstatSync(fd, { bigint: true });
+    return { dev, ino };
+  });
+}
+
 /**
  * Creates `file` holding `data` unless it exists: written whole to a temp file, then linked into place, which fails
- * rather than replaces when another process created it first. Returns true when this call created it. Throws when the
- * directory's fsync after the link fails (EIO): the file may stand then, created by this call or not (a file lock
- * removes a lease of its own left so).
+ * rather than replaces when another process created it first. Returns true when this call created it; either way the
+ * file's name is durable on return. Throws when the directory's fsync after the link fails (EIO): the file may stand
+ * then, created by this call or not (a file lock removes a lease of its own left so).
  *
  * @example
  * ```ts
@@ -313,15 +321,17 @@ export function createFileOnceSync(file: string, data: FileData, options: { mode
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
   let created: boolean;
   try {
-    // Its own directory fsync may fail after the rename, the temp file in place: removed below all the same.
-    writeFileAtomicSync(temp, data, options);
+    // Written and fsynced before the link names it, so a crash leaves no file or the whole one. The temp file's own name
+    // needs no directory fsync (nor a rename into place): nothing reads it, and it is removed below.
+    writeFsyncedSync(temp, data, options.mode);
     created = linkUnlessExists(temp, file);
   } finally {
     // Once linked the file is there, whatever follows: a throw would have a caller (a file lock) believe it holds
     // nothing while its file stands. A temp file that cannot be removed stays a harmless leftover (TEMP_SUFFIX).
     unlinkQuietly(temp);
   }
-  // Makes the link, and the removal, durable.
+  // Makes the link (or the file found there, which another process may have left before its fsync) and the removal
+  // durable: the one directory fsync this call needs.
   fsyncDirSync(path.dirname(file));
   return created;
 }

@@ -373,11 +373,27 @@ describe("createFileOnce", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
-  it("throws a failed fsync of the temp file's directory before the link, leaving neither the file nor a temp file", async () => {
+  it("fsyncs the data before the link gives it the name, and the directory once after: a crash leaves no file or the whole one", async () => {
+    const file = path.join(dir, "lease");
+    expect(await createFileOnce(file, "mine", { mode: 0o600 })).toBe(true);
+    const named = journal.events.map((event) => event.replaceAll(dir, "<dir>").replace(/lease\.\d+\.[0-9a-f]+\.new\.tmp/g, "<temp>"));
+    // The temp file's own name needs no fsync: it is removed, and the link names the same, fsynced, inode.
+    expect(named).toEqual(["fsync <dir>/<temp>", "link <dir>/<temp> -> <dir>/lease", "fsync <dir>"]);
+    expect(await readdir(dir)).toEqual(["lease"]);
+  });
+
+  it("throws a failed directory fsync after the link, leaving the file (as documented) and no temp file; a later call that finds it makes it durable", async () => {
+    const file = path.join(dir, "lease");
     journal.failDirFsync = "EIO";
-    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EIO" });
-    expect(journal.events.some((event) => event.startsWith("link "))).toBe(false);
-    expect(await readdir(dir)).toEqual([]);
+    await expect(createFileOnce(file, "mine")).rejects.toMatchObject({ code: "EIO" });
+    expect(await readdir(dir)).toEqual(["lease"]);
+    // Every call ends with the directory fsynced or throws, so a caller that goes on with a file found (a store id, a
+    // recovery file of the same bytes) goes on with a durable one.
+    journal.failDirFsync = undefined;
+    journal.events.length = 0;
+    expect(await createFileOnce(file, "another")).toBe(false);
+    expect(journal.events.at(-1)).toBe(`fsync ${dir}`);
+    expect(await readFile(file, "utf8")).toBe("mine");
   });
 
   it.each(["EEXIST", "EIO"])("reports its own link as created when the link took effect though it failed (%s, a retransmitted call on NFS)", async (code) => {

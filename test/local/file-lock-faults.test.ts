@@ -26,10 +26,10 @@ const faults = vi.hoisted(() => ({
   /** Listings (readdir and readdirSync) of a directory whose path ends with `suffix` fail with `code`. */
   failedList: undefined as { suffix: string; code: string } | undefined,
   /**
-   * Runs once just before a rename onto a path ending with `suffix`: what another process does while this one's write
-   * is still on its way to the disk (the rename itself is synchronous, so no other work of this process can come then).
+   * Runs once just before a rename or link onto a path ending with `suffix`: what another process does while this one's
+   * write is still on its way to the disk (the call itself is synchronous, so no other work of this process can come then).
    */
-  beforeRename: undefined as { suffix: string; run: () => void } | undefined,
+  beforeNaming: undefined as { suffix: string; run: () => void } | undefined,
   /**
    * Listings of a directory whose path ends with `suffix` fail with `code` once `skip` of them went through, either
    * kind (`sync`: readdirSync, the checks after a contender created its lease; else readdir): a listing that fails after
@@ -72,14 +72,22 @@ vi.mock("node:fs", async (importOriginal) => {
     failLaterList(dir, true);
     return (fs.readdirSync as (dir: nodeFs.PathLike, ...rest: unknown[]) => unknown)(dir, ...rest);
   }) as typeof fs.readdirSync;
-  const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
-    const before = faults.beforeRename;
+  /** Runs `beforeNaming` when `to` is its path (see there). */
+  const beforeNaming = (to: nodeFs.PathLike): void => {
+    const before = faults.beforeNaming;
     if (before !== undefined && String(to).endsWith(before.suffix)) {
-      faults.beforeRename = undefined;
+      faults.beforeNaming = undefined;
       before.run();
     }
+  };
+  const renameSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+    beforeNaming(to);
     fs.renameSync(from, to);
   }) as typeof fs.renameSync;
+  const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+    beforeNaming(to);
+    fs.linkSync(from, to);
+  }) as typeof fs.linkSync;
   const fsyncSync = ((fd: number) => {
     const failing = faults.dirFsync;
     if (failing !== undefined && fs.fstatSync(fd).isDirectory() && failing.skip-- <= 0) {
@@ -87,7 +95,7 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
-  const mocked = { readFileSync, readdirSync, renameSync, fsyncSync };
+  const mocked = { readFileSync, readdirSync, renameSync, linkSync, fsyncSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -126,7 +134,7 @@ function clearFaults(): void {
   faults.slowRead = undefined;
   faults.failedRead = undefined;
   faults.failedList = undefined;
-  faults.beforeRename = undefined;
+  faults.beforeNaming = undefined;
   faults.laterList = undefined;
   faults.dirFsync = undefined;
 }
@@ -185,7 +193,7 @@ describe("FileLock when a renewal lands as the lease runs out (a slow disk, a st
     // The holder finds its lease held just before it expires; its write reaches the disk only after the lease ran out
     // and another process took the next generation, as a contender does (created whole, then the one below removed).
     holderTime.now = 999;
-    faults.beforeRename = {
+    faults.beforeNaming = {
       suffix: `${path.sep}${LOCK}.lock`,
       run: () => {
         const lease = { token: "other", pid: 1, expiresAt: Number.MAX_SAFE_INTEGER };
@@ -196,7 +204,7 @@ describe("FileLock when a renewal lands as the lease runs out (a slow disk, a st
 
     // Its write put a generation below the other's back: it renewed nothing anybody reads as the lease.
     expect(await holder!.renew(1_000)).toBe(false);
-    expect(faults.beforeRename).toBeUndefined();
+    expect(faults.beforeNaming).toBeUndefined();
     expect(await holder!.confirm!(1_000)).toBe(false);
     expect(await lockAt({ now: 1_001 }).tryAcquire(LOCK, 1_000)).toBeUndefined();
   });
@@ -281,8 +289,8 @@ describe("FileLock when a listing fails after a contender created its lease", ()
 
 describe("FileLock when the directory fsync after linking a lease fails (EIO)", () => {
   it("leaves no lease of its own behind when taking the lease fails there", async () => {
-    // The temp file's rename is fsynced; the fsync after the link fails: whether the lease is on disk is unknown.
-    await expectNoLeaseLeftByFailedTake(() => (faults.dirFsync = { code: "EIO", skip: 1 }), /EIO/);
+    // The lease's data is fsynced; the fsync after the link fails: whether the lease is on disk is unknown.
+    await expectNoLeaseLeftByFailedTake(() => (faults.dirFsync = { code: "EIO", skip: 0 }), /EIO/);
   });
 
   it("leaves another's lease alone when its own creation lost the race to it and then failed there", async () => {
@@ -290,12 +298,13 @@ describe("FileLock when the directory fsync after linking a lease fails (EIO)", 
     await (await lock.tryAcquire(LOCK, TTL))!.release();
     const other = path.join(dir, "locks", `${LOCK}.lock.1`);
     // Another contender links its lease at the same generation first; this one's link then finds it (EEXIST).
-    faults.beforeRename = {
-      suffix: ".new.tmp",
+    faults.beforeNaming = {
+      suffix: `${path.sep}${LOCK}.lock.1`,
       run: () => writeFileSync(other, JSON.stringify({ token: "other", pid: 1, expiresAt: Number.MAX_SAFE_INTEGER }), { flag: "wx" }),
     };
-    faults.dirFsync = { code: "EIO", skip: 1 };
+    faults.dirFsync = { code: "EIO", skip: 0 };
     await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(/EIO/);
+    expect(faults.beforeNaming).toBeUndefined();
     faults.dirFsync = undefined;
 
     expect(JSON.parse(readFileSync(other, "utf8"))).toMatchObject({ token: "other" });
@@ -303,7 +312,7 @@ describe("FileLock when the directory fsync after linking a lease fails (EIO)", 
   });
 
   it("leaves no new generation behind when a holder taking its lapsed lease again fails there", async () => {
-    await expectNoGenerationLeftByFailedRetake(() => (faults.dirFsync = { code: "EIO", skip: 1 }), /EIO/);
+    await expectNoGenerationLeftByFailedRetake(() => (faults.dirFsync = { code: "EIO", skip: 0 }), /EIO/);
   });
 });
 
