@@ -145,7 +145,6 @@ export class RateGate {
     // Slept for once: a clock that does not move while sleeping (tests) cannot make the wait for a turn spin.
     let lastStartSlept = false;
     try {
-      this.admitWaiters();
       for (;;) {
         // Before the turn too: a stop or a refusal that came with it still ends the request unsent.
         throwIfStopped(request, last);
@@ -166,15 +165,15 @@ export class RateGate {
         if (until > waiter.waited && waitMs > 0) {
           if (!this.attemptFits(request, waitMs)) throw outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
           await this.clock.sleep(waitMs, interrupt.signal);
-          // Each instant is waited for once, so such a clock cannot hold a request here either.
-          if (!interrupt.signal.aborted) {
-            waiter.waited = Math.max(waiter.waited, until);
-            this.admitWaiters();
-          }
+          // Each instant is waited for once, so such a clock cannot hold a request here either. Not interrupted, so
+          // no 429 moved the wait meanwhile: the next pass finds it over and admits the waiters below.
+          if (!interrupt.signal.aborted) waiter.waited = Math.max(waiter.waited, until);
           continue;
         }
         // The wait is over. The clock may have ended it since the waiters were last admitted, with room free (the
         // request came a moment before the wait's end): admitted now, or it would wait for room nothing hands it.
+        // The one admission a pass needs, before any await: a request that comes or that slept to the wait's end gets
+        // here, and while the wait is not over no waiter is newly due (waitedOut holds only for those past it already).
         this.admitWaiters();
         if (waiter.granted) continue;
         // Else room comes when a request in flight ends, at the latest within its timeout.
