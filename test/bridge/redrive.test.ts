@@ -35,6 +35,17 @@ function withSnapshotWritesFailing(rig: ReturnType<typeof makeRig>) {
   return { ...rig.deps, snapshots: failingWrites };
 }
 
+/** The ids of each deleteMany call the rig's quarantine gets from now on. */
+function deleteManyCalls(rig: ReturnType<typeof makeRig>): string[][] {
+  const calls: string[][] = [];
+  const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
+  rig.quarantine.deleteMany = async (ids) => {
+    calls.push([...ids]);
+    return remove(ids);
+  };
+  return calls;
+}
+
 describe("redriveQuarantined", () => {
   it("publishes a transaction whose event failed for good, then deletes its record, keeping one still invalid", async () => {
     const broken = (raw: unknown) => (raw as { broken?: boolean }).broken === true;
@@ -198,6 +209,14 @@ describe("redriveQuarantined", () => {
     expect(report).not.toHaveProperty("keptNotNamed");
   });
 
+  it("leaves redrivenNotNamed out while every deleted record is named", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 3);
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven).toHaveLength(3);
+    expect(report).not.toHaveProperty("redrivenNotNamed");
+  });
+
   it("reads the records in every order over runs, each as likely first (a fair shuffle, not only rotations)", async () => {
     const rig = makeRig();
     const txns = await quarantinePublishFailures(rig, 3);
@@ -282,12 +301,7 @@ describe("redriveQuarantined", () => {
     const txns = await quarantinePublishFailures(rig, 8);
     const failing = txns[0]!.id;
     rig.publisher.reject = (e) => (e.detail.subject.id === failing ? "AccessDeniedException: still not allowed" : undefined);
-    const calls: string[][] = [];
-    const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
-    rig.quarantine.deleteMany = async (ids) => {
-      calls.push([...ids]);
-      return remove(ids);
-    };
+    const calls = deleteManyCalls(rig);
     const report = await redriveQuarantined(rig.deps, { pageSize: 4 });
     // Two batches of 4, the failing transaction in one of them: one call each, for the 7 delivered.
     expect(calls.map((ids) => ids.length).sort()).toEqual([3, 4]);
@@ -295,6 +309,16 @@ describe("redriveQuarantined", () => {
     expect(report.kept.map((k) => k.record.entityId)).toEqual([failing]);
     expect(calls.flat()).not.toContain(report.kept[0]?.record.id);
     expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([failing]);
+  });
+
+  it("calls deleteMany for no batch that delivered nothing (a guarded store checks its lease on each call)", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 4);
+    rig.publisher.reject = () => "AccessDeniedException: still not allowed";
+    const calls = deleteManyCalls(rig);
+    const report = await redriveQuarantined(rig.deps, { pageSize: 2 });
+    expect(report.keptByWhy).toEqual({ "its event was not published": 4 });
+    expect(calls).toEqual([]);
   });
 
   it("keeps the records of a finished batch deleted when a later batch fails", async () => {
@@ -410,6 +434,20 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(1);
   });
 
+  it("reads no snapshot for glitched validation records of one transaction when one body holds no time to compare: their state cannot be shown delivered", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000002");
+    rig.clock.advance(60_000);
+    rig.snapshots.getManyCalls = 0;
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": 2 });
+    expect(rig.snapshots.getManyCalls).toBe(0);
+  });
+
   it("keeps a record whose body holds no qashio_id, reading nothing for it (a read without the filter would list another transaction)", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
@@ -425,6 +463,23 @@ describe("redriveQuarantined", () => {
     expect(report.redriven).toEqual([]);
     expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[txn.id, "no transaction id or qashio_id in the record"]]);
     expect(rig.provider.count("listTransactions")).toBe(0);
+    expect(rig.publisher.events).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
+  it("keeps a publish record that names no transaction id, though its body holds a qashio_id, reading nothing for it", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await rig.quarantine.put({
+      id: "9b1f0c2e-0000-8000-8000-000000000002",
+      kind: "transaction",
+      reason: "publish: AccessDeniedException: not allowed",
+      raw: { id: txn.id, qashio_id: txn.qashio_id, memo: "" },
+      at: "2025-01-15T09:00:00.000Z",
+    });
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.kept.map((k) => [k.record.id, k.why])).toEqual([["9b1f0c2e-0000-8000-8000-000000000002", "no transaction id or qashio_id in the record"]]);
+    expect(rig.provider.calls).toEqual([]);
     expect(rig.publisher.events).toEqual([]);
     expect(rig.quarantine.records.size).toBe(1);
   });
