@@ -145,6 +145,27 @@ describe("redriveQuarantined in chunks", () => {
     expect(report.cycle.outcome).toBe("deadline");
   });
 
+  it("says the walk stopped when the deadline passed after a page and the read of the next one, to tell whether it was the last, failed", async () => {
+    const rig = makeRig();
+    await quarantined(rig, 2 * REDRIVE_QUARANTINE_PAGE_SIZE);
+    const deadline = rig.clock.now() + 1_000;
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      let read = 0;
+      for await (const page of pages(options)) {
+        // The first page takes the run past its deadline; the store then fails the read of the second.
+        if (++read === 2) throw Object.assign(new Error("throttled"), { name: "ProvisionedThroughputExceededException" });
+        rig.clock.advance(2_000);
+        yield page;
+      }
+    };
+    const report = await redriveQuarantined(rig.deps, { deadline, random: () => 0 });
+    expect(report.considered).toBe(REDRIVE_QUARANTINE_PAGE_SIZE);
+    expect(report.notScanned).toBe(true);
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(rig.quarantine.records.size).toBe(2 * REDRIVE_QUARANTINE_PAGE_SIZE);
+  });
+
   it("stops walking the quarantine once asked to stop (Ctrl-C), between two pages", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
@@ -233,6 +254,19 @@ describe("redriveQuarantined in chunks", () => {
     expect(report.keptByWhy).toEqual({ "its event was not published": 2 });
     expect(rig.quarantine.records.size).toBe(2);
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
+  });
+
+  it("keeps a validation record holding a glitched qashio_id, in a chunk after its transaction's publish record, as not found at the provider when the read by the publish record's qashio_id finds nothing", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    await glitchedRecordInChunkAfter(rig, txn!.id);
+    rig.provider.transactions.splice(rig.provider.transactions.indexOf(txn!), 1);
+
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    // Read by the trusted reference, both are kept as gone, not as read by an unconfirmed one.
+    expect(report.keptByWhy).toEqual({ "not found at the provider": 2 });
+    expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CTX")).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(2);
   });
 
   // Two: the second chunk's miss must not make the run forget the first's.
