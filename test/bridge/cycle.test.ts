@@ -7,7 +7,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
-import { RetryDeferredError } from "../../shared/qashio/errors.js";
+import { DeadlineExceededError, RetryDeferredError } from "../../shared/qashio/errors.js";
 import { makeRig } from "./fakes.js";
 
 /** The TokenFamilyRevoked values the rig's runs reported, in order. */
@@ -32,6 +32,14 @@ describe("CycleRun.publish", () => {
     // On the bus, so delivered: its lag stopped growing when it was published.
     expect((error as CycleAbortedError).report.syncLagSeconds).toBe(90);
     expect(rig.metrics.sum("SyncLagSeconds")).toBe(90);
+  });
+
+  it("rounds a published change's lag to the nearest second, not down", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    rig.clock.ms = Date.parse(txn.updated_at) + 90_600;
+    expect((await pollTransactions(rig.deps)).syncLagSeconds).toBe(91);
+    expect(rig.metrics.sum("SyncLagSeconds")).toBe(91);
   });
 
   it("counts an event refused for good (no retryable) as failed, neither published nor deferred, and warns of its rejection", async () => {
@@ -83,6 +91,38 @@ describe("CycleRun.publish", () => {
   });
 });
 
+describe("CycleRun.provider", () => {
+  it("ends a cycle without a deadline with outcome deadline, not an abort, when a provider call stops on a stop request (Ctrl-C)", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const stop = new AbortController();
+    rig.provider.beforeCall = () => {
+      // The client, asked to stop, sends nothing: out of time against no deadline of its own.
+      stop.abort();
+      throw new DeadlineExceededError("GET /transactions was not sent: it was asked to stop", { method: "GET", path: "/transactions", deadline: Number.POSITIVE_INFINITY });
+    };
+    const report = await pollTransactions(rig.deps, { signal: stop.signal });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.logger.lines.map((l) => l.message)).toContain(
+      "provider call not sent or retried: the cycle was asked to stop (Ctrl-C, or the Lambda invocation ending); stopping",
+    );
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+  });
+
+  it("names no step on an abort that no step's call caused, and the one that failed on an abort a call caused", async () => {
+    const throwing = makeRig({}, { validators: { transaction: () => { throw new Error("validator bug"); } } });
+    throwing.provider.addTransaction();
+    const bug = await pollTransactions(throwing.deps).catch((e: unknown) => e);
+    expect(bug).toBeInstanceOf(CycleAbortedError);
+    expect((bug as CycleAbortedError).step).toBeUndefined();
+    const failing = makeRig();
+    failing.provider.beforeCall = () => {
+      throw new Error("provider down");
+    };
+    expect(((await pollTransactions(failing.deps).catch((e: unknown) => e)) as CycleAbortedError).step).toBe("list not_synced transactions");
+  });
+});
+
 describe("CycleRun.wait", () => {
   it("ends the wait before a fresh read of an acknowledge that failed for now once the cycle is asked to stop", async () => {
     const rig = makeRig();
@@ -104,6 +144,17 @@ describe("CycleRun.wait", () => {
 });
 
 describe("CycleRun.finish", () => {
+  it("reports the run's duration on the cycle's clock, to the millisecond", async () => {
+    const rig = makeRig();
+    let first = true;
+    rig.provider.beforeCall = () => {
+      if (first) rig.clock.advance(1_234);
+      first = false;
+    };
+    expect((await pollTransactions(rig.deps)).durationMs).toBe(1_234);
+    expect(rig.metrics.points.filter((p) => p.name === "CycleDurationMs").map((p) => p.value)).toEqual([1_234]);
+  });
+
   it("logs an aborted cycle's last line at error, one stopped by the publisher at warn, a complete one at info", async () => {
     const levelOf = async (rig: ReturnType<typeof makeRig>, outcome: string) => {
       await pollTransactions(rig.deps, { pageSize: 10 }).catch(() => undefined);
