@@ -6,6 +6,7 @@ import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/brid
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId, schemaValidator } from "../../shared/bridge/validate.js";
+import { MIN_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import type { EventPublisher } from "../../shared/bridge/ports.js";
 import { makeRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -416,6 +417,21 @@ describe("pollTransactions", () => {
     const sizes = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" ? [c.query.page_size] : []));
     expect(sizes.filter((size) => size > 30)).toEqual([100, 50]);
     expect(new Set(sizes.filter((size) => size <= 30))).toEqual(new Set([25]));
+  });
+
+  it(`stops stepping the page size down at ${MIN_PAGE_SIZE}: a provider that refuses even that aborts the cycle, its refusal counted as a provider error`, async () => {
+    const rig = makeRig({ maxPageSize: MIN_PAGE_SIZE - 1 });
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = () => {
+      // Ends a cycle that would ask the smallest size again and again (each refusal answered at once, no wait between).
+      if (rig.provider.count("listTransactions") > 8) throw new Error("asked too often");
+    };
+    const error = await pollTransactions(rig.deps, { pageSize: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as Error).message).toContain("page_size out of range");
+    const sizes = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" ? [c.query.page_size] : []));
+    expect(sizes).toEqual([100, 50, 25, 12, MIN_PAGE_SIZE]);
+    expect(rig.metrics.sum("ProviderErrors")).toBe(1);
   });
 
   it("handles transactions that arrive and change while the cycle walks pages, skipping none", async () => {
