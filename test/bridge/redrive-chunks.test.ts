@@ -357,6 +357,51 @@ describe("redriveQuarantined in chunks", () => {
     },
   );
 
+  it("keeps a glitched validation record of a state newer than its transaction's snapshot when two later chunks' records of it are of the state the snapshot holds", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantined(rig, 1);
+    await redriveQuarantined(rig.deps);
+    const [newer, covered, alsoCovered] = ["00000000-0000-8000-8000-000000000001", "00000000-0000-8000-8000-000000000002", "00000000-0000-8000-8000-000000000003"];
+    await putGlitchedValidationRecord(rig, txn!.id, newer, { updated_at: "2030-01-01T00:00:00.000Z" });
+    for (const id of [covered, alsoCovered]) await putGlitchedValidationRecord(rig, txn!.id, id, { updated_at: txn!.updated_at });
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+    rig.clock.advance(60_000);
+
+    // The newer state, walked first, is never shown delivered: no later chunk's check may forget it.
+    const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+    expect(report.redriven).toEqual([]);
+    expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": 3 });
+    expect([...rig.quarantine.records.keys()].sort()).toEqual([newer, covered, alsoCovered]);
+  });
+
+  it.each([
+    { what: "each counted once among those deleted", deferredFirst: false, redriven: 3, keptByWhy: {} },
+    { what: "the one kept counted by the why it was given last", deferredFirst: true, redriven: 2, keptByWhy: { "its event was not published": 1 } },
+  ])(
+    "deletes a glitched validation record kept not found, then two publish records of its transaction in later chunks of their own: $what",
+    async ({ deferredFirst, redriven, keptByWhy }) => {
+      const rig = makeRig();
+      const [txn] = await quarantined(rig, 1);
+      rig.provider.changeTransaction(txn!.id, { memo: "second version" });
+      await quarantinePublishFailures(rig, 0);
+      expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([txn!.id, txn!.id]);
+      await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001");
+      const pages = rig.quarantine.pages.bind(rig.quarantine);
+      rig.quarantine.pages = (options) => pages({ ...options, limit: 1 });
+      // The bus throttles the first chunk's publish (for now), then takes the next.
+      let publishes = 0;
+      rig.publisher.reject = () => (deferredFirst && publishes++ === 0 ? { reason: "ThrottlingException", retryable: true } : undefined);
+
+      const report = await redriveQuarantined(rig.deps, { chunkRecords: 1, random: () => 0 });
+      expect(redrivenCount(report)).toBe(redriven);
+      expect(report.redriven.map((r) => r.id)).toContain("00000000-0000-8000-8000-000000000001");
+      expect(keptCount(report)).toBe(3 - redriven);
+      expect(report.keptByWhy).toEqual(keptByWhy);
+      expect(rig.quarantine.records.size).toBe(3 - redriven);
+    },
+  );
+
   it("stops where its walk meets a record the store cannot decode, keeping what the chunks before it re-drove, and names the store's error", async () => {
     const rig = makeRig();
     await quarantined(rig, 350);
