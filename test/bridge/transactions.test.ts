@@ -8,7 +8,7 @@ import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
 import { requireObjectWithId, schemaValidator } from "../../shared/bridge/validate.js";
 import { MIN_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import type { EventPublisher } from "../../shared/bridge/ports.js";
-import { makeRig, refusal, txnId } from "./fakes.js";
+import { makeRig, makeStrictRuleRig, refusal, txnId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 import { DeadlineExceededError } from "../../shared/qashio/errors.js";
 
@@ -1381,6 +1381,22 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toEqual([]);
     // The event published before the freeze comes again under its id: a duplicate consumers recognise, no change lost.
     expect(rig.publisher.ids.filter((id) => sentBefore.includes(id))).toHaveLength(2);
+  });
+
+  it("writes no quarantine record once past its calls' deadline (a container frozen after the snapshot write), leaving the invalid transaction listed", async () => {
+    const { rig } = makeStrictRuleRig();
+    rig.provider.addTransaction();
+    const invalid = rig.provider.addTransaction({ memo: "REFUND?" });
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.snapshots.putMany = async (snapshots) => {
+      await putMany(snapshots);
+      rig.clock.advance(10 * 60_000);
+    };
+    const report = await pollTransactions(rig.deps, { deadline: rig.clock.now() + 60_000 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.events).toHaveLength(1);
+    expect(rig.quarantine.records.size).toBe(0);
+    expect(rig.provider.pending().map((t) => t.id)).toContain(invalid.id);
   });
 
   it("writes nothing from the very millisecond of its calls' deadline (the deadline plus its grace) on", async () => {
