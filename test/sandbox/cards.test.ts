@@ -134,6 +134,39 @@ describe("GET /public/v1/core/cards", () => {
     expect(all.some((c) => c.status === "draft")).toBe(false);
   });
 
+  it("derives the core fields §2.4 leaves open from the card, as spec-gaps (Cards and users) states them, the card number masked to its last four", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const [records, country] = [new Map(data.cards.map((c) => [c.id, c])), data.company.country];
+    const listed = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const derived = listed.map((c) => {
+      const card = records.get(c.id as string)!;
+      const physical = card.cardType === "Physical";
+      const segment = (label: string) => card.segments.find((s) => s.label === label)?.name ?? null;
+      return {
+        id: card.id,
+        card_number: `**** **** **** ${card.lastFour}`,
+        allow_replace_card: physical,
+        shipping_card: physical && card.status === "Inactive",
+        spend_restriction_type: card.categoryLimitsActive ? "ALLOW" : "NONE",
+        tokenization_status: card.status === "Active" ? "tokenized" : "not_tokenized",
+        show_pool_balance_to_cardholder: card.accountType === "pool",
+        spend_limit: card.spendLimit.maxAmount,
+        department: segment("Department"),
+        location: segment("Location"),
+        wallets_status: { apple_pay: card.status === "Active", google_pay: false, samsung_pay: false },
+        shipping_details: { method: physical ? "courier" : null, return_address: null, shipping_address: null },
+        shipping_address: physical ? expect.objectContaining({ country }) : null,
+      };
+    });
+    expect(listed.map((c) => Object.fromEntries(Object.keys(derived[0]!).map((key) => [key, c[key]])))).toEqual(derived);
+    // The card product is an object of the write responses only (§2.4).
+    expect(listed.filter((c) => "card_product" in c).map((c) => c.id)).toEqual([]);
+    // Each rule is seen both ways among the seeded cards, so none of them holds by the seed's chance alone.
+    for (const key of ["allow_replace_card", "shipping_card", "spend_restriction_type", "tokenization_status", "show_pool_balance_to_cardholder"] as const) {
+      expect([key, new Set(derived.map((d) => d[key])).size]).toEqual([key, 2]);
+    }
+  });
+
   it("lists newest first, as every list (spec-gaps, Lists and validation: creation order), the pages joining without a gap", async () => {
     const all = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const created = all.map((c) => String(c.created_at));
