@@ -293,6 +293,17 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     }
   });
 
+  it("lists clearing_amount with the clearing's own fee, and 0 while the clearing names no amount, a clearing fee alone included (§2.2 rule 1)", async () => {
+    const [tx] = (await h.json(LIST)).body.data as Row[];
+    const patch = (fields: Row) => h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: fields, token: null });
+    const listed = async () => ((await h.json(`${LIST}?qashio_id=${tx?.qashio_id}`)).body.data as Row[])[0];
+    // A clearing may take another fee than the authorisation held (clearing_fee beside transaction_fee_amount).
+    expect((await patch({ clearing_status: "cleared", clearing_amount: 100, clearing_fee: 3.5, transaction_fee_amount: 1 })).status).toBe(200);
+    expect(await listed()).toMatchObject({ clearing_amount: 103.5 });
+    expect((await patch({ clearing_amount: 0, clearing_fee: 2 })).status).toBe(200);
+    expect(await listed()).toMatchObject({ clearing_amount: 0 });
+  });
+
   it("answers 400 for a CT reference or another malformed id", async () => {
     const [first] = (await h.json(LIST)).body.data as { qashio_id: string }[];
     for (const id of [first?.qashio_id, "not-a-uuid"]) {
