@@ -225,6 +225,8 @@ describe("statements", () => {
     expect([...months].sort().reverse()).toEqual(months);
     expect(months[0]).toBe("2025-02");
     expect(page.data[0]?.statement_period).toEqual({ month: "2025-02", from: "2025-02-01", to: "2025-02-28" });
+    // §2.7: each entry names the company it belongs to, whatever its account.
+    expect(new Set(page.data.map((s) => s.company_id))).toEqual(new Set([h.companyId]));
   });
 
   it("chains each account's closing balance into the next month's opening balance", async () => {
