@@ -66,6 +66,9 @@ describe("seeded data", () => {
           if (stamp !== null) expect(stamp <= now, `${tx.qashio_id} ${field} ${stamp}`).toBe(true);
         }
         const approvedAt = tx.approved_date_time as string | null;
+        // An approval names who approved along with when, and only an approval that happened does (§2.2 approved_by).
+        const approvedStatus = ["approved", "admin_approved"].includes(String(tx.approval_status));
+        expect([tx.qashio_id, approvedAt !== null, tx.approved_by !== null]).toEqual([tx.qashio_id, approvedStatus, approvedStatus]);
         if (approvedAt !== null) {
           approved++;
           expect(approvedAt >= tx.created_at, `${tx.qashio_id} approved before it was created`).toBe(true);
@@ -105,7 +108,7 @@ describe("seeded data", () => {
 
   // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
   // the transaction's kind says, whatever the seed.
-  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, an ATM's MCC", (seed) => {
+  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, transaction_type, an ATM's MCC, clearing and line items", (seed) => {
     const homeRate: Record<string, string> = { AE: "Standard Rated 5%", SA: "KSA Standard Rated 15%" };
     const seen = new Set<string>();
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
@@ -116,7 +119,18 @@ describe("seeded data", () => {
         const fee = category === "cash_withdrawal" ? round2(billing * 0.02 + 10) : category === "purchase" && foreign ? round2(billing * 0.02) : 0;
         const message = category === "reversal" ? "reversal" : tx.cleared_at === null ? "authorization" : "clearing";
         const syncType = ["purchase", "refund", "reversal"].includes(category) ? "expense" : "bank_transfer";
-        expect([tx.qashio_id, tx.fee_charges, tx.message_type, tx.erp_sync_type]).toEqual([tx.qashio_id, fee, message, syncType]);
+        // Money coming to the card's account is a credit: money back, a load, a deposit, a cashback.
+        const type = ["refund", "reversal", "card_loading", "deposit", "cashback"].includes(category) ? "credit" : "debit";
+        expect([tx.qashio_id, tx.fee_charges, tx.message_type, tx.erp_sync_type, tx.transaction_type]).toEqual([tx.qashio_id, fee, message, syncType, type]);
+        // Nothing is cleared, nor a clearing fee taken, before the clearing; then the fee charged (§2.2 rule 2).
+        const cleared = tx.cleared_at === null ? [0, 0] : [billing, fee];
+        expect([tx.qashio_id, tx.clearing_amount, tx.clearing_fee]).toEqual([tx.qashio_id, ...cleared]);
+        // A purchase's line items share out its amount and its VAT to the cent.
+        const items = tx.line_items as { amount: number; vat_amount: number }[];
+        if (items.length > 0) {
+          const sum = (key: "amount" | "vat_amount") => round2(items.reduce((total, item) => total + item[key], 0));
+          expect([tx.qashio_id, sum("amount"), sum("vat_amount")]).toEqual([tx.qashio_id, billing, tx.vat_amount]);
+        }
         // A reverse charge is accounted for by the buyer: no VAT in the amount.
         if (tx.erp_tax_rate_name === "Reverse Charge 5%") expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, 0]);
         // An ATM at home: its MCC, in the company's country.
