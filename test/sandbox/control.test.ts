@@ -873,6 +873,11 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
     expect(await limit(card.id, { spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 5 }), "no window to count in").toMatchObject({ remaining_frequency: null });
     const counted = await limit(card.id, { spend_limit_period: "MONTHLY", spend_limit_frequency: 1_000 });
     expect(counted.remaining_frequency).toBe(1_000 - (counted.consumed_frequency as number));
+    // A count lowered below what the window already made leaves none, not fewer than none.
+    expect(await purchases(2)).toHaveLength(2);
+    const passed = await limit(card.id, { spend_limit_frequency: 1 });
+    expect(passed.consumed_frequency).toBeGreaterThan(1);
+    expect(passed.remaining_frequency).toBe(0);
   });
 });
 
