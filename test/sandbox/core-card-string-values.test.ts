@@ -22,8 +22,13 @@ describe("string-typed core card values", () => {
     expect(stringTyped.length).toBeGreaterThan(0);
     expect(stringTyped.length).toBeLessThan(cards.length);
     for (const card of stringTyped) {
-      expect(["true", "false"]).toContain(card.allow_atm);
-      expect(card.account_balance).toMatch(/^-?\d+\.\d{2}$/);
+      // Every flag and amount §2.4 sends as text, on a card that does.
+      for (const flag of ["allow_atm", "card_replaced", "return_card", "allowed_mccs_active", "spend_limit_active", "atm_limit_active", "is_manager", "transactions_limit_active"]) {
+        expect([card.id, flag, card[flag]]).toEqual([card.id, flag, expect.stringMatching(/^(true|false)$/)]);
+      }
+      for (const amount of ["auto_top_up_amount", "account_balance", "card_usage_type_amount"]) {
+        expect([card.id, amount, card[amount]]).toEqual([card.id, amount, expect.stringMatching(/^-?\d+\.\d{2}$/)]);
+      }
     }
     expect(cards.map((c) => c.card_type)).toEqual(expect.arrayContaining(["Virtual", "VIRTUAL"]));
   });
