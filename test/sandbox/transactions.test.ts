@@ -284,7 +284,19 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     expect(detail.transaction_fee_amount).toBeGreaterThan(0);
     expect(Number(detail.billing_amount) + Number(detail.transaction_fee_amount)).toBeCloseTo(Number(withFee?.billing_amount), 2);
     expect(Number(detail.clearing_amount) + Number(detail.clearing_fee)).toBeCloseTo(Number(withFee?.clearing_amount), 2);
-    expect(detail.erp_company?.id).toBe(h.companyId);
+    // §2.2 rule 3: the company the token reads, a company of its own (no parent), active and not deleted.
+    const company = h.sandbox.control.company(h.companyId)!.company;
+    expect(detail.erp_company).toEqual({
+      id: h.companyId,
+      name: company.name,
+      business_legal_name: company.legalName,
+      company_country: company.country,
+      parent_company_id: null,
+      status: "active",
+      is_deleted: false,
+      updated_at: company.createdAt,
+      created_at: company.createdAt,
+    });
     expect(["draft", "pushed", "synced", "failed"]).toContain(detail.transaction_status);
     // §2.2 rule 2: these are what the single read adds; the list has none of them.
     for (const field of ["transaction_status", "transaction_fee_amount", "clearing_fee", "erp_company"]) {
