@@ -108,7 +108,7 @@ describe("seeded data", () => {
 
   // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
   // the transaction's kind says, whatever the seed.
-  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, transaction_type, an ATM's MCC, clearing and line items", (seed) => {
+  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, transaction_type, an ATM's MCC, clearing, settlement and line items", (seed) => {
     const homeRate: Record<string, string> = { AE: "Standard Rated 5%", SA: "KSA Standard Rated 15%" };
     const seen = new Set<string>();
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
@@ -133,6 +133,19 @@ describe("seeded data", () => {
         }
         // A reverse charge is accounted for by the buyer: no VAT in the amount.
         if (tx.erp_tax_rate_name === "Reverse Charge 5%") expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, 0]);
+        // Settled once cleared, not before (spec-gaps, Data, time, faults).
+        const settlement = tx.cleared_at === null ? ["pending", "unsettled"] : ["cleared", "settled"];
+        expect([tx.qashio_id, tx.clearing_status, tx.settlement_status]).toEqual([tx.qashio_id, ...settlement]);
+        // The reverse charge is for a merchant outside the UAE and Saudi Arabia only; any other rate's VAT is in the amount.
+        const tax = data.taxRates.find((t) => t.remote_id === tx.erp_tax_rate_remote_id);
+        if (tx.mcc_code !== null && category === "purchase") {
+          const abroad = !["AE", "SA"].includes(String(tx.merchant_country));
+          expect([tx.qashio_id, tax?.extra.tax_rate_code === "RC"]).toEqual([tx.qashio_id, abroad]);
+        }
+        if (tax !== undefined && tax.extra.tax_rate_code !== "RC") {
+          const rate = Number(tax.extra.total_tax_rate);
+          expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, round2((billing * rate) / (100 + rate))]);
+        }
         // An ATM at home: its MCC, in the company's country.
         if (category === "cash_withdrawal") expect([tx.qashio_id, tx.mcc_code, tx.merchant_country]).toEqual([tx.qashio_id, "6011", data.company.country]);
         if (category === "purchase" && tx.merchant_country === data.company.country) {
