@@ -105,6 +105,33 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
     expect(detail.atm_configuration).toBeTruthy();
   });
 
+  it("shows a card's limits as the card holds them: the purchase limit in the card's currency, the countries allowed and blocked", async () => {
+    const records = h.sandbox.control.company(h.companyId)!.cards;
+    const blocking = records.find((c) => c.blockedCountries.length > 0)!;
+    for (const card of [blocking, ...records.filter((c) => c !== blocking).slice(0, 3)]) {
+      const detail = (await h.json(`${ERP}/${card.id}`)).body.data as Row;
+      expect([card.id, detail.purchase_limits, detail.country_limits]).toEqual([
+        card.id,
+        { enabled: card.spendLimit.active, amount: card.spendLimit.maxAmount, frequency: card.spendLimit.period, limit_currency: card.currency, number_of_purchases: card.spendLimit.frequency },
+        { restriction_mode: card.countryLimitsActive ? "allow_list" : "none", allowed_countries: card.allowedCountries, blocked_countries: card.blockedCountries },
+      ]);
+    }
+  });
+
+  it("names the cardholder and funding account its transactions name (§2.2 card and holder, §2.3 cardholder)", async () => {
+    const cards = new Map((await erpCards()).map((c) => [c.id as string, c]));
+    const listed = (await h.json("/public/v1/erp/transactions?page_size=100")).body.data as Row[];
+    expect(listed.some((tx) => tx.pool_external_id !== null), "some spend on a pool card").toBe(true);
+    for (const tx of listed) {
+      const card = cards.get(tx.card_external_id as string)!;
+      expect([tx.qashio_id, card.cardholder, card.account_type === "pool" ? card.account_external_id : null]).toEqual([
+        tx.qashio_id,
+        { name: tx.card_holder_name, email: tx.card_holder_email, employee_id: tx.employee_id },
+        tx.pool_external_id,
+      ]);
+    }
+  });
+
   it("answers 404 for an unknown card and for another company's card", async () => {
     expect((await h.json(`${ERP}/CAUNKNOWN000`)).status).toBe(404);
     // The same error entry from the card read and from each card write: the path parameter named, as §7 entries do.
