@@ -274,6 +274,11 @@ describe("statements", () => {
     expect(window.data.map((p) => p.statement_period.month)).toEqual(["2025-01", "2024-12", "2024-11"]);
     const fromOnly = await h.client.getStatementsByAccount(funding.account_external_id as string, { from_month: "2025-01" });
     expect(fromOnly.data).toHaveLength(2);
+    // Each period is the account's statement of that month, as the summary list gives it (§2.7, §4.7).
+    const summaries = (await h.json(`/public/v1/erp/statements?account_id=${funding.account_external_id}&page_size=100`)).body.data as Row[];
+    const periods = (await h.json(`/public/v1/erp/statements/${funding.account_external_id}`)).body.data.data as Row[];
+    expect(periods).toEqual(summaries.map((s) => ({ statement_period: s.statement_period, opening_balance: s.opening_balance, closing_balance: s.closing_balance, currency: s.currency })));
+    expect(periods.some((p) => p.opening_balance !== p.closing_balance), "a month that moved the balance").toBe(true);
   });
 
   it("pages one account's periods 12 at a time by default when it has more (§8.1)", async () => {
