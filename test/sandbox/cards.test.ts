@@ -183,13 +183,16 @@ describe("GET /public/v1/core/cards", () => {
         wallets_status: { apple_pay: card.status === "Active", google_pay: false, samsung_pay: false },
         shipping_details: { method: physical ? "courier" : null, return_address: null, shipping_address: null },
         shipping_address: physical ? expect.objectContaining({ country }) : null,
+        replaced_by_card_id: card.replacedByCardId,
+        replaced_by_card_external_id: card.replacedByCardId,
+        user_profile: expect.objectContaining({ system_role_name: card.holder.role, fullname: `${card.holder.firstName} ${card.holder.lastName}` }),
       };
     });
     expect(listed.map((c) => Object.fromEntries(Object.keys(derived[0]!).map((key) => [key, c[key]])))).toEqual(derived);
     // The card product is an object of the write responses only (§2.4).
     expect(listed.filter((c) => "card_product" in c).map((c) => c.id)).toEqual([]);
     // Each rule is seen both ways among the seeded cards, so none of them holds by the seed's chance alone.
-    for (const key of ["allow_replace_card", "shipping_card", "spend_restriction_type", "tokenization_status", "show_pool_balance_to_cardholder"] as const) {
+    for (const key of ["allow_replace_card", "shipping_card", "spend_restriction_type", "tokenization_status", "show_pool_balance_to_cardholder", "replaced_by_card_id"] as const) {
       expect([key, new Set(derived.map((d) => d[key])).size]).toEqual([key, 2]);
     }
   });
