@@ -35,6 +35,16 @@ const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
 /** MCC of an ATM (`mcc_code` of a cash withdrawal), which a card's category limits must allow for one made now. */
 const ATM_MCC = "6011";
 
+/** The ATM of a cash withdrawal, one in the company's country (the city a merchant of that country is in). */
+const HOME_ATMS: Readonly<Record<string, { readonly name: string; readonly city: string }>> = {
+  AE: { name: "Emirates NBD ATM", city: "Dubai" },
+  SA: { name: "Al Rajhi Bank ATM", city: "Riyadh" },
+};
+
+function homeAtm(country: string): { readonly name: string; readonly city: string | null } {
+  return HOME_ATMS[country] ?? { name: "Bank ATM", city: null };
+}
+
 /** Least a card's account must be able to pay, fee included, for spend made now to go on it (billing currency). */
 const LEAST_SPEND = 1;
 
@@ -307,7 +317,7 @@ export class TransactionFactory {
       parent_qashio_id: parent ? parent.qashio_id : null,
       company_id: company.id,
       merchant_name: merchant ? merchant.name : this.pseudoMerchant(category),
-      merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? "Dubai" : null,
+      merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? homeAtm(company.country).city : null,
       merchant_country: merchant ? merchant.country : category === "cash_withdrawal" ? company.country : null,
       mcc_code: merchant ? merchant.mcc : category === "cash_withdrawal" ? ATM_MCC : null,
       mcc_description: merchant ? (MCC_DESCRIPTIONS[merchant.mcc] ?? null) : category === "cash_withdrawal" ? (MCC_DESCRIPTIONS[ATM_MCC] ?? null) : null,
@@ -484,7 +494,7 @@ export class TransactionFactory {
       case "card_unloading":
         return "Card unload to funding account";
       case "cash_withdrawal":
-        return "Emirates NBD ATM";
+        return homeAtm(this.data.company.country).name;
       case "cashback":
         return "Qashio Cashback";
       case "deposit":

@@ -146,8 +146,11 @@ describe("seeded data", () => {
           const rate = Number(tax.extra.total_tax_rate);
           expect([tx.qashio_id, tx.vat_amount]).toEqual([tx.qashio_id, round2((billing * rate) / (100 + rate))]);
         }
-        // An ATM at home: its MCC, in the company's country.
-        if (category === "cash_withdrawal") expect([tx.qashio_id, tx.mcc_code, tx.merchant_country]).toEqual([tx.qashio_id, "6011", data.company.country]);
+        // An ATM at home: its MCC, in the company's country, in a city of that country.
+        if (category === "cash_withdrawal") {
+          const homeCities = new Set(MERCHANTS.filter((m) => m.country === data.company.country).map((m) => m.city));
+          expect([tx.qashio_id, tx.mcc_code, tx.merchant_country, homeCities.has(String(tx.merchant_city))]).toEqual([tx.qashio_id, "6011", data.company.country, true]);
+        }
         if (category === "purchase" && tx.merchant_country === data.company.country) {
           expect([tx.qashio_id, tx.erp_tax_rate_name]).toEqual([tx.qashio_id, homeRate[data.company.country]]);
           seen.add(`home ${data.company.country}`);
