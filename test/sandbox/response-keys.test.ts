@@ -16,6 +16,7 @@ import {
   ErpCardDetailSchema,
   ErpCardSchema,
   ErpSupplierRefSchema,
+  GenericEntrySchema,
   LineItemSchema,
   MerchantCategoryLimitsSchema,
   PoolAccountSchema,
@@ -87,6 +88,10 @@ describe("sandbox responses carry every key of the spec", () => {
       [ErpSupplierRefSchema, "erp_supplier"],
       [ErpChartOfAccountRefSchema, "erp_chart_of_account"],
       [LineItemSchema, "line_items"],
+      // §2.2: segments, sync_errors and receipts entries share the six-key shape.
+      [GenericEntrySchema, "segments"],
+      [GenericEntrySchema, "sync_errors"],
+      [GenericEntrySchema, "receipts"],
     ]);
     const detail = await data(`/public/v1/erp/transactions/${String(list[0]?.id)}`);
     expectAllKeys(TransactionDetailSchema, [detail]);
