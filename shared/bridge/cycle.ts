@@ -15,6 +15,7 @@ import type { ProviderCallOptions, ProviderPage } from "./provider.js";
 import { causedByClientRefusal, deadlineExceeded, errorContext, errorFields, isPageSizeRejection, isReauthorizationRequired, statusClass, StepFailure } from "./provider-errors.js";
 import { lastModified, nextSequence, parseTime, untilLaterSecond } from "./versions.js";
 import { quarantineId, quarantineReason } from "./quarantine-id.js";
+import { wellFormedEntityId } from "./entity-id.js";
 
 /** What kind of run a CycleRun is, as its log line, its metrics and a CycleAbortedError's message need it. */
 export interface RunKind {
@@ -362,11 +363,14 @@ export class CycleRun {
   /**
    * A deterministic quarantine record: the same bad input for the same reason kind gives the same id, whatever the
    * tenant's PII mode or salt (see {@link quarantineId}), so a record found again after a switch is not counted as new.
+   * `rawId` is the id the record names as sent; its `entityId` is that id only when well formed ({@link wellFormedEntityId}).
    */
-  quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, entityId?: string): QuarantineRecord {
+  quarantineRecord(kind: EntityKind, cause: "validation" | "publish", reason: string, raw: unknown, rawId?: string): QuarantineRecord {
     // The raw body goes through the PII policy too: the quarantine must not hold what snapshots may not, whatever its shape.
     const body = applyPiiToBody(raw, this.deps.pii);
     const id = quarantineId(this.deps.tenant, kind, cause, raw);
+    // The provider's id unchecked may be anything (an email): named, and so logged, only when it has an id's form.
+    const entityId = wellFormedEntityId(kind, rawId);
     const record: QuarantineRecord = {
       id,
       kind,

@@ -4,6 +4,7 @@
  * transaction cycle (see transactions.ts) per page, through the ports the run gives it.
  */
 import { contentHash } from "./hash.js";
+import { wellFormedEntityId } from "./entity-id.js";
 import { pageEntries, type PageEntry, type ProviderPage } from "./provider.js";
 import type { Logger } from "./ports.js";
 import type { RecentIds } from "./recent-ids.js";
@@ -127,7 +128,8 @@ export class ListedCopies {
       const replace = !other.result.success && result.success;
       if (contentHash(other.raw) !== contentHash(raw)) {
         this.ports.logger.warn("transaction listed twice on one page with different content", {
-          id: key,
+          // The key is the id as sent, which an invalid copy may hold anything in (an email).
+          id: wellFormedEntityId("transaction", key),
           kept: replace ? "later copy (the earlier is invalid)" : "earlier copy",
         });
       }

@@ -731,12 +731,13 @@ describe("pollTransactions", () => {
     expect(rig.provider.pending()).toEqual([]);
   });
 
-  it("quarantines an invalid transaction whose id is no UUID without acknowledging it (one malformed id fails the whole acknowledge call)", async () => {
+  it("quarantines an invalid transaction whose id is no UUID without acknowledging it (one malformed id fails the whole acknowledge call) or naming it", async () => {
     const rig = makeRig({}, { validators: { transaction: (raw) => ((raw as { memo?: string }).memo === "bad" ? { success: false, reason: "id: invalid UUID" } : requireObjectWithId(raw)) } });
     const good = rig.provider.addTransaction();
     rig.provider.addTransaction({ id: "legacy-42", memo: "bad" });
     const report = await pollTransactions(rig.deps);
-    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual(["legacy-42"]);
+    // No transaction id's form (a UUID): the record names no entity (see entity-id.ts).
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([undefined]);
     const acknowledged = rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
     expect(acknowledged).toEqual([good.id]);
     expect(report).toMatchObject({ outcome: "complete", acknowledged: 1, quarantined: 1 });
