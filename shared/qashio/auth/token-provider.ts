@@ -16,7 +16,8 @@ export {
   type RefreshLockHandle,
 } from "./refresh-lease.js";
 export { StaticTokenProvider } from "./static-token-provider.js";
-export { OAuthTokenProvider, type OAuthTokenProviderOptions, type TokenEvent } from "./oauth-token-provider.js";
+export { OAuthTokenProvider } from "./oauth-token-provider.js";
+export type { OAuthTokenProviderOptions, TokenEvent } from "./oauth-token-provider-options.js";
 
 /** What the call asking for a token is held to. */
 export interface TokenRequestOptions {
