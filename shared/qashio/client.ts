@@ -63,7 +63,6 @@ import {
   type PoolAccountsQuery,
   type StatementPeriodBalance,
   type StatementSummary,
-  type StatementsByAccount,
   type StatementsByAccountQuery,
   type StatementsQuery,
   type Supplier,
@@ -78,17 +77,7 @@ import {
 } from "./schemas/index.js";
 import { InvalidRequestError } from "./errors.js";
 import { logToken } from "../log-token.js";
-import {
-  HttpCore,
-  type Clock,
-  type ClientLogger,
-  type FetchLike,
-  type HttpResponse,
-  type RetryEvent,
-  type RetryMode,
-  type RetryOptions,
-} from "./http.js";
-import type { TokenProvider } from "./auth/token-provider.js";
+import { HttpCore, type HttpResponse, type RetryMode } from "./http.js";
 import { validate as validateToken } from "./auth/oauth.js";
 import { parseItems, parseOrThrow, type InvalidItem, type ParseContext } from "./parse.js";
 import {
@@ -96,11 +85,19 @@ import {
   pagesByHasNext,
   pagesByNextPage,
   pagesByTotalPages,
-  type InnerPage,
   type Page,
   type PageInfoPage,
   type WalkOptions,
 } from "./pagination.js";
+import type {
+  AcknowledgeResult,
+  CallOptions,
+  CardWriteResult,
+  IssueCardResult,
+  QashioClientOptions,
+  StatementsByAccountPage,
+  SuspendCardResult,
+} from "./client-types.js";
 
 /** Paths of spec §4, relative to the base URL. */
 export const PATHS = {
@@ -118,72 +115,6 @@ export const PATHS = {
   cardBalance: "/public/v1/core/cards/balance",
   invite: "/public/v1/core/user_profiles/invite",
 } as const;
-
-export interface QashioClientOptions {
-  /** Provider base URL (see config.ts `resolveBaseUrl`). */
-  readonly baseUrl: string;
-  readonly tokenProvider: TokenProvider;
-  /** @default nodeHttpFetch (node:http with keep-alive) */
-  readonly fetch?: FetchLike;
-  /** @default the system clock */
-  readonly clock?: Clock;
-  /** Per-attempt timeout. @default 10_000 */
-  readonly timeoutMs?: number;
-  readonly retry?: RetryOptions;
-  /** Receives retries and enum drift warnings; never tokens. */
-  readonly logger?: ClientLogger;
-  /** Called once per (schema, field, value) of enum drift found in a response. */
-  readonly onDrift?: (warning: DriftReport) => void;
-  /** Called for each failed attempt the client retries (not the failure it throws); see `RetryEvent`. */
-  readonly onRetry?: (event: RetryEvent) => void;
-}
-
-/** Statements of one account: the account fields plus one page of its monthly periods. */
-export interface StatementsByAccountPage extends InnerPage<StatementPeriodBalance> {
-  readonly account: Omit<StatementsByAccount, "data" | "page" | "total_pages" | "total">;
-}
-
-/** Outcome of a card write answered with `data.card`. */
-export interface CardWriteResult {
-  readonly card: CoreCard;
-  readonly message?: string | null;
-  readonly requestId?: string;
-}
-
-/** Outcome of card issuance, whose response shape the spec does not show. */
-export interface IssueCardResult {
-  /** The card, when `data.card` has the operational card shape. */
-  readonly card?: CoreCard;
-  /** `data` as received. */
-  readonly data: unknown;
-  readonly message?: string | null;
-  readonly requestId?: string;
-}
-
-/** Outcome of a suspension request: accepted only; the committed state is read back from `getErpCard`. */
-export interface SuspendCardResult {
-  readonly message?: string | null;
-  readonly requestId?: string;
-}
-
-/** Settings of one call, for a caller with a time budget. */
-export interface CallOptions {
-  /**
-   * Epoch ms by which the call, retries included, must be over: an attempt starts only when its whole timeout fits
-   * before it, else the call throws `DeadlineExceededError` (see `HttpRequest.deadline`).
-   */
-  readonly deadline?: number;
-  /** Stops retries early, as when out of time (see `HttpRequest.stop`); the attempt under way finishes. */
-  readonly stop?: AbortSignal;
-  /** Retries left to the caller (see `HttpRequest.callerRetries`); honoured by `acknowledgeTransactions`. */
-  readonly callerRetries?: { readonly failedBefore: number };
-}
-
-/** Outcome of an acknowledgement. */
-export interface AcknowledgeResult {
-  readonly acknowledged: number;
-  readonly requestId?: string;
-}
 
 /**
  * One success envelope per `data` schema, built on first use: a schema built per call is compiled per call too (its

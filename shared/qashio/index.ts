@@ -2,17 +2,16 @@
  * Public surface of the provider API client: the client, its errors, auth, configuration, pagination
  * helpers and the shared schemas.
  */
-export {
-  QashioClient,
-  PATHS,
-  type QashioClientOptions,
-  type AcknowledgeResult,
-  type CallOptions,
-  type CardWriteResult,
-  type IssueCardResult,
-  type StatementsByAccountPage,
-  type SuspendCardResult,
-} from "./client.js";
+export { QashioClient, PATHS } from "./client.js";
+export type {
+  QashioClientOptions,
+  AcknowledgeResult,
+  CallOptions,
+  CardWriteResult,
+  IssueCardResult,
+  StatementsByAccountPage,
+  SuspendCardResult,
+} from "./client-types.js";
 export * from "./errors.js";
 export {
   HttpCore,
