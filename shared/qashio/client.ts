@@ -27,7 +27,6 @@ import {
   StatementPeriodBalanceSchema,
   StatementSummarySchema,
   StatementsByAccountQuerySchema,
-  StatementsByAccountSchema,
   StatementsQuerySchema,
   SupplierSchema,
   TaxRateSchema,
@@ -41,9 +40,6 @@ import {
   SUSPEND_STATUS,
   checkBody,
   checkQuery,
-  coreCardListData,
-  listEnvelope,
-  successEnvelope,
   type BankAccount,
   type BankAccountsQuery,
   type CardBalance,
@@ -98,6 +94,14 @@ import type {
   StatementsByAccountPage,
   SuspendCardResult,
 } from "./client-types.js";
+import {
+  CoreCardListEnvelope,
+  IssueCardDataSchema,
+  StatementsByAccountDataSchema,
+  UnknownEnvelope,
+  UnknownListEnvelope,
+  envelopeOf,
+} from "./response-schemas.js";
 
 /** Paths of spec §4, relative to the base URL. */
 export const PATHS = {
@@ -116,25 +120,7 @@ export const PATHS = {
   invite: "/public/v1/core/user_profiles/invite",
 } as const;
 
-/**
- * One success envelope per `data` schema, built on first use: a schema built per call is compiled per call too (its
- * conformance predicate, schemas/conform.ts), about 120 us of CPU each time.
- */
-const envelopes = new WeakMap<z.ZodType, z.ZodType>();
-
-function envelopeOf<S extends z.ZodType>(data: S): ReturnType<typeof successEnvelope<S>> {
-  let envelope = envelopes.get(data);
-  if (envelope === undefined) envelopes.set(data, (envelope = successEnvelope(data)));
-  return envelope as ReturnType<typeof successEnvelope<S>>;
-}
-
-const UnknownEnvelope = successEnvelope(z.unknown());
-const UnknownListEnvelope = listEnvelope(z.unknown());
-const CoreCardListEnvelope = successEnvelope(coreCardListData(z.unknown()));
 const AccountIdSchema = z.string().trim().min(1);
-const IssueCardDataSchema = z.looseObject({ card: CoreCardSchema });
-/** `data` of one account's statements, its periods parsed one by one (see getStatementsByAccount). */
-const StatementsByAccountDataSchema = StatementsByAccountSchema.extend({ data: z.array(z.unknown()) });
 
 /** Keys the iterators yield an item once by (see `itemsOf`). */
 const byId = (item: { readonly id: string }): string => item.id;
