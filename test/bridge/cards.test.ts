@@ -705,6 +705,21 @@ describe("pollCards", () => {
     expect(rig.metrics.sum("ProviderErrors")).toBe(0);
   });
 
+  it("gives a walk that starts afresh from a cursor past the end its whole page bound: the refused call is not one of its pages", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 2 })).outcome).toBe("page_limit");
+    rig.provider.cards.splice(2);
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards" && (call.query.page ?? 1) > 1) {
+        throw Object.assign(new Error("page out of range"), { name: "NotFoundError", status: 404 });
+      }
+    };
+    const calls = rig.provider.calls.length;
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 1 })).outcome).toBe("complete");
+    expect(rig.provider.calls.slice(calls).map((c) => (c.op === "listErpCards" ? c.query.page : undefined))).toEqual([3, 1]);
+  });
+
   it("walks every page after starting afresh from a cursor past the end: the shift the cursor was taken with no longer applies", async () => {
     const rig = makeRig();
     for (let i = 0; i < 11; i++) rig.provider.addCard();
@@ -725,6 +740,27 @@ describe("pollCards", () => {
     const pages = rig.provider.calls.slice(calls).map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
     expect(pages).toEqual([6, 1, 2, 3, 4, 5]);
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", middle]]);
+  });
+
+  it("reaches every card after starting afresh from a cursor past the end though more cards were issued since than the cursor's total counted", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    for (let i = 0; i < 11; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    // Stopped with one card not reached: the cursor is at 10 of 11.
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 5 })).outcome).toBe("page_limit");
+    rig.provider.cards.splice(0, 2);
+    const issued: unknown[] = [];
+    let refused = false;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || refused) return;
+      refused = true;
+      // Cards issued while the provider refused the page past the end: 17 listed, 11 when the cursor was taken.
+      for (let i = 0; i < 8; i++) issued.push(rig.provider.addCard()["id"]);
+      throw Object.assign(new Error("page out of range"), { name: "NotFoundError", status: 404 });
+    };
+    const events = rig.publisher.events.length;
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.publisher.events.slice(events).map((e) => e.detail.subject.id).toSorted()).toEqual(issued.toSorted());
   });
 
   it("fails a fresh walk on a refused page like any other provider error", async () => {
@@ -792,6 +828,36 @@ describe("pollCards", () => {
     expect((await pollCards(deps, { pageSize: 2 })).outcome).toBe("complete");
     const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
     expect(pages).toEqual([1, 2]);
+  });
+
+  it("fails a walk on a later page the provider refuses, rather than starting afresh: only a resumed walk's first page may lie past the end", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    let refused = false;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || call.query.page !== 2 || refused) return;
+      refused = true;
+      throw Object.assign(new Error("page out of range"), { name: "NotFoundError", status: 404 });
+    };
+    expect(await pollCards(rig.deps, { pageSize: 2 }).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(false);
+    expect(rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined))).toEqual([1, 2]);
+  });
+
+  it("ends `deadline` when a later page's list cannot finish in time, keeping the pages walked: the next walk goes on from there", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 6; i++) rig.provider.addCard();
+    let lists = 0;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => (call.op === "listErpCards" && ++lists === 2 ? { status: 429, retryAfterSeconds: 55 } : undefined)),
+    };
+    const report = await pollCards(deps, { pageSize: 2, deadline: rig.clock.now() + 20_000 });
+    expect(report.outcome).toBe("deadline");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 2, total_records: 6 });
+    rig.provider.calls.length = 0;
+    expect((await pollCards(deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined))).toEqual([2, 3]);
   });
 
   it("steps its page size down when the provider refuses it, and completes", async () => {
@@ -1708,6 +1774,26 @@ describe("card walk cursor: a cycle that stops before its first page", () => {
     const signal = AbortSignal.abort();
     expect((await pollCards(rig.deps, { pageSize: 10, signal })).outcome).toBe("deadline");
     expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: 20, total_records: 30 });
+  });
+
+  it("ends `deadline` when the calls' deadline passed before the cursor write of a walk it completed, leaving the cursor as it was", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    expect((await pollCards(rig.deps, { pageSize: 2, maxPages: 1 })).outcome).toBe("page_limit");
+    const cursor = rig.snapshots.data.get(walkCursorKey("full"))?.object;
+    expect(cursor).toEqual({ next_offset: 2, total_records: 4 });
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    rig.snapshots.putMany = async (snapshots) => {
+      await putMany(snapshots);
+      // A container frozen after the last page's snapshots were stored, thawed past its lease.
+      rig.clock.advance(10 * 60_000);
+    };
+    const id = rig.provider.cards[2]!["id"] as string;
+    rig.provider.changeCard(id, { status: "Suspended" });
+    expect((await pollCards(rig.deps, { pageSize: 2, deadline: rig.clock.now() + 60_000 })).outcome).toBe("deadline");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", id]]);
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual(cursor);
   });
 
   it("still finds the cards pulled up by removals on the resume after such a cycle", async () => {
