@@ -42,4 +42,22 @@ describe("card walk position", () => {
     expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
     expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id])).toEqual([["card.suspended", pulledUp]]);
   });
+
+  it("completes on a last page that lists the page before's cards again, shifted there by cards issued above and removed below: no paging fault", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4; i++) rig.provider.addCard();
+    await pollCards(rig.deps, { pageSize: 2 });
+    rig.provider.calls.length = 0;
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || ++lists !== 2) return;
+      // After page 1: two cards issued at the top and the two at the bottom removed, the total unchanged.
+      rig.provider.addCard();
+      rig.provider.addCard();
+      rig.provider.cards.splice(4);
+    };
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined))).toEqual([1, 2]);
+    expect(rig.logger.lines.filter((l) => l.message.includes("another page than asked"))).toEqual([]);
+  });
 });
