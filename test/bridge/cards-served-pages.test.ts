@@ -446,6 +446,22 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     }
   });
 
+  it("takes no proof from a check whose answer names a card where the page had a row without an id, the other rows alike", async () => {
+    const rig = makeRig();
+    resumeAtThirdPage(rig);
+    const asked = recordAsked(rig, async (n, query) => {
+      // The page's middle row lacks its id (an invalid card); the check's answer names a card there.
+      const data = Array.from({ length: SECOND }, (_, i) => ({ ...(n === 1 && i === 1 ? {} : { id: `CA${query.page}0000${i}` }), status: "Active" }));
+      return { data, pagination: { page_size: SECOND, has_next: true } };
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 1 })).outcome).toBe("page_limit");
+    expect(asked).toEqual([
+      [3, FIRST],
+      [3, SECOND],
+    ]);
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"]).toBe(FIRST);
+  });
+
   it("does not take a 400 or 404 on the check of a resumed walk's first page for a cursor past the end: the page was read", async () => {
     for (const status of [404, 400]) {
       const rig = makeRig();
@@ -532,6 +548,18 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     }
   });
 
+  it("makes no check of a smaller page_size the answer counts its total_pages in: that count says the provider numbers its pages in it", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 4 * FIRST; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    resumeAtThirdPage(rig);
+    serveFewer(rig, pageShapes.sayingSo, SECOND);
+    const asked = recordAsked(rig, (_n, query, list) => list(query));
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 1 })).outcome).toBe("page_limit");
+    expect(asked).toEqual([[3, FIRST]]);
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"]).toBe(SECOND);
+  });
+
   it("reaches every card when a card issued between a page and its check made the check answer other cards, and a later check follows", async () => {
     for (const issuedBefore of [3, 5]) {
       const rig = makeRig();
@@ -549,6 +577,23 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
       ]);
       expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted(), label).toEqual(suspended.toSorted());
     }
+  });
+
+  it("keeps the size a check followed when a later page leaves a card out: that size counts as the lowering the walk takes", async () => {
+    const rig = makeRig();
+    // Page 1 (the walk learns FIRST), page 2 and its check (SECOND followed), then page 3 with a card left out.
+    const { asked } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+      const page = await served();
+      return n === 4 ? { ...page, data: page.data.slice(1) } : page;
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(asked.slice(0, 4)).toEqual([
+      [1, SIZE],
+      [2, FIRST],
+      [2, SECOND],
+      [3, SECOND],
+    ]);
+    expect(new Set(asked.slice(2).map(([, size]) => size))).toEqual(new Set([SECOND]));
   });
 
   it("reaches every card when a walk stopped after a check that could not tell, and the next walk's first check follows", async () => {
@@ -587,6 +632,41 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     }
   });
 
+  it("drops the start it could not be sure of once a check follows: a walk stopped after that stores no unsure start", async () => {
+    const rig = makeRig();
+    await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+      if (n === 3) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      return served();
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 3 })).outcome).toBe("page_limit");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toHaveProperty("unsure");
+    // Page 3 and its check, which follows SECOND: the page bound's two calls.
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 2 })).outcome).toBe("page_limit");
+    const cursor = rig.snapshots.data.get(walkCursorKey("full"))?.object;
+    expect(cursor?.["page_size"]).toBe(SECOND);
+    expect(cursor).not.toHaveProperty("unsure");
+  });
+
+  it("drops the cursor's unsure start when it starts afresh from a cursor past the end: a check that follows then moves from the first card", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 2 * FIRST; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    const suspended = rig.provider.cards.map((card) => card["id"] as string);
+    for (const id of suspended) rig.provider.changeCard(id, { status: "Suspended" });
+    const unsure = { next_offset: 5 * FIRST, total_records: 20, page_size: SECOND };
+    const object = { next_offset: 40, total_records: 40, page_size: FIRST, unsure };
+    rig.snapshots.data.set(walkCursorKey("full"), { key: walkCursorKey("full"), hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+    serveFewer(rig, statedSizeShapes.withoutTotalPages, SECOND);
+    let refused = false;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listErpCards" || refused) return;
+      refused = true;
+      throw Object.assign(new Error("page out of range"), { name: "NotFoundError", status: 404 });
+    };
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(suspended.toSorted());
+  });
+
   it("reaches every card when the next walk's first check follows on a page whose detail reads run out of time", async () => {
     const rig = makeRig({}, { cardDetails: true });
     const { suspended } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
@@ -604,6 +684,24 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     rig.provider.beforeCall = () => undefined;
     expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
     expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(suspended.toSorted());
+  });
+
+  it("stores the total its unsure start was taken at when a page whose check follows runs out of time, not the total of the page after it", async () => {
+    const rig = makeRig({}, { cardDetails: true });
+    await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+      // A card issued before page 2: the walk's total moves past the one its unsure start holds.
+      if (n === 2) rig.provider.addCard();
+      if (n === 3) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      return served();
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 3 })).outcome).toBe("page_limit");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toMatchObject({ total_records: 4 * SIZE + 1, unsure: { next_offset: FIRST, total_records: 4 * SIZE } });
+    const deadline = rig.clock.now() + 60_000;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "readErpCard") throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline });
+    };
+    expect((await pollCards(rig.deps, { pageSize: SIZE, deadline, deadlineGraceMs: 0 })).outcome).toBe("deadline");
+    expect(rig.snapshots.data.get(walkCursorKey("full"))?.object).toEqual({ next_offset: FIRST, total_records: 4 * SIZE, page_size: SECOND });
   });
 
   it("reaches every card when a walk resumed from a cursor without total_records follows the size after checks that could not tell, with cards removed above between", async () => {
