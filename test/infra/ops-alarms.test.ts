@@ -116,6 +116,9 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("SyncLag")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
     // runbook: "SyncLagSeconds, maximum per period"
     expect(short("SyncLag")).toMatchObject({ Namespace: "QashioBridge", MetricName: "SyncLagSeconds", Statistic: "Maximum" });
+    // the tenant's own threshold (globex: 900 s), on the alarm and in the text an operator reads
+    expect(short("SyncLag")).toMatchObject({ Threshold: 900 });
+    expect(short("SyncLag").AlarmDescription).toContain("older than 900 s in 2 of the last 3 5-minute periods");
     expect(short("Errors-PollTransactions")).toMatchObject({ Period: 300, EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: "ignore" });
     expect(short("Errors-PollCards")).toMatchObject({ Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(short("Errors-PollCards").AlarmDescription).toContain("2 of the last 3 30-minute periods");
