@@ -302,7 +302,8 @@ describe("tenant stacks", () => {
       // a data key reused for an hour: a burst of dead letters makes few KMS calls
       expect((queue as { Properties: { KmsDataKeyReusePeriodSeconds: unknown } }).Properties.KmsDataKeyReusePeriodSeconds).toBe(3600);
     }
-    globexT.hasResourceProperties("AWS::SNS::Topic", { KmsMasterKeyId: key });
+    // the sender name of the notification emails says which tenant's alarms they are
+    globexT.hasResourceProperties("AWS::SNS::Topic", { KmsMasterKeyId: key, DisplayName: "qashio-bridge globex alarms" });
     globexT.hasResourceProperties("AWS::SNS::Subscription", { Protocol: "email", Endpoint: "finance-ops@globex.example" });
     acmeT.resourceCountIs("AWS::SNS::Topic", 0);
   });
