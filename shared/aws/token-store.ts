@@ -164,7 +164,7 @@ export class SecretsManagerTokenStore implements TokenStore {
   #lastLoadedSecretToken?: string;
   /** Fingerprint of the refresh token that `load` handed out (the secret's, or one held in the table). */
   #lastLoadedRefreshToken?: string;
-  /** Loads started so far, and the number of the one the two fields above come from. */
+  /** Loads started so far, and the number of the one the three fields above come from. */
   #loadsStarted = 0;
   #lastLoad = 0;
   /** Fingerprint of the provider client the store first read: the one its runtime was built with and refreshes with. */
@@ -344,11 +344,13 @@ export class SecretsManagerTokenStore implements TokenStore {
    * re-load the store before declaring the family lost); before any load, the one this store last read or wrote, if it
    * holds it. Nothing is recorded when the last load handed out another token: the secret moved on to one never
    * presented (a re-authorization, or a token pasted, landing while the refresh ran), which a mark must not condemn,
-   * and a mark for the refused token's older version would only be removed as stale. `refusal.clientMayBeRefused` records that the client credentials may be at fault instead
-   * (see {@link RevokedFamily}), for the fail-fast of later invocations to say so.
+   * and a mark for the refused token's older version would only be removed as stale. `refusal.clientMayBeRefused`
+   * records that the client credentials may be at fault instead (see {@link RevokedFamily}), for the fail-fast of
+   * later invocations to say so.
    *
    * @example
-   * if (error instanceof ReauthorizationRequiredError) await store.markRevoked({ refusedRefreshToken, clientMayBeRefused: error.clientMayBeRefused });
+   * const refusedRefreshToken = error.refusedRefreshToken();
+   * if (refusedRefreshToken !== undefined) await store.markRevoked({ refusedRefreshToken, clientMayBeRefused: error.clientMayBeRefused });
    */
   async markRevoked(refusal: { readonly refusedRefreshToken: string; readonly clientMayBeRefused?: boolean }): Promise<void> {
     const versionId = this.#versionHolding(refusal.refusedRefreshToken);

@@ -4,8 +4,8 @@
  * Every error carries what a caller needs to act (status, the envelope's `errors[]`, the request id,
  * the method and the path without its query string) and never a secret: no token, no client secret,
  * no query string, no raw response body. The one refresh token a token error is about (the rotated one to save, the
- * refused one to mark) sits in a private field, read by a method only: no serialiser or logger reaches it. The provider's free text is never in `message` (it may quote personal data);
- * see {@link ProviderText}.
+ * refused one to mark) sits in a private field, read by a method only: no serialiser or logger reaches it. The
+ * provider's free text is never in `message` (it may quote personal data); see {@link ProviderText}.
  */
 
 /**

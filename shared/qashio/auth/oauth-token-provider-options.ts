@@ -6,7 +6,8 @@ import type { TokenStore } from "./token-store.js";
 
 /**
  * What happened to the token family; lets the caller count refreshes and revocations, and say what became of tokens
- * a failed save left held (see `Unsaved`): saved by a re-save, or dropped for a newer set the store holds.
+ * a failed save left held (see `Unsaved`, oauth-token-provider.ts): saved by a re-save, or dropped for a newer set the
+ * store holds.
  */
 export type TokenEvent = "refreshed" | "rotated_elsewhere" | "reauthorization_required" | "held_tokens_saved" | "held_tokens_dropped";
 
@@ -19,19 +20,19 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly lockName?: string;
   /**
    * Lease length, at least twice `timeoutMs`. The refresh call, retries included, must end within its first half
-   * (see {@link refreshDeadline}); the rest is left for saving the rotated tokens, renewed while the save runs (see
-   * {@link whileHolding}). @default 30_000
+   * (see `refreshDeadline`, refresh-lease.ts); the rest is left for saving the rotated tokens, renewed while the save
+   * runs (see `whileHolding`, lease-keep-alive.ts). @default 30_000
    */
   readonly lockTtlMs?: number;
   /**
    * The process ends for good soon after its calls' deadlines (a Lambda invocation, whose timeout follows the cycle's
    * deadline): a refresh is then started only when its whole lease ends by the deadline of the call needing it (see
-   * {@link TokenRequestOptions.deadline}). A process that outlives its deadlines (the local bridge's budget) refreshes
+   * `TokenRequestOptions.deadline`). A process that outlives its deadlines (the local bridge's budget) refreshes
    * whenever it must, else a budget shorter than the lease would never refresh. @default false
    */
   readonly refreshWithinCallDeadline?: boolean;
   /**
-   * Refreshes start only inside a window {@link OAuthTokenProvider.openRefreshWindow} opened and not yet closed. For a
+   * Refreshes start only inside a window `OAuthTokenProvider.openRefreshWindow` opened and not yet closed. For a
    * process frozen, perhaps for good, between units of work while it keeps one provider (a Lambda container between
    * invocations): a call a unit left behind (an abandoned read-ahead answered 401, or retrying after a 5xx) could
    * otherwise start a refresh after the unit's last `saveHeldTokens`, and a freeze between spending the refresh token
