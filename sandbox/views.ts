@@ -2,6 +2,7 @@
  * Response shapes of spec §2 built from the sandbox records. Every view returns a
  * fresh object, so a caller may not mutate sandbox state through it.
  */
+import { homeOf } from "./data/home-country.js";
 import { topUpPeriodOf, topUpSettingOf } from "./data/balances.js";
 import { accountBalanceOf } from "./data/model.js";
 import { allowedCategoriesOf } from "./data/restrictions.js";
@@ -250,7 +251,7 @@ export function coreCardView(card: CardRecord, data: Pick<CompanyData, "company"
     shipment_tracking: null,
     spend_limit: write ? spendLimitObject(card, write) : card.spendLimit.maxAmount,
     atm_limit: null,
-    shipping_address: card.cardType === "Physical" ? { line1: "Office 1204, Business Bay", city: "Dubai", country: company.country } : null,
+    shipping_address: card.cardType === "Physical" ? { ...homeOf(company.country).office, country: company.country } : null,
     card_template: null,
     erp_bank_account: null,
     step_up_auth_delegated_user_profile: null,

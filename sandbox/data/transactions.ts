@@ -7,6 +7,7 @@ import { round2 } from "../prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/enums.js";
 import { SPEND_CATEGORIES, spendableOf } from "./balances.js";
 import { MCC_DESCRIPTIONS, MERCHANTS, convert, type MerchantProfile } from "./catalog.js";
+import { homeOf } from "./home-country.js";
 import { limitRoomOf, windowStart } from "./spend-limits.js";
 import { allowsMerchant } from "./restrictions.js";
 import { poolOf, type CardRecord, type ClientSyncStatus, type CompanyData, type MasterRecord, type TransactionRecord, type UserProfile } from "./model.js";
@@ -34,16 +35,6 @@ const CATEGORY_WEIGHTS: readonly (readonly [BuildableCategory, number])[] = [
 
 /** MCC of an ATM (`mcc_code` of a cash withdrawal), which a card's category limits must allow for one made now. */
 const ATM_MCC = "6011";
-
-/** The ATM of a cash withdrawal, one in the company's country (the city a merchant of that country is in). */
-const HOME_ATMS: Readonly<Record<string, { readonly name: string; readonly city: string }>> = {
-  AE: { name: "Emirates NBD ATM", city: "Dubai" },
-  SA: { name: "Al Rajhi Bank ATM", city: "Riyadh" },
-};
-
-function homeAtm(country: string): { readonly name: string; readonly city: string | null } {
-  return HOME_ATMS[country] ?? { name: "Bank ATM", city: null };
-}
 
 /** Least a card's account must be able to pay, fee included, for spend made now to go on it (billing currency). */
 const LEAST_SPEND = 1;
@@ -317,7 +308,7 @@ export class TransactionFactory {
       parent_qashio_id: parent ? parent.qashio_id : null,
       company_id: company.id,
       merchant_name: merchant ? merchant.name : this.pseudoMerchant(category),
-      merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? homeAtm(company.country).city : null,
+      merchant_city: merchant ? merchant.city : category === "cash_withdrawal" ? homeOf(company.country).atm.city : null,
       merchant_country: merchant ? merchant.country : category === "cash_withdrawal" ? company.country : null,
       mcc_code: merchant ? merchant.mcc : category === "cash_withdrawal" ? ATM_MCC : null,
       mcc_description: merchant ? (MCC_DESCRIPTIONS[merchant.mcc] ?? null) : category === "cash_withdrawal" ? (MCC_DESCRIPTIONS[ATM_MCC] ?? null) : null,
@@ -494,7 +485,7 @@ export class TransactionFactory {
       case "card_unloading":
         return "Card unload to funding account";
       case "cash_withdrawal":
-        return homeAtm(this.data.company.country).name;
+        return homeOf(this.data.company.country).atm.name;
       case "cashback":
         return "Qashio Cashback";
       case "deposit":

@@ -3,7 +3,7 @@ import { seedCompanies } from "../../sandbox/data/seed.js";
 import type { CompanyData } from "../../sandbox/data/model.js";
 import { MERCHANTS, MCC_DESCRIPTIONS } from "../../sandbox/data/catalog.js";
 import { TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
-import { transactionDetailView } from "../../sandbox/views.js";
+import { coreCardView, transactionDetailView } from "../../sandbox/views.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { round2 } from "../../sandbox/prng.js";
 
@@ -104,6 +104,21 @@ describe("seeded data", () => {
       expect(items.length).toBeGreaterThan(0);
       expect(items.reduce((sum, i) => sum + i.amount, 0)).toBeCloseTo(tx.billing_amount, 1);
     }
+  });
+
+  it("ships each company's physical cards to an office in a city of its own country, a virtual card nowhere", () => {
+    const countries = new Set<string>();
+    for (const data of seedCompanies({ seed: 7, nowMs: NOW })) {
+      const homeCities = new Set(MERCHANTS.filter((m) => m.country === data.company.country).map((m) => m.city));
+      for (const card of data.cards) {
+        const address = coreCardView(card, data).shipping_address as { city?: unknown; country?: unknown } | null;
+        const expected = card.cardType === "Physical" ? [true, data.company.country] : [false, undefined];
+        expect([card.id, address !== null && homeCities.has(String(address.city)), address?.country]).toEqual([card.id, ...expected]);
+        if (card.cardType === "Physical") countries.add(data.company.country);
+      }
+    }
+    // Both countries the seed has, so neither city rule holds by the other's chance.
+    expect([...countries].sort()).toEqual(["AE", "SA"]);
   });
 
   // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
