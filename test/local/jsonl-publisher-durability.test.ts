@@ -1,11 +1,12 @@
 /**
  * JsonlEventPublisher's durability, seen through node:fs: a publish resolves only after the events file was fsynced
  * following its write, so the engine never writes a batch's snapshots (nor acknowledges it) over events a power loss
- * could still take back. Nothing else shows a missing fsync: the file reads the same either way until the power goes.
+ * could still take back; and a recovery file's name is durable before the cut it saves. Nothing else shows a missing
+ * fsync: the files read the same either way until the power goes.
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -14,7 +15,10 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
 
-/** Writes, truncations and fsyncs in order, each naming the file its descriptor was opened on. */
+/**
+ * Writes, truncations and fsyncs in order, each naming the file its descriptor was opened on; and links that took
+ * effect, each naming the name it gave.
+ */
 const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>() }));
 
 vi.mock("node:fs", async (importOriginal) => {
@@ -37,7 +41,11 @@ vi.mock("node:fs", async (importOriginal) => {
     journal.events.push(`fsync ${name(fd)}`);
     fs.fsyncSync(fd);
   }) as typeof fs.fsyncSync;
-  const mocked = { openSync, writeSync, ftruncateSync, fsyncSync };
+  const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+    fs.linkSync(from, to);
+    journal.events.push(`link ${String(to)}`);
+  }) as typeof fs.linkSync;
+  const mocked = { openSync, writeSync, ftruncateSync, fsyncSync, linkSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -146,5 +154,44 @@ describe("JsonlEventPublisher durability", () => {
     await pollTransactions(rig.deps);
     const order = eventsFileJournal();
     expect(order.slice(order.lastIndexOf("write <events>"))).toEqual(["write <events>", "fsync <events>", "snapshots.putMany", "acknowledge"]);
+  });
+});
+
+describe("JsonlEventPublisher recovery file durability", () => {
+  /**
+   * Leaves the events file with one whole line, then a line a power loss tore (a NUL block) and a whole line after it;
+   * returns the recovery file's name and the bytes the publisher saves there before it cuts them off.
+   */
+  async function tornTail(): Promise<{ readonly recovery: string; readonly cut: Buffer }> {
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(1)]);
+    const line = await readFile(file);
+    const cut = Buffer.concat([line.subarray(0, 30), Buffer.alloc(512), line]);
+    await writeFile(file, Buffer.concat([line, cut]));
+    return { recovery: `${file}.cut-${line.length}`, cut };
+  }
+
+  /** The next publish's links, directory fsyncs and truncations up to the cut, with the paths shortened. */
+  async function untilCut(recovery: string): Promise<string[]> {
+    journal.events.length = 0;
+    await new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)]);
+    const shown = journal.events
+      .filter((e) => e.startsWith("link") || e.startsWith("truncate") || e === `fsync ${dir}`)
+      .map((e) => e.replace(recovery, "<recovery>").replace(file, "<events>").replace(dir, "<dir>"));
+    return shown.slice(0, shown.indexOf("truncate <events>") + 1);
+  }
+
+  // The cut becomes durable with the append's fsync; a recovery name still only in the page cache then could go at a
+  // power loss, with the only copy of lines an older version synced after the tear.
+  it("fsyncs the directory after linking the recovery file it creates, before it cuts", async () => {
+    const { recovery, cut } = await tornTail();
+    expect(await untilCut(recovery)).toEqual(["link <recovery>", "fsync <dir>", "truncate <events>"]);
+    expect((await readFile(recovery)).equals(cut)).toBe(true);
+  });
+
+  it("fsyncs the directory before it cuts when it finds the recovery file there already, holding the cut (a save a crash cut short, maybe before its fsync)", async () => {
+    const { recovery, cut } = await tornTail();
+    await writeFile(recovery, cut);
+    expect(await untilCut(recovery)).toEqual(["fsync <dir>", "truncate <events>"]);
+    expect((await readFile(recovery)).equals(cut)).toBe(true);
   });
 });
