@@ -726,6 +726,33 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(notReached.toSorted());
   });
 
+  it("reaches every card when cards walked before are removed above after its unsure start, and the check that follows comes a page after the walk took the smaller total", async () => {
+    const rig = makeRig();
+    // Page 1 (the walk learns FIRST); pages 2 to 4 asked in FIRST and served SECOND, their checks failing; four cards
+    // of page 1 (their suspensions published) removed from the top before page 4, which moves the walk back; page 3
+    // again, its check following. The move goes from where the walk stood before page 2 with the total it had there:
+    // taken as counted in the smaller total page 4 left the walk with, that offset would skip the tenth card, which
+    // page 2 (served SECOND) never reached and the removal pulled before page 3.
+    const { suspended, asked } = await suspendedUnderLoweredMaximum(rig, async (n, served) => {
+      if (n === 3 || n === 5 || n === 7) throw Object.assign(new Error("500"), { name: "ProviderError", status: 500 });
+      if (n === 6) rig.provider.cards.splice(0, 4);
+      return served();
+    });
+    expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+    expect(asked.slice(0, 9)).toEqual([
+      [1, SIZE],
+      [2, FIRST],
+      [2, SECOND],
+      [3, FIRST],
+      [3, SECOND],
+      [4, FIRST],
+      [4, SECOND],
+      [3, FIRST],
+      [3, SECOND],
+    ]);
+    expect(rig.publisher.ofType("card.suspended").map((e) => e.detail.subject.id).toSorted()).toEqual(suspended.toSorted());
+  });
+
   it("does not go back to a page whose check could not tell once a later page came fuller than the size it stated", async () => {
     const rig = makeRig();
     for (let i = 0; i < 20 * FIRST; i++) rig.provider.addCard();
