@@ -408,6 +408,12 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.union([z.null().transform(() => 0), z.unknown()]), [[null, false], ["a", true], [{}, true]]);
   });
 
+  it("lets a union member whose nullable or optional input is rewritten decide on null and undefined", () => {
+    // zod answers with the transform's "none": the z.null() or z.undefined() member after it must not decide.
+    expectConforms(z.union([z.string().nullable().transform((s) => s ?? "none"), z.null()]), [[null, false]]);
+    expectConforms(z.union([z.string().optional().transform((s) => s ?? "none"), z.undefined()]), [[undefined, false]]);
+  });
+
   it("lets a drift enum first in a union decide on every string (zod reports its unlisted values)", () => {
     const status = driftEnum(["draft"] as const, { schema: "S", field: "status" });
     expectConforms(z.union([status, z.string()]), [["draft", true], ["archived", false]]);
@@ -473,6 +479,12 @@ describe("conformsTo per schema kind", () => {
   it("rejects an object without a defaulted or caught member (zod fills it in)", () => {
     expectConforms(z.looseObject({ d: z.string().default("x") }), [[{}, false]]);
     expectConforms(z.looseObject({ c: z.string().catch("x") }), [[{}, false]]);
+  });
+
+  it("rejects an object without a member optional on its output side only (zod runs its input side on undefined)", () => {
+    // zod's types take no pipe into an optional schema, its parser does: optin unset, optout "optional".
+    const optionalOut = z.string().pipe(z.string().optional() as unknown as z.ZodString);
+    expectConforms(z.looseObject({ p: optionalOut }), [[{}, false]]);
   });
 
   it("rejects shapes with keys zod reads from the prototype", () => {
