@@ -354,6 +354,8 @@ describe("conformsTo per schema kind", () => {
     expectConforms(z.number(), [[1.5, true], [0, true], [-0, true], [NaN, false], [Infinity, false], ["1", false]]);
     expectConforms(z.number().int().min(3), [[3, true], [4, true], [2, false], [3.5, false]]);
     expectConforms(z.int(), [[7, true], [7.5, false]]);
+    expectConforms(z.number().max(5), [[5, true], [6, false]]);
+    expectConforms(z.number().multipleOf(2), [[4, true], [3, false]]);
     expectConforms(z.coerce.number(), [[1, false]]);
   });
 
@@ -412,6 +414,12 @@ describe("conformsTo per schema kind", () => {
     // zod answers with the transform's "none": the z.null() or z.undefined() member after it must not decide.
     expectConforms(z.union([z.string().nullable().transform((s) => s ?? "none"), z.null()]), [[null, false]]);
     expectConforms(z.union([z.string().optional().transform((s) => s ?? "none"), z.undefined()]), [[undefined, false]]);
+  });
+
+  it("passes a value of another kind on from a drift enum or object member to the next one", () => {
+    const status = driftEnum(["draft"] as const, { schema: "S", field: "status" });
+    expectConforms(z.union([status, z.number()]), [[1, true], ["draft", true]]);
+    expectConforms(z.union([z.looseObject({ id: z.string() }), z.string()]), [["a", true], [{ id: "a" }, true]]);
   });
 
   it("lets a drift enum first in a union decide on every string (zod reports its unlisted values)", () => {
