@@ -70,6 +70,14 @@ describe("a quarantined record's entity id", () => {
     expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([bad.id]);
     expect(rig.logger.lines.find((l) => l.message === "record quarantined")?.attributes).toMatchObject({ entityId: bad.id });
   });
+
+  it("is kept for a card with the card id form, the record refused for another member", async () => {
+    const rig = makeRig({ pii: { mode: "redact" }, emitCardCreated: true });
+    const bad = rig.provider.addCard({ card_nickname: 42 });
+    const provider = clientOverFake(rig.provider, rig.clock);
+    expect(await pollCards({ ...rig.deps, provider })).toMatchObject({ outcome: "complete", quarantined: 1 });
+    expect([...rig.quarantine.records.values()].map((r) => [r.kind, r.entityId])).toEqual([["card", bad["id"]]]);
+  });
 });
 
 describe("wellFormedEntityId", () => {
