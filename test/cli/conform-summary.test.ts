@@ -17,4 +17,11 @@ describe("formatConformSummary", () => {
       "conform-pii: stopped as asked: 2 stored entries read (snapshots, their qashio_id aliases and the bridge's own cursors), 1 rewritten to PII mode hash, and 1 quarantine record so far",
     );
   });
+
+  it("says entries for none, and that a pass stopped at its deadline, not by a signal, stopped at the time budget", () => {
+    const empty = { ...finished, outcome: "deadline", scanned: 0, rewritten: 0 } as const;
+    expect(formatConformSummary(empty)).toBe(
+      "conform-pii: stopped at the time budget: 0 stored entries read (snapshots, their qashio_id aliases and the bridge's own cursors), 0 rewritten to PII mode hash so far",
+    );
+  });
 });
