@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { conformSnapshots, supersedeConformPassOnModeChange } from "../../shared/bridge/conform.js";
 import { pollCards } from "../../shared/bridge/cards.js";
-import { CycleAbortedError, ReadDeadlineExceededError, WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
+import { BridgeConfigurationError, CycleAbortedError, ReadDeadlineExceededError, WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { HASH_PREFIX, PERSONAL_FIELDS, REDACTED, applyPiiToBody, conformPii, conformPiiToBody, type PiiPolicy } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotKey, StoreCallOptions } from "../../shared/bridge/ports.js";
@@ -537,6 +537,17 @@ describe("conformSnapshots", () => {
     for (const pageSize of [0, -1, 1.5]) await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize })).rejects.toThrow(RangeError);
     expect(scan).not.toHaveBeenCalled();
     expect((await conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 1 })).outcome).toBe("complete");
+  });
+
+  it("refuses a PII policy a cycle would refuse (hash without a salt, an unknown mode) before reading or writing anything", async () => {
+    const rig = await rigWrittenUnderFull(1);
+    const before = structuredClone(rig.snapshots.data);
+    const scan = vi.spyOn(rig.snapshots, "scan");
+    for (const pii of [{ mode: "hash" }, { mode: "mask" }] as PiiPolicy[]) {
+      await expect(conformSnapshots({ ...rig.deps, pii })).rejects.toThrow(BridgeConfigurationError);
+    }
+    expect(scan).not.toHaveBeenCalled();
+    expect(rig.snapshots.data).toEqual(before);
   });
 
   it("passes on the store's refusal of the place a cursor names as its error", async () => {
