@@ -138,6 +138,8 @@ describe("conformSnapshots", () => {
     const first = await conformSnapshots(deps, { pageSize: 5, deadline: rig.clock.now() + 2_500 });
     expect(first).toMatchObject({ outcome: "deadline", scanned: 15, cursor: expect.any(String) });
     expect(first.rewritten).toBeLessThan(20);
+    // The log line says where to go on too: an operator reading it after the invocation finds the cursor there.
+    expect(rig.logger.lines.find((l) => l.message === "snapshots conformed to the PII mode")?.attributes).toMatchObject({ outcome: "deadline", cursor: first.cursor });
     expect(cleartextIn(rig)).toBeGreaterThan(0);
     expect(rig.snapshots.vacuumCalls).toBe(0);
 
@@ -714,6 +716,7 @@ describe("conformSnapshots cursors", () => {
     const stored = rig.snapshots.data.get(entry.key)?.object;
     expect(stored).toEqual({ pass: expect.any(String), mode: "redact" });
     expect(stored?.["pass"]).not.toBe(entry.object["pass"]);
+    expect(rig.logger.lines.find((l) => l.message.startsWith("PII mode changed since"))?.attributes).toEqual({ from: "unrecorded", mode: "redact" });
     await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
   });
 
@@ -800,6 +803,7 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     const report = await conformSnapshots(deps, { pageSize: 5, deadline: rig.clock.now() + 60_000 });
 
     expect(report).toMatchObject({ outcome: "deadline", scanned: 5, rewritten: 5, cursor: expect.any(String) });
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "snapshot write stopped retrying at the conform pass's deadline; stopping" }));
     expect(given.filter((options) => options.deadline !== undefined)).toHaveLength(given.length);
     expect(rig.snapshots.vacuumCalls).toBe(0);
     vi.restoreAllMocks();
