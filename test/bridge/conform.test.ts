@@ -826,7 +826,10 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     expect(cleartextIn(rig)).toBe(0);
   });
 
-  it("writes no page whose scan answered past that deadline (a container frozen in it, thawed later): ends `deadline` with a cursor at that page", async () => {
+  it.each([
+    ["past", 60_000],
+    ["at", 0],
+  ])("writes no page whose scan answered %s that deadline (a container frozen in it, thawed later): ends `deadline` with a cursor at that page", async (_, pastHeld) => {
     const rig = await rigWrittenUnderFull(20);
     const deps = { ...rig.deps, pii: REDACT };
     const total = rig.snapshots.data.size;
@@ -837,7 +840,7 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     vi.spyOn(rig.snapshots, "scan").mockImplementation(async (options) => {
       scans += 1;
       // The second page answers once the container thaws, the leases lapsed: a later cycle may have written since.
-      if (scans === 2) rig.clock.ms = held + 60_000;
+      if (scans === 2) rig.clock.ms = held + pastHeld;
       return scan(options);
     });
     /** When each page's write was started (the pass id's aside). */
