@@ -578,6 +578,14 @@ async function stoppedPass(policy: PiiPolicy) {
   return { rig, deps, before, first: { ...report, cursor: report.cursor as string, passEntry } };
 }
 
+/** `cursor` with the state it records rewritten by `edit`, under a valid checksum: as another version might print it. */
+function reprinted(cursor: string, edit: (state: Record<string, unknown>) => Record<string, unknown>): string {
+  const [prefix = "", body = ""] = cursor.split(/[~.]/);
+  const state = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<string, unknown>;
+  const forged = Buffer.from(JSON.stringify(edit(state))).toString("base64url");
+  return `${prefix}~${forged}.${sha256Hex(`${prefix}~${forged}`).slice(0, 16)}`;
+}
+
 /** Puts back the store's contents as in `backup` (a copy of its data), as a restore of a backup does. */
 function restore(rig: TestRig, backup: ReadonlyMap<SnapshotKey, Snapshot>): void {
   rig.snapshots.data.clear();
@@ -637,19 +645,26 @@ describe("conformSnapshots cursors", () => {
 
   it("refuses a cursor made by a version that masked only the listed paths, not the record's rule inside their parents", async () => {
     const { deps, first } = await stoppedPass(REDACT);
-    const [prefix = "", body = ""] = first.cursor.split(/[~.]/);
-    const decoded = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Record<string, unknown>;
     /** `first.cursor` as a version whose fingerprint was `fields` would have printed it (a valid checksum). */
-    const printedWith = (fields: string): string => {
-      const forged = Buffer.from(JSON.stringify({ ...decoded, fields })).toString("base64url");
-      return `${prefix}~${forged}.${sha256Hex(`${prefix}~${forged}`).slice(0, 16)}`;
-    };
+    const printedWith = (fields: string): string => reprinted(first.cursor, (state) => ({ ...state, fields }));
     // The version before took the fingerprint of the list alone: both its own list's and this list's are refused.
     for (const fields of ["1a389b894d18fd7d", sha256Hex(PERSONAL_FIELDS.join("\n")).slice(0, 16)]) {
       await expect(conformSnapshots(deps, { pageSize: 5, cursor: printedWith(fields) })).rejects.toMatchObject({ name: "ConformCursorError", problem: "fields" });
     }
     // The forgery itself is sound: with this version's fingerprint the cursor goes on.
-    expect(await conformSnapshots(deps, { pageSize: 5, cursor: printedWith(decoded["fields"] as string) })).toMatchObject({ outcome: "complete" });
+    expect(await conformSnapshots(deps, { pageSize: 5, cursor: reprinted(first.cursor, (state) => state) })).toMatchObject({ outcome: "complete" });
+  });
+
+  it("refuses as damaged a cursor with a valid checksum whose state is not whole: an unknown mode, no pass id, no place to go on from", async () => {
+    const { deps, first } = await stoppedPass(REDACT);
+    const edits = [
+      (state: Record<string, unknown>) => ({ ...state, mode: "mask" }),
+      ({ pass: _pass, ...state }: Record<string, unknown>) => state,
+      ({ snapshots: _snapshots, after: _after, ...state }: Record<string, unknown>) => state,
+    ];
+    for (const edit of edits) {
+      await expect(conformSnapshots(deps, { pageSize: 5, cursor: reprinted(first.cursor, edit) })).rejects.toMatchObject({ name: "ConformCursorError", problem: "damaged" });
+    }
   });
 
   it("refuses a cursor once the store was restored from a backup taken before it was handed out, and takes it in one taken after", async () => {
