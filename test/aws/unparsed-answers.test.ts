@@ -49,6 +49,33 @@ describe("dropUnparsedAnswers", () => {
     expect(sent.count).toBe(3);
   });
 
+  it("replaces the error before a middleware of the build step sees it: X-Ray's, which records a failed call's message", async () => {
+    const { client } = answering(200, GARBLED);
+    const seen: string[] = [];
+    // As the tracer sets a client up (handlers.ts): X-Ray's middleware (aws-xray-sdk-core) first, at the build step.
+    (client.middlewareStack as { add: (m: unknown, o: unknown) => void }).add(
+      (next: (args: unknown) => Promise<unknown>) => async (args: unknown) =>
+        next(args).catch((error: unknown) => {
+          seen.push((error as Error).message);
+          throw error;
+        }),
+      { step: "build", name: "XRaySDKMiddleware" },
+    );
+    dropUnparsedAnswers(client);
+    await client.send(get).catch(() => undefined);
+    expect(seen).toEqual([UNPARSED_ANSWER_MESSAGE]);
+  });
+
+  it("keeps the answer's head for the SDK's signer: a Date far from the client's clock still corrects its skew", async () => {
+    // The signer reads the Date header of a failed answer only from a head with a numeric status and headers.
+    const { client } = answering(503, "<html>Service Unavailable</html>", { date: "Wed, 01 Jan 2020 00:00:00 GMT" });
+    dropUnparsedAnswers(client);
+    const error = (await client.send(get).catch((e: unknown) => e)) as SyntaxError & { $metadata?: { clockSkewCorrected?: boolean } };
+    expect(error.message).toBe(UNPARSED_ANSWER_MESSAGE);
+    expect(error.$metadata?.clockSkewCorrected).toBe(true);
+    expect(client.config.systemClockOffset).toBeLessThan(-86_400_000);
+  });
+
   it("passes any other failure on as it is, and a client set up twice works as once", async () => {
     const { client } = answering(400, JSON.stringify({ __type: "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", message: "Requested resource not found" }));
     dropUnparsedAnswers(client);
