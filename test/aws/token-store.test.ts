@@ -200,6 +200,46 @@ describe("SecretsManagerTokenStore", () => {
     expect(await storeWith(table.doc).revokedVersion()).toBe(newVersion);
   });
 
+  it("stamps the revoked marker with the time of the refusal, for an operator reading the item", async () => {
+    const { store, clock, tenant } = setup();
+    await store.load();
+    clock.advance(3_600_000);
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    const marker = (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: revokedFamilyItemKey(tenant), ConsistentRead: true }))).Item;
+    expect(marker?.["at"]).toBe(new Date(clock.now()).toISOString());
+  });
+
+  it("fails when a stale revoked marker cannot be removed (a denied DeleteItem), rather than read the secret on every call unseen", async () => {
+    const { store, secrets, optionsWith } = setup();
+    await store.load();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    const denying = {
+      send: async (command: unknown) => {
+        if (command instanceof DeleteCommand) throw Object.assign(new Error("not authorized"), { name: "AccessDeniedException" });
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    await expect(new SecretsManagerTokenStore(optionsWith({ doc: denying })).revokedFamily()).rejects.toMatchObject({ name: "AccessDeniedException" });
+  });
+
+  it("reads the revoked marker and the shared access token consistently: a marker or token another container just wrote is seen", async () => {
+    const { store, optionsWith } = setup();
+    await store.load();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    const reads: unknown[] = [];
+    const recording = {
+      send: async (command: unknown) => {
+        if (command instanceof GetCommand) reads.push(command.input.ConsistentRead);
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const other = new SecretsManagerTokenStore(optionsWith({ doc: recording }));
+    expect(await other.revokedFamily()).toBeDefined();
+    await other.load();
+    expect(reads).toEqual([true, true]);
+  });
+
   it("drops a shared access token issued under an older secret version (secret replaced out of band)", async () => {
     const { store, make, secrets } = setup();
     await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
