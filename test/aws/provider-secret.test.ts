@@ -25,6 +25,24 @@ describe("ProviderSecretClient", () => {
     const missing = await client.read("no-such-version").catch((e: unknown) => e);
     expect(isSecretNotFound(missing)).toBe(true);
     expect(isSecretNotFound(new SecretStoreError("x", "arn", "GetSecretValue", 1, { cause: awsError("AccessDeniedException") }))).toBe(false);
+    // Another resource's absence (a deleted table) wrapped by another error is no missing secret.
+    expect(isSecretNotFound(new Error("x", { cause: awsError("ResourceNotFoundException") }))).toBe(false);
+  });
+
+  it("reads a malformed secret as SecretFormatError naming the secret it read", async () => {
+    const { client } = setup();
+    await client.put({ ...SECRET, refresh_token: "" });
+    await expect(client.read()).rejects.toMatchObject({ name: "SecretFormatError", secretId: "arn:secret:provider", fields: ["refresh_token"] });
+  });
+
+  it("repeats only a write whose attempts timed out: the tags and the version list fail on the first timed-out call", async () => {
+    const { client, secrets } = setup();
+    // A timeout the SDK gave up on after its own 3 attempts.
+    const timedOut = () => Object.assign(awsError("TimeoutError"), { $metadata: { attempts: 3 } });
+    secrets.failNext("DescribeSecret", timedOut(), 3);
+    secrets.failNext("ListSecretVersionIds", timedOut(), 3);
+    await expect(client.tags()).rejects.toMatchObject({ operation: "DescribeSecret", attempts: 1 });
+    await expect(client.hasVersion("v1")).rejects.toMatchObject({ operation: "ListSecretVersionIds", attempts: 1 });
   });
 
   it("counts the versions created since a time, deprecated ones included, across ListSecretVersionIds pages", async () => {
@@ -121,6 +139,8 @@ describe("secretFingerprint", () => {
     const fingerprint = secretFingerprint({ client_id: "a", client_secret: "b" }, members);
     expect(secretFingerprint({ client_id: "a", client_secret: "b" }, members)).toBe(fingerprint);
     expect(secretFingerprint({ client_id: "b", client_secret: "a" }, members)).not.toBe(fingerprint);
+    // Nor are values run together: "ab" + "c" is not "a" + "bc".
+    expect(secretFingerprint({ client_id: "ab", client_secret: "c" }, members)).not.toBe(secretFingerprint({ client_id: "a", client_secret: "bc" }, members));
   });
 });
 
@@ -167,7 +187,8 @@ describe("parseSecret", () => {
       const error = parseError(text);
       expect(error).toBeInstanceOf(SecretFormatError);
       expect((error as Error).message).toBe("The provider secret is not JSON");
-      expect(String(((error as Error).cause as Error | undefined)?.message)).not.toContain("rt-super");
+      // The cause names the parser's failure only.
+      expect((error as Error).cause).toMatchObject({ message: "SyntaxError" });
     }
   });
 
@@ -178,9 +199,22 @@ describe("parseSecret", () => {
   });
 
   it("names the root, not an empty field, for JSON that is not an object", () => {
-    const error = parseError("[]");
-    expect(error).toBeInstanceOf(SecretFormatError);
-    expect(error).toMatchObject({ fields: ["(root)"], message: "The provider secret is missing or has invalid fields: (root)" });
+    for (const text of ["[]", "null"]) {
+      const error = parseError(text);
+      expect(error).toBeInstanceOf(SecretFormatError);
+      expect(error).toMatchObject({ fields: ["(root)"], message: "The provider secret is missing or has invalid fields: (root)" });
+    }
+  });
+
+  it("keeps the fields it does not know: a save writes back the secret it read, every other field kept", () => {
+    const stored = { ...SECRET, client: { client_id: "cid" }, note: "set up by ops" };
+    expect(parseSecret("arn:secret:provider", JSON.stringify(stored), "v1").secret).toEqual(stored);
+  });
+
+  it("names a version without a string value as such (a binary secret, a rotation's empty AWSPENDING), not as JSON it is not", () => {
+    expect(() => parseSecret("arn:secret:provider", undefined, "v1")).toThrow(
+      expect.objectContaining({ name: "SecretFormatError", secretId: "arn:secret:provider", message: "The provider secret has no string value" }),
+    );
   });
 
   it("refuses a value read without a version id, which no write or revocation could be bound to", () => {
