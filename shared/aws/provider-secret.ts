@@ -19,7 +19,7 @@ import { isJsonObject } from "../json-object.js";
 import { systemClock } from "./clock.js";
 import { SecretFormatError, SecretStoreError } from "./errors.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
-import { isUnparsedAnswer } from "./unparsed-answers.js";
+import { withoutAnswerBody } from "./unparsed-answers.js";
 
 /**
  * Whole PutSecretValue calls made while the SDK's attempts end in timeouts (reads get one). A write after a token
@@ -117,7 +117,8 @@ function errorLabel(error: unknown): string {
 
 /**
  * Reads and writes versions of one provider secret. Throttled and transient failures are retried with backoff; a
- * call that still fails throws `SecretStoreError` (operation, attempts, the AWS error as `cause`), never a value.
+ * call that still fails throws `SecretStoreError` (operation, attempts, the AWS error as `cause`, body-free when the SDK
+ * could not parse the answer), never a value.
  *
  * @example
  * const secret = new ProviderSecretClient({ secrets: new SecretsManagerClient({}), secretId: arn });
@@ -280,9 +281,10 @@ export class ProviderSecretClient {
         this.secretId,
         operation,
         attempts,
-        // Not an answer the SDK could not parse: from a client dropUnparsedAnswers did not set up, its error quotes the
-        // body (the secret's JSON) in its message and keeps all of it ($responseBodyText), as parseSecret's own failures never do.
-        isUnparsedAnswer(error) ? undefined : { cause: error },
+        // Never an answer the SDK could not parse: from a client dropUnparsedAnswers did not set up, its error quotes the body
+        // (the secret's JSON) and keeps all of it ($responseBodyText). A body-free copy keeps the request id and, from a
+        // Lambda's client, the very error, whose call the log line names (awsCallOf).
+        { cause: withoutAnswerBody(error) },
       );
     }
   }

@@ -4,8 +4,8 @@
  * `Unexpected token 'u', ..."3MzAwfQ.",uFKZDjIrkU"...`), and hangs the whole body on it (`$responseBodyText`,
  * `$response.body`): the access-token item's tokens, the provider secret's JSON, a snapshot's personal data. The
  * Lambdas' SDK clients are set up here (handlers.ts), so no log line, error message or trace of theirs quotes one. The
- * CLI's onboarding clients read the secret through ProviderSecretClient, which keeps such an error off its own, and a
- * lease item, which holds neither a secret nor personal data.
+ * CLI's onboarding clients read the secret through ProviderSecretClient, which keeps only a body-free copy of such an
+ * error ({@link withoutAnswerBody}), and a lease item, which holds neither a secret nor personal data.
  */
 
 /** The message of the error that replaces the SDK's: it names the failure and quotes nothing. */
@@ -25,13 +25,29 @@ interface AnswerHead {
   readonly headers?: unknown;
 }
 
+/** The errors {@link withoutBody} made: they hold nothing of a body, and are kept as they are. */
+const bodyFree = new WeakSet<object>();
+
 /** A SyntaxError, as the SDK's own, with the call's `$metadata` and the answer's head, and nothing of its body. */
 function withoutBody(error: { readonly $metadata?: unknown; readonly $response?: AnswerHead }): SyntaxError {
   const safe = new SyntaxError(UNPARSED_ANSWER_MESSAGE);
   if (error.$metadata !== undefined) Object.assign(safe, { $metadata: error.$metadata });
   const answer = error.$response;
   if (answer !== undefined) Object.defineProperty(safe, "$response", { value: { statusCode: answer.statusCode, headers: answer.headers }, enumerable: false });
+  bodyFree.add(safe);
   return safe;
+}
+
+/**
+ * `error` fit to keep (as a cause): the SDK's own error on an answer it could not parse is replaced by one naming the
+ * failure only (`$metadata` and the answer's head kept); any other, a replacement already made included, is `error`
+ * itself, so the call a client set up with nameFailedCalls names stays found (awsCallOf).
+ *
+ * @example
+ * throw new SecretStoreError(message, secretId, operation, attempts, { cause: withoutAnswerBody(error) });
+ */
+export function withoutAnswerBody(error: unknown): unknown {
+  return isUnparsedAnswer(error) && !bodyFree.has(error as object) ? withoutBody(error as Parameters<typeof withoutBody>[0]) : error;
 }
 
 /** The minimal middleware stack of an SDK v3 client (`client.middlewareStack`), typed loosely: clients differ in it. */
@@ -57,7 +73,7 @@ export function dropUnparsedAnswers(client: { readonly middlewareStack: unknown 
       try {
         return await next(args);
       } catch (error) {
-        throw isUnparsedAnswer(error) ? withoutBody(error as Parameters<typeof withoutBody>[0]) : error;
+        throw withoutAnswerBody(error);
       }
     },
     { step: "deserialize", priority: "high", name: "dropUnparsedAnswers", override: true },

@@ -1,8 +1,12 @@
+import { Readable } from "node:stream";
 import { inspect } from "node:util";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { describe, expect, it } from "vitest";
 import { SecretFormatError, SecretStoreError } from "../../shared/aws/errors.js";
+import { awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { ProviderSecretClient, isSecretNotFound, parseSecret, secretFingerprint } from "../../shared/aws/provider-secret.js";
+import { UNPARSED_ANSWER_MESSAGE, dropUnparsedAnswers } from "../../shared/aws/unparsed-answers.js";
 import { FakeClock } from "./support/clock.js";
 import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
 
@@ -105,31 +109,47 @@ describe("ProviderSecretClient", () => {
     expect(error).toMatchObject({ operation: "GetSecretValue", attempts: 2, message: "GetSecretValue on the provider secret failed: AccessDeniedException" });
   });
 
-  it("keeps no cause when the SDK could not parse the answer: that error quotes and holds the body, the secret's JSON", async () => {
-    const { client, secrets } = setup();
-    const body = JSON.stringify(SECRET).slice(0, -3);
-    const unparsed = (() => {
-      try {
-        return JSON.parse(body) as never;
-      } catch (e) {
-        // As the SDK's JSON body parser rethrows it.
-        return Object.defineProperty(e as Error, "$responseBodyText", { value: body });
-      }
-    })();
-    secrets.failNext("GetSecretValue", unparsed);
-    const error = await client.getValue().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SecretStoreError);
-    expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: SyntaxError");
-    expect((error as Error).cause).toBeUndefined();
-    expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain("csecret");
-  });
-
   it("names a network failure by its system code, not the plain Error name Node gives it", async () => {
     const { client, secrets } = setup();
     secrets.failNext("GetSecretValue", Object.assign(new Error("getaddrinfo ENOTFOUND secretsmanager.eu-west-1.amazonaws.com"), { code: "ENOTFOUND" }));
     const error = await client.getValue().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SecretStoreError);
     expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: ENOTFOUND");
+  });
+});
+
+describe("ProviderSecretClient on an answer the SDK cannot parse", () => {
+  // V8's parser quotes the 10 characters on either side of a fault: here where the secret's value begins.
+  const GARBLED = '{"VersionId":"v1","SecretString":csecret-0123456789"}';
+
+  /** A client of a real SDK client answered 200 with GARBLED; `asLambdas`: set up as the Lambdas' are (handlers.ts). */
+  function reading(asLambdas: boolean): ProviderSecretClient {
+    const headers = { "content-type": "application/x-amz-json-1.1", "x-amzn-requestid": "req-1" };
+    const secrets = new SecretsManagerClient({
+      region: "eu-west-1",
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+      requestHandler: { handle: async () => ({ response: { statusCode: 200, headers, body: Readable.from([Buffer.from(GARBLED)]) } }) },
+    });
+    if (asLambdas) {
+      nameFailedCalls(secrets);
+      dropUnparsedAnswers(secrets);
+    }
+    return new ProviderSecretClient({ secrets, secretId: "arn:secret:provider", clock: new FakeClock() });
+  }
+
+  it("keeps a Lambda client's body-free error as the cause: the log line names the call, the request id is kept", async () => {
+    const error = await reading(true).read().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "SecretStoreError", message: "GetSecretValue on the provider secret failed: SyntaxError" });
+    expect((error as Error).cause).toMatchObject({ message: UNPARSED_ANSWER_MESSAGE, $metadata: { requestId: "req-1" } });
+    expect(awsCallOf(error)).toEqual({ awsCall: "SecretsManager GetSecretValue" });
+    expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain("csecret");
+  });
+
+  it("keeps, for the SDK's own error (a CLI client), one quoting and holding nothing of the body, the secret's JSON", async () => {
+    const error = await reading(false).read().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "SecretStoreError", message: "GetSecretValue on the provider secret failed: SyntaxError" });
+    expect((error as Error).cause).toMatchObject({ message: UNPARSED_ANSWER_MESSAGE, $metadata: { requestId: "req-1" } });
+    expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain("csecret");
   });
 });
 
