@@ -2,6 +2,7 @@
  * `bridge demo` in-process: its temp directory (events file, state) is removed when it ends, unless --keep.
  */
 import type * as fs from "node:fs";
+import type * as fsPromises from "node:fs/promises";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -14,6 +15,7 @@ import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { AuthorizeAgainError, AuthorizeError, CliError, EXIT } from "../../shared/cli/errors.js";
 import { STATE_FILES } from "../../shared/local/layout.js";
+import { ISSUER_MAX_SPEND_LIMIT } from "../../sandbox/routes/core.js";
 import { ROOT, runInProcess } from "./helpers.js";
 
 /**
@@ -22,15 +24,26 @@ import { ROOT, runInProcess } from "./helpers.js";
  */
 vi.mock("node:fs", async (importOriginal) => ({ ...(await importOriginal<typeof fs>()), fsyncSync: () => undefined }));
 
+/** The error code `rm` fails with while set, to play a temp directory the demo cannot remove; unset, `rm` is real. */
+const rmFailure = vi.hoisted(() => ({ code: undefined as string | undefined }));
+vi.mock("node:fs/promises", async (importOriginal) => {
+  const real = await importOriginal<typeof fsPromises>();
+  const rm: typeof real.rm = async (path, options) => {
+    if (rmFailure.code !== undefined) throw Object.assign(new Error(`rm failed (${rmFailure.code})`), { code: rmFailure.code });
+    return real.rm(path, options);
+  };
+  return { ...real, rm };
+});
+
 /** Runs the demo with its own streams; `onStdout` sees the output as it grows (to play Ctrl-C). */
-async function demo({ seams, ...args }: Partial<DemoArgs> & { seams?: DemoSeams }, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
+async function demo({ seams, env = { NO_COLOR: "1" }, ...args }: Partial<DemoArgs> & { seams?: DemoSeams; env?: Record<string, string> }, onStdout: (stdout: string, stop: () => void) => void = () => undefined, onStderr: (chunk: string) => void = () => undefined) {
   const controller = new AbortController();
   let stdout = "";
   let stderr = "";
   const code = await demoCommand(
     { cycles: 1, intervalMs: 0, seed: 42, keep: false, ...args },
     {
-      env: { NO_COLOR: "1" },
+      env,
       cwd: ROOT,
       stdout: {
         write: (chunk: string) => {
@@ -109,6 +122,24 @@ describe("bridge demo's temp directory", () => {
     expect(stderr).toContain(`demo failed; removed ${dir} (--keep keeps it)`);
   });
 
+  it("is removed when the demo fails with its stderr closed too, and the failure passed on is the demo's, not the closed stderr's", async () => {
+    let seen = "";
+    const failed = demo(
+      { cycles: 1 },
+      (out) => {
+        seen = out;
+        if (out.includes("authorized against the sandbox")) throw new Error("stdout closed");
+      },
+      () => {
+        throw new Error("stderr closed");
+      },
+    );
+    await expect(failed).rejects.toThrow("stdout closed");
+    const dir = dirname(/events are appended to (\S+events\.jsonl)/.exec(seen)?.[1] ?? "");
+    expect(dir).toMatch(/qashio-bridge-demo-/);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it("that cannot be made (TMPDIR missing or not writable) is a setting to fix, exit 2, not an unexpected error", async () => {
     const missing = join(ROOT, "no-such-tmpdir");
     vi.stubEnv("TMPDIR", missing);
@@ -134,6 +165,25 @@ describe("bridge demo's temp directory", () => {
     } finally {
       vi.unstubAllEnvs();
       await rm(missing, { recursive: true, force: true });
+    }
+  });
+
+  it("that cannot be removed is left with a warning naming it and why, the last line naming the events file: the demo still ends 0", async () => {
+    rmFailure.code = "EBUSY";
+    let output: Awaited<ReturnType<typeof demo>>;
+    try {
+      output = await demo({ cycles: 1 });
+    } finally {
+      rmFailure.code = undefined;
+    }
+    const { code, stdout, stderr, eventsFile, dir } = output;
+    try {
+      expect(code, stderr).toBe(EXIT.ok);
+      expect(stderr).toBe(`warning: could not remove ${dir} (EBUSY)\n`);
+      expect(stdout.trimEnd().split("\n").at(-1)).toBe(`stopped after 1 cycle; events are in ${eventsFile}`);
+      expect(existsSync(eventsFile)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
@@ -401,29 +451,147 @@ describe("the bridge demo's deposits", () => {
     }
     // Rounds 10 and 20 deposit, with refunds among what they pay back.
     expect(expected).toHaveLength(2);
+    const rounds = output.stdout.split("\n").filter((l) => l.includes("sandbox activity: "));
+    expect(rounds.flatMap((l, i) => (l.includes("deposit of") ? [i + 2] : []))).toEqual([10, 20]);
     expect(refundsDeposited).toBeGreaterThan(0);
     const printed = [...output.stdout.matchAll(/deposit of (\d+\.\d{2}) into the funding account/g)].map(([, amount]) => Number(amount));
     expect(printed).toEqual(expected);
     expect(calls.filter((c) => c.path.endsWith("/deposits")).map((c) => c.body.amount)).toEqual(expected);
   }, 60_000);
+
+  it("are none when refunds gave back more than the cards spent since the last one: nothing to pay in, and no deposit of 0 or less", async () => {
+    // No card can buy after its one purchase, none can be raised: from round 2 on only refunds move money, back.
+    const { code, stdout, stderr } = await demo({ cycles: 11, seams: everyCardLimitedToOnePurchase(400_000) });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stdout).toMatch(/sandbox activity: 0 new purchases, refund of CT/);
+    expect(stdout).toContain("stopped after 11 cycles");
+    expect(stdout).not.toContain("deposit of");
+  });
 });
 
+/**
+ * Seams that limit every card of the demo's company to one purchase ever at `maxAmount` (whose raise is about twice it),
+ * so no card can buy once it bought; `onSandbox` also sees the sandbox.
+ */
+function everyCardLimitedToOnePurchase(maxAmount: number, onSandbox: (sandbox: Sandbox) => void = () => undefined): DemoSeams {
+  return {
+    onSandbox: (sandbox) => {
+      const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
+      for (const card of data?.cards ?? []) card.spendLimit = { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount, frequency: 1 };
+      onSandbox(sandbox);
+    },
+  };
+}
+
 describe("the bridge demo's spend limit raises", () => {
+  it("ask for up to what the issuer accepts, that amount included, and say which card's limit was raised", async () => {
+    // A limit of half the issuer's most, of which the window used less: its raise is the issuer's most exactly.
+    let sandbox: Sandbox | undefined;
+    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedToOnePurchase(ISSUER_MAX_SPEND_LIMIT / 2, (s) => (sandbox = s)) });
+    expect(code, stderr).toBe(EXIT.ok);
+    const raised = /sandbox activity: 1 new purchase, spend limit of card (\S+) raised in the dashboard/.exec(stdout)?.[1];
+    expect(raised, stdout).toBeDefined();
+    const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
+    expect(card?.spendLimit.maxAmount).toBe(ISSUER_MAX_SPEND_LIMIT);
+  });
+
   it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
     // Every card limited to one purchase ever, at an amount whose raise (twice it) the issuer would refuse.
-    const seams: DemoSeams = {
-      onSandbox: (sandbox) => {
-        const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
-        for (const card of data?.cards ?? []) card.spendLimit = { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount: 400_000, frequency: 1 };
-      },
-    };
-    const { code, stdout, stderr } = await demo({ cycles: 4, seams });
+    const { code, stdout, stderr } = await demo({ cycles: 4, seams: everyCardLimitedToOnePurchase(400_000) });
     expect(code, stderr).toBe(EXIT.ok);
     expect(stderr).toBe("");
     const rounds = [...stdout.matchAll(/sandbox activity: (\d+) new purchases?/g)].map(([, n]) => Number(n));
     expect(rounds).toHaveLength(3);
     expect(rounds.at(-1)).toBe(0);
     expect(stdout).not.toContain("raised in the dashboard");
+  });
+});
+
+describe("the bridge demo's clearings", () => {
+  it("clear a purchase for what it authorised, fee included, at sandbox time, settled", async () => {
+    // A start far from the current time, so sandbox time and real time differ.
+    const startTime = "2027-03-15T12:00:00.000Z";
+    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles: 6, keep: true, seams: { startTime } });
+    try {
+      expect(code, stderr).toBe(EXIT.ok);
+      const clearings = (await readFile(eventsFile, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { detail: { data: { object: Record<string, unknown>; changes?: { path: string; after: unknown }[] } } })
+        .filter((e) => e.detail.data.changes?.some((c) => c.path === "/clearing_status" && c.after === "cleared"))
+        .map((e) => e.detail.data.object);
+      expect(clearings.length, stdout).toBeGreaterThan(0);
+      // Among them a foreign purchase's, with its fee.
+      expect(clearings.some((tx) => Number(tx.fee_charges) > 0)).toBe(true);
+      for (const tx of clearings) {
+        expect(tx.clearing_amount, String(tx.id)).toBe(tx.billing_amount);
+        expect(tx).toMatchObject({ settlement_status: "settled", message_type: "clearing" });
+        expect(Date.parse(String(tx.cleared_at)) - Date.parse(startTime)).toBeGreaterThanOrEqual(0);
+        expect(Date.parse(String(tx.cleared_at)) - Date.parse(startTime)).toBeLessThan(60_000);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("bridge demo whose sandbox refuses a control call", () => {
+  it("fails naming the call and its status, its temp directory removed, rather than go on as if the activity were made", async () => {
+    const realFetch = globalThis.fetch;
+    const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const path = new URL(input instanceof Request ? input.url : input).pathname;
+      if (/^\/_sandbox\/companies\/[^/]+\/transactions$/.test(path)) return new Response(JSON.stringify({ error: "unavailable" }), { status: 503 });
+      return realFetch(input, init);
+    });
+    let stderr = "";
+    try {
+      const failed = demo({ cycles: 2 }, undefined, (chunk) => (stderr += chunk));
+      await expect(failed).rejects.toThrow("sandbox control POST /transactions answered 503");
+    } finally {
+      spy.mockRestore();
+    }
+    expect(stderr).toMatch(/demo failed; removed \S*qashio-bridge-demo-\S+ \(--keep keeps it\)/);
+  });
+});
+
+describe("bridge demo's sandbox", () => {
+  it("stops listening when the demo ends", async () => {
+    const { code, stdout, stderr } = await demo({ cycles: 1 });
+    expect(code, stderr).toBe(EXIT.ok);
+    const url = /sandbox at (http:\/\/127\.0\.0\.1:\d+),/.exec(stdout)?.[1];
+    expect(url).toBeDefined();
+    await expect(fetch(`${url}/_sandbox/clock`)).rejects.toThrow();
+  });
+
+  it("keeps the newest transactions README says it keeps, so a demo left running holds constant memory", async () => {
+    const readme = await readFile(join(ROOT, "README.md"), "utf8");
+    const said = /its sandbox forgets acknowledged transactions older than its newest (\d+)/.exec(readme)?.[1];
+    let sandbox: Sandbox | undefined;
+    const { code, stderr } = await demo({ cycles: 1, seams: { onSandbox: (s) => (sandbox = s) } });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(said).toBeDefined();
+    expect(sandbox?.control.state.retainTransactions).toBe(Number(said));
+  });
+});
+
+describe("bridge demo's pace and colour", () => {
+  it("waits --interval between cycles", async () => {
+    let cycleEnded = 0;
+    let nextStarted = 0;
+    const { code, stderr } = await demo({ cycles: 2, intervalMs: 400 }, (out) => {
+      if (cycleEnded === 0 && out.includes("── cycle 1:")) cycleEnded = performance.now();
+      if (nextStarted === 0 && out.includes("sandbox activity")) nextStarted = performance.now();
+    });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(nextStarted - cycleEnded).toBeGreaterThanOrEqual(350);
+  });
+
+  it("colours its output when FORCE_COLOR asks for it", async () => {
+    const { code, stdout, stderr } = await demo({ cycles: 1, env: { FORCE_COLOR: "1" } });
+    expect(code, stderr).toBe(EXIT.ok);
+    // Bold the first line, dim the last (SGR 1 and 2).
+    expect(stdout.split("\n")[0]?.startsWith("\u001b[1mqashio-bridge demo: sandbox at ")).toBe(true);
+    expect(stdout.trimEnd().split("\n").at(-1)?.startsWith("\u001b[2mstopped after 1 cycle; ")).toBe(true);
   });
 });
 
