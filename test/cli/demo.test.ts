@@ -479,6 +479,8 @@ describe("the bridge demo's spend limit raises", () => {
     expect(raised, stdout).toBeDefined();
     const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
     expect(card?.spendLimit.maxAmount).toBe(ISSUER_MAX_SPEND_LIMIT);
+    // The demo reads cards as the default BRIDGE_CARD_DETAILS (false) does: a limit raised is no card event.
+    expect(stdout).not.toContain("card.updated");
   });
 
   it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
