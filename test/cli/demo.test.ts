@@ -445,6 +445,13 @@ describe("the bridge demo's deposits", () => {
     expect(calls.filter((c) => c.path.endsWith("/deposits")).map((c) => c.body.amount)).toEqual(expected);
   }, 60_000);
 
+  it("are said to the cent, a whole amount too", async () => {
+    // Seed 1's first deposit, at round 10, is a whole amount.
+    const { code, stdout, stderr } = await demo({ cycles: 10, seed: 1 });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stdout).toMatch(/sandbox activity: .*deposit of \d+\.00 into the funding account/);
+  });
+
   it("are none when refunds gave back more than the cards spent since the last one: nothing to pay in, and no deposit of 0 or less", async () => {
     // No card can buy after its one purchase, none can be raised: from round 2 on only refunds move money, back.
     const { code, stdout, stderr } = await demo({ cycles: 11, seams: everyCardLimitedToOnePurchase(400_000) });
