@@ -531,17 +531,21 @@ describe("the bridge demo's clearings", () => {
 });
 
 describe("bridge demo whose sandbox refuses a control call", () => {
-  it("fails naming the call and its status, its temp directory removed, rather than go on as if the activity were made", async () => {
+  // Purchases are asked for from round 2 on, the clock read for the first clearing, at round 5.
+  it.each([
+    ["POST /transactions", 2, /^\/_sandbox\/companies\/[^/]+\/transactions$/],
+    ["GET /clock", 5, /^\/_sandbox\/clock$/],
+  ])("fails naming the call (%s) and its status, its temp directory removed, rather than go on as if the activity were made", async (call, cycles, refused) => {
     const realFetch = globalThis.fetch;
     const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const path = new URL(input instanceof Request ? input.url : input).pathname;
-      if (/^\/_sandbox\/companies\/[^/]+\/transactions$/.test(path)) return new Response(JSON.stringify({ error: "unavailable" }), { status: 503 });
+      if (refused.test(path)) return new Response(JSON.stringify({ error: "unavailable" }), { status: 503 });
       return realFetch(input, init);
     });
     let stderr = "";
     try {
-      const failed = demo({ cycles: 2 }, undefined, (chunk) => (stderr += chunk));
-      await expect(failed).rejects.toThrow("sandbox control POST /transactions answered 503");
+      const failed = demo({ cycles }, undefined, (chunk) => (stderr += chunk));
+      await expect(failed).rejects.toThrow(`sandbox control ${call} answered 503`);
     } finally {
       spy.mockRestore();
     }
