@@ -137,6 +137,20 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().revokedVersion()).toBe(versionId);
   });
 
+  it("marks, when nothing was loaded, the version a save last read or wrote, if that holds the refused token", async () => {
+    const { make } = setup();
+    const current = async () => (await make().readSecret()).versionId;
+    // A save that keeps the refresh token only reads the secret; one with a new token writes a version.
+    const reader = make();
+    await reader.save({ refreshToken: "rt-1", accessToken: "at-1" });
+    await reader.markRevoked({ refusedRefreshToken: "rt-1" });
+    expect(await make().revokedVersion()).toBe(await current());
+    const writer = make();
+    await writer.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    await writer.markRevoked({ refusedRefreshToken: "rt-2" });
+    expect(await make().revokedVersion()).toBe(await current());
+  });
+
   it("marks the version last loaded, not a newer one read since (its refresh token was never presented)", async () => {
     const { store, make, secrets } = setup();
     await store.load();
