@@ -14,6 +14,7 @@ import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
 import { OAuthTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { json, jwt, scriptedFetch } from "../qashio/helpers.js";
+import { RecordingLogger } from "../bridge/fakes.js";
 
 
 let table: TestTable;
@@ -414,7 +415,8 @@ describe("SecretsManagerTokenStore", () => {
     } as unknown as DynamoDBDocumentClient;
     const gauge: number[] = [];
     const metrics = { add: (name: string, value: number) => void (name === "TokenHeldInTable" && gauge.push(value)) };
-    const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc, metrics }));
+    const logger = new RecordingLogger();
+    const a = new SecretsManagerTokenStore(optionsWith({ doc: slowDoc, metrics, logger }));
     await a.load();
     const saving = a.save(tokens);
     await reached;
@@ -431,6 +433,8 @@ describe("SecretsManagerTokenStore", () => {
     expect((await make().load())?.refreshToken).toBe("rt-3");
     // rt-3 is still the live token and held in the table: A's skipped write must not drop the gauge (and the alarm).
     expect(gauge.at(-1)).toBe(1);
+    // The operator is told why A's access token went unshared.
+    expect(logger.lines.map((line) => line.message)).toContain("the shared access-token item holds a newer refresh token than this save's: left as it is");
   });
 
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
