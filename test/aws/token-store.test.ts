@@ -495,6 +495,19 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-1" });
   });
 
+  it("stamps the shared access-token item with its save's time and lets it expire a day after its access token does, or after the save when the token names no expiry", async () => {
+    const { store, clock, accessItem } = setup();
+    const expiresAt = clock.now() + 3 * 86_400_000;
+    clock.advance(1_000);
+    await store.save({ refreshToken: "rt-1", accessToken: "at-1", accessTokenExpiresAt: expiresAt });
+    expect((await accessItem())?.["updatedAt"]).toBe(new Date(clock.now()).toISOString());
+    // DynamoDB's TTL is in epoch seconds; an item it removed before its token expired would cost every container a refresh.
+    expect((await accessItem())?.["ttl"]).toBe(Math.ceil((expiresAt + 86_400_000) / 1000));
+    clock.advance(5_000);
+    await store.save({ refreshToken: "rt-1", accessToken: "at-2" });
+    expect((await accessItem())?.["ttl"]).toBe(Math.ceil((clock.now() + 86_400_000) / 1000));
+  });
+
   it("names the bad fields of a malformed secret without echoing any value", async () => {
     const { store } = setup({ client_id: "cid", client_secret: "", refresh_token: "super-secret-value" });
     const error = await store.credentials().catch((e: unknown) => e);
