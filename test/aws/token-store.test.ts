@@ -508,6 +508,16 @@ describe("SecretsManagerTokenStore", () => {
     expect((await accessItem())?.["ttl"]).toBe(Math.ceil((clock.now() + 86_400_000) / 1000));
   });
 
+  it("keeps the client its credentials were first read with: a secret naming another one is refused even after credentials() re-read it", async () => {
+    const { store, secrets, clock } = setup();
+    await store.credentials();
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, client_id: "cid-2", refresh_token: "rt-of-cid-2" });
+    // The cache expires; the runtime cache sees the new client (and rebuilds), but this store's runtime still refreshes with the first.
+    clock.advance(60_000);
+    expect((await store.credentials()).client_id).toBe("cid-2");
+    await expect(store.load()).rejects.toMatchObject({ name: "ProviderClientChangedError" });
+  });
+
   it("names the bad fields of a malformed secret without echoing any value", async () => {
     const { store } = setup({ client_id: "cid", client_secret: "", refresh_token: "super-secret-value" });
     const error = await store.credentials().catch((e: unknown) => e);
