@@ -553,6 +553,9 @@ describe("SecretsManagerTokenStore", () => {
     expect(refused).toBeInstanceOf(SecretVersionQuotaError);
     expect(refused).toMatchObject({ recentVersions: SECRET_VERSIONS_EARLY_REFRESH_LIMIT, limit: SECRET_VERSIONS_EARLY_REFRESH_LIMIT, early: true });
     expect((refused as Error).message).toContain("ahead of the access token's expiry only below");
+    // Past the limit (a rotation's version landed since), the error counts the versions there are, against the same limit.
+    await store.save({ refreshToken: "rt-past-early-limit" });
+    expect(await store.beforeRefresh(true).catch((e: unknown) => e)).toMatchObject({ recentVersions: SECRET_VERSIONS_EARLY_REFRESH_LIMIT + 1, limit: SECRET_VERSIONS_EARLY_REFRESH_LIMIT });
     // A refresh of an expired token still goes ahead: the early limit only stops refreshes that can wait.
     await expect(store.beforeRefresh(false)).resolves.toBeUndefined();
   });
