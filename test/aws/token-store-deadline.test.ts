@@ -4,12 +4,13 @@
  * or held in the table, before that end.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SDK_CALL_MAX_MS, SDK_TIMEOUTS } from "../../shared/aws/config.js";
 import { accessTokenItemKey } from "../../shared/aws/keys.js";
 import { SAVE_END_MARGIN_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
 import type { Metrics } from "../../shared/bridge/ports.js";
+import { RecordingLogger } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, PROVIDER_SECRET as SECRET } from "./support/fake-secrets-manager.js";
@@ -30,12 +31,31 @@ function setup(clock = new FakeClock()) {
   const secrets = new FakeSecretsManager("arn:secret:provider", SECRET, () => clock.now());
   const counted: Record<string, number[]> = {};
   const metrics: Metrics = { add: (name, value) => void (counted[name] ??= []).push(value) } as Metrics;
-  /** How many of the next PutSecretValue calls time out, and how long the next reads take. */
-  const plan = { putTimeouts: 0, getMs: 0 };
+  /**
+   * How many of the next PutSecretValue calls time out, how long the next reads take, how many holds are refused, and
+   * how long each table write takes.
+   */
+  const plan = { putTimeouts: 0, getMs: 0, holdFailures: 0, itemPutMs: 0 };
+  const logger = new RecordingLogger();
+  // The store's table writes (PutItem, counted): refused as throttling past the SDK's retries while plan.holdFailures lasts.
+  const itemPuts = { count: 0 };
+  const doc = {
+    send: async (command: unknown) => {
+      if (command instanceof PutCommand) {
+        itemPuts.count += 1;
+        clock.advance(plan.itemPutMs);
+      }
+      if (command instanceof PutCommand && plan.holdFailures > 0) {
+        plan.holdFailures -= 1;
+        throw Object.assign(new Error("throttled (fake)"), { name: "ProvisionedThroughputExceededException" });
+      }
+      return table.doc.send(command as never);
+    },
+  } as unknown as DynamoDBDocumentClient;
   let atEnd: { token: string | undefined } | undefined;
   let endsAt = Number.POSITIVE_INFINITY;
   const storeOver = (client: SecretsManagerClient) =>
-    new SecretsManagerTokenStore({ secrets: client, secretId: secrets.secretId, doc: table.doc, tableName: table.tableName, tenant, clock, backoff: { random: () => 0.5 }, metrics });
+    new SecretsManagerTokenStore({ secrets: client, secretId: secrets.secretId, doc, tableName: table.tableName, tenant, clock, backoff: { random: () => 0.5 }, metrics, logger });
   /** The refresh token another container would load now. */
   const stored = async () => (await storeOver(secrets.client).load())?.refreshToken;
   const pass = async (ms: number) => {
@@ -66,6 +86,8 @@ function setup(clock = new FakeClock()) {
     plan,
     store,
     counted,
+    logger,
+    itemPuts,
     stored,
     /** The invocation ends `ms` from now. */
     endsIn(ms: number) {
@@ -163,10 +185,14 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     },
   );
 
-  it("writes the secret as before, holding nothing, when Secrets Manager answers and time is left", async () => {
+  // A failing call and the hold after it that end at the save's margin itself are in time: not held first.
+  it.each([
+    { left: "30 s", ms: 30_000 },
+    { left: "exactly a failing call and the hold after it", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS },
+  ])("writes the secret as before, holding nothing, when Secrets Manager answers and time is left ($left)", async ({ ms }) => {
     const t = setup();
     await t.store.load();
-    t.endsIn(30_000);
+    t.endsIn(ms);
     const put = t.secrets.holdNext("PutSecretValue");
     const saving = t.store.save(ROTATED);
     await put.reached;
@@ -195,6 +221,54 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
   });
 
+  it("holds the tokens once per save: a write round timing out again neither rewrites the item nor warns again", async () => {
+    const t = setup();
+    await t.store.load();
+    t.plan.putTimeouts = 2;
+    await t.store.save(ROTATED);
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+    // The hold, and the item's write once the secret holds the token.
+    expect(t.itemPuts.count).toBe(2);
+    expect(t.logger.lines.filter((line) => line.message.includes("it is held in the table while the secret write goes on"))).toHaveLength(1);
+  });
+
+  // Held first as too little was left, or the clock passed the hold's moment between the pacer's two readings.
+  it.each([
+    { when: "from the start", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS - 1, moveAt: undefined },
+    { when: "the clock passing it as the call was paced", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS, moveAt: 2 },
+  ])("starts no secret call after a refused hold when a failing call and another hold no longer fit ($when): the save's fallback holds the tokens", async ({ ms, moveAt }) => {
+    const clock = new MovingClock();
+    const t = setup(clock);
+    await t.store.load();
+    t.endsIn(ms);
+    t.plan.holdFailures = 1;
+    if (moveAt !== undefined) clock.moveAt(moveAt);
+    const callsBefore = t.secrets.calls.length;
+    await t.store.save(ROTATED);
+    expect(t.secrets.calls).toHaveLength(callsBefore);
+    expect(t.logger.lines.map((line) => line.message)).toContain("holding the rotated refresh token in the table failed; the secret write goes on");
+    expect(await t.stored()).toBe("rt-2");
+    expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
+  });
+
+  it("starts no secret call a hold took the time for: the tokens stay held, and the save ends in time", async () => {
+    const clock = new MovingClock();
+    const t = setup(clock);
+    await t.store.load();
+    const endsAt = t.endsIn(SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS);
+    // The hold, decided as the clock passes its moment between the pacer's two readings, takes a whole SDK call.
+    t.plan.itemPutMs = SDK_CALL_MAX_MS;
+    // A read started after it would outlast the invocation.
+    t.plan.getMs = SILENT_CALL_MS;
+    clock.moveAt(2);
+    const callsBefore = t.secrets.calls.length;
+    await t.store.save(ROTATED);
+    expect(t.secrets.calls).toHaveLength(callsBefore);
+    expect(t.clock.now()).toBeLessThanOrEqual(endsAt - SAVE_END_MARGIN_MS);
+    expect(await t.storedAtEnd()).toBe("rt-2");
+    expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
+  });
+
   it("stops a rotation's own version early enough for the plain version after it to hold the token in time", async () => {
     const t = setup();
     await t.store.load();
@@ -206,6 +280,8 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     // The plain save's hold, a table write of up to SDK_CALL_MAX_MS, still ends before the save's own margin.
     expect(t.clock.now() + SDK_CALL_MAX_MS).toBeLessThanOrEqual(endsAt - SAVE_END_MARGIN_MS);
     expect(await t.stored()).toBe("rt-1");
+    // Nothing was held, nor tried: the rotation's own version may not hold.
+    expect(t.logger.lines.filter((line) => line.message.includes("in the table"))).toEqual([]);
     await t.store.save(ROTATED);
     expect(t.clock.now()).toBeLessThan(endsAt);
     expect(await t.storedAtEnd()).toBe("rt-2");
