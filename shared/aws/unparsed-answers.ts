@@ -1,8 +1,9 @@
 /**
  * Keeps an AWS answer the SDK could not parse out of the error its call fails with. The SDK rethrows JSON.parse's
  * SyntaxError, whose message quotes the 10 characters on either side of the fault (V8:
- * `Unexpected token 'u', ..."3MzAwfQ.",uFKZDjIrkU"...`), and hangs the whole body on it (`$responseBodyText`,
- * `$response.body`): the access-token item's tokens, the provider secret's JSON, a snapshot's personal data. The
+ * `Unexpected token 'u', ..."3MzAwfQ.",uFKZDjIrkU"...`); the SDK's XML protocols (and its JSON ones, in versions that
+ * collect the body as text first) also hang the whole body on it (`$responseBodyText`, `$response.body`): the
+ * access-token item's tokens, the provider secret's JSON, a snapshot's personal data. The
  * Lambdas' SDK clients are set up here (handlers.ts), so no log line, error message or trace of theirs quotes one. The
  * CLI's onboarding clients read the secret through ProviderSecretClient, which keeps only a body-free copy of such an
  * error ({@link withoutAnswerBody}), and a lease item, which holds neither a secret nor personal data.
