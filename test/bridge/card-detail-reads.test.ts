@@ -47,6 +47,23 @@ describe("CardDetailReads", () => {
     expect(entry).toMatchObject({ asListed: true, rejectedDetail: { cardId: "c1", raw: { id: "c1", bad: true }, reason: "status: not a string" } });
   });
 
+  it("quarantines a read whose card the client's schema rejected as that answer, with the client's reason, not the list's view", async () => {
+    const answer = { id: "c1", status: "Active", purchase_limits: "none" };
+    const { details } = reads(() => Promise.resolve({ data: [], invalid: [{ index: 0, raw: answer, issues: [{ path: "purchase_limits", message: "Expected object" }] }] }));
+    const [entry] = await details.read(listed("c1"), false);
+    expect(entry).toMatchObject({ asListed: true, rejectedDetail: { cardId: "c1", raw: answer, reason: "purchase_limits: Expected object" } });
+  });
+
+  it("warns of a failed read naming the card, the error and its status, and takes the card as listed", async () => {
+    const { details, logger } = reads(() => Promise.reject(providerError(503)));
+    expect(await details.read(listed("c1"), false)).toMatchObject([{ asListed: true }]);
+    expect(logger.lines).toContainEqual({
+      level: "warn",
+      message: "card detail read failed; the card is taken as listed, its configuration as last read",
+      attributes: { cardId: "c1", error: "ProviderError", status: 503 },
+    });
+  });
+
   it("says once that the walk takes cards as listed when every read of a page failed, and not again on the pages after", async () => {
     const { details, logger } = reads(() => Promise.reject(providerError(503)));
     await details.read(listed("c1", "c2", "c3", "c4"), false);
