@@ -3,7 +3,7 @@ import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/car
 import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
-import { ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
+import { NotFoundError, ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { schemaValidator } from "../../shared/bridge/validate.js";
 import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { contentHash } from "../../shared/bridge/hash.js";
@@ -1636,6 +1636,19 @@ describe("pollCards with card details", () => {
     await expect(pollCards(rig.deps, { pageSize: 10, deadline, deadlineGraceMs: 0, random: () => 0 })).rejects.toBeInstanceOf(ReauthorizationNeededError);
     expect(rig.metrics.sum("TokenFamilyRevoked")).toBe(1);
     expect(rig.publisher.events).toEqual([]);
+  });
+
+  it("ends the cycle at the detail read step when the token endpoint answers 404 to a detail read, counted as a provider error, not taken for a card gone", async () => {
+    const rig = await walked(1);
+    rig.provider.beforeCall = (call) => {
+      // A base URL that is no OAuth server's: its token endpoint is not found.
+      if (call.op === "readErpCard") throw new NotFoundError("no token endpoint", { status: 404, method: "POST", path: "/oauth2/token" });
+    };
+    const failure = await pollCards(rig.deps, { pageSize: 10, random: () => 0 }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(CycleAbortedError);
+    expect(failure).toMatchObject({ step: "read card detail", status: 404 });
+    expect(rig.metrics.points.filter((p) => p.name === "ProviderErrors")).toEqual([{ name: "ProviderErrors", value: 1, unit: "Count", dimensions: { status_class: "4xx" } }]);
+    expect(rig.logger.lines.some((l) => l.message.startsWith("card listed but not found"))).toBe(false);
   });
 
   it("does not hold the walk at the deadline when the detail endpoint is down and its reads take their retries: a few failed reads end details", async () => {
