@@ -1651,6 +1651,20 @@ describe("pollCards with card details", () => {
     expect(rig.logger.lines.some((l) => l.message.startsWith("card listed but not found"))).toBe(false);
   });
 
+  it("ends a fast path cycle at the 'read snapshots' step when the page's snapshots cannot be read before its detail reads", async () => {
+    const rig = await walked(2);
+    const [suspended] = rig.provider.cards.map((c) => c["id"] as string);
+    rig.provider.changeCard(suspended!, { status: "Suspended" });
+    const getMany = rig.snapshots.getMany.bind(rig.snapshots);
+    const down = Object.assign(new Error("table unavailable"), { name: "ProvisionedThroughputExceededException" });
+    // The walk cursor's read answers; the page's snapshots do not.
+    rig.snapshots.getMany = (keys) => (keys.includes(`card:${suspended!}`) ? Promise.reject(down) : getMany(keys));
+    const failure = await pollCards(rig.deps, { mode: "suspended-only", pageSize: 10 }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(CycleAbortedError);
+    expect(failure).toMatchObject({ step: "read snapshots", cause: down });
+    expect(rig.provider.count("readErpCard")).toBe(2);
+  });
+
   it("does not hold the walk at the deadline when the detail endpoint is down and its reads take their retries: a few failed reads end details", async () => {
     const rig = await walked(40);
     const suspended = rig.provider.cards[0]!["id"] as string;
