@@ -73,6 +73,28 @@ describe("CardDetailReads", () => {
     ]);
   });
 
+  it("does not end details for the walk when reads of a page fail but one answered: the endpoint is up", async () => {
+    const failing = new Set(["c2", "c3", "c4", "c5", "c6"]);
+    const { details, logger } = reads((id) => (failing.has(id) ? Promise.reject(providerError(503)) : Promise.resolve({ data: [{ id, status: "Active" }] })));
+    const page = await details.read(listed("c1", "c2", "c3", "c4", "c5", "c6"), false);
+    expect(page.map((entry) => entry.asListed === true)).toEqual([false, true, true, true, true, true]);
+    // Each of the five failures was a read made: none was skipped for an endpoint taken as down.
+    expect(logger.lines.filter((l) => l.message.startsWith("card detail read failed"))).toHaveLength(5);
+    expect(await details.read(listed("c7"), false)).toMatchObject([{ raw: { id: "c7" }, checked: { success: true } }]);
+    expect(logger.lines.some((l) => l.message.startsWith("card detail reads of a page all failed"))).toBe(false);
+  });
+
+  it("does not read a listed card that fails validation: it stays as listed, with the validator's reason, for the page to quarantine", async () => {
+    const asked: string[] = [];
+    const { details } = reads((id) => {
+      asked.push(id);
+      return Promise.resolve({ data: [{ id, status: "Active" }] });
+    });
+    const [entry] = await details.read([{ raw: { id: "c1", bad: true } }], false);
+    expect(entry).toEqual({ raw: { id: "c1", bad: true }, checked: { success: false, reason: "status: not a string" } });
+    expect(asked).toEqual([]);
+  });
+
   it("logs a card the read does not find (404) as taken as listed", async () => {
     const { details, logger } = reads(() => Promise.reject(providerError(404)));
     expect(await details.read(listed("c1"), false)).toMatchObject([{ asListed: true }]);
