@@ -90,6 +90,19 @@ describe("FileSnapshotStore", () => {
     expect((await readdir(path.join(dir, "snapshots"))).some((n) => n.endsWith(".tmp"))).toBe(false);
   });
 
+  it("neither reads nor deletes a file whose name only begins as a segment's (an operator's copy of one)", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1)]);
+    const folder = path.join(dir, "snapshots");
+    const [name] = await readdir(folder);
+    const copy = `${name as string}.bak`;
+    await writeFile(path.join(folder, copy), await readFile(path.join(folder, name as string)));
+    // Supersedes the copied segment: loaded as one, the copy would be wholly superseded too, and deleted.
+    await store.putMany([snap("card:A", 2)]);
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h2");
+    expect(await readdir(folder)).toContain(copy);
+  });
+
   it("reports a segment with a broken header as corrupt instead of guessing", async () => {
     await mkdir(path.join(dir, "snapshots"), { recursive: true });
     await writeFile(path.join(dir, "snapshots", "seg-000000000001-deadbeef.log"), "not json\n");
@@ -100,6 +113,7 @@ describe("FileSnapshotStore", () => {
     ["of an unknown version", '{"v":2,"entries":[]}\n'],
     // Cut short inside its first line: the read must end, not wait for a newline that never comes.
     ["without the newline that ends it", '{"v":1,"entries":[["card:A",0,'],
+    ["without a list of entries", '{"v":1,"entries":{}}\n'],
   ])("reports a segment with a header %s as corrupt, naming the file", async (_name, text) => {
     await mkdir(path.join(dir, "snapshots"), { recursive: true });
     const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
@@ -128,8 +142,8 @@ describe("FileSnapshotStore", () => {
   });
 
   it("writes a page larger than the first write buffer whole, multi-byte text included", async () => {
-    // 1.5 M UTF-16 units, 3 MB of UTF-8: room is counted in bytes, not characters.
-    const big = { key: "card:A" as const, hash: "h", object: { pad: "é🚀".repeat(500_000) }, updatedAt: "2025-01-15T10:00:00.000Z" };
+    // 1.6 M UTF-16 units, 3.6 MB of UTF-8 ("€" takes three bytes for one unit): room is counted in bytes, not characters.
+    const big = { key: "card:A" as const, hash: "h", object: { pad: "é🚀€".repeat(400_000) }, updatedAt: "2025-01-15T10:00:00.000Z" };
     await new FileSnapshotStore(dir).putMany([big, snap("card:B", 1)]);
     const found = await new FileSnapshotStore(dir).getMany(["card:A", "card:B"]);
     expect(found.get("card:A")).toEqual(big);
@@ -183,6 +197,7 @@ describe("FileSnapshotStore", () => {
   const entry = { key: "card:A", hash: "h", object: { status: "Active" }, updatedAt: "2025-01-15T10:00:00.000Z" };
   it.each([
     ["another key than its header names", { ...entry, key: "card:B" }, "Snapshot segment entry does not hold the key its header names"],
+    ["no key at all", { ...entry, key: null }, "Snapshot segment entry does not hold the key its header names"],
     ['a sequence of "2"', { ...entry, sequence: "2" }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
     ["a sequence of -1", { ...entry, sequence: -1 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
     ["a sequence of 1.5", { ...entry, sequence: 1.5 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
