@@ -2,7 +2,7 @@
  * FileSnapshotStore.reload: a store kept open across cycles (run --interval) stays in step with what other processes
  * (each run --once a fresh store) wrote and compacted between its turns.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
@@ -55,6 +55,9 @@ describe("FileSnapshotStore.reload", () => {
     await store.putMany([snap("transaction:b", 1, 100)]);
     await expectReadsModel(new FileSnapshotStore(dir), new Map([["transaction:b", snap("transaction:b", 1, 100)]]));
     expect((await new FileSnapshotStore(dir).getMany(["transaction:a"])).size).toBe(0);
+    // The reloaded store itself holds nothing of the removed directory either.
+    expect((await store.getMany(["transaction:a"])).size).toBe(0);
+    expect(await store.size()).toBe(1);
   });
 
   it("loads again after a failed load once the damaged segment is gone, though the others are as it saw them", async () => {
@@ -82,6 +85,24 @@ describe("FileSnapshotStore.reload", () => {
     await expect(kept.scan({ limit: 2, cursor: before.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
     const { cursor } = await kept.scan({ limit: 2 });
     expect((await new FileSnapshotStore(dir).scan({ limit: 10, ...(cursor === undefined ? {} : { cursor }) })).snapshots).toHaveLength(4);
+  });
+
+  it("counts live and dead bytes once reloaded as a fresh store does: no compaction while dead bytes are under the live ones, one once they outweigh them", async () => {
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: 1024, compactBatchBytes: 16 * 1024, mergeBelowBytes: 0 };
+    const kept = new FileSnapshotStore(dir, tuned);
+    const key = (page: number, i: number): SnapshotKey => `transaction:t${page}-${i}`;
+    for (let page = 0; page < 10; page++) await kept.putMany(Array.from({ length: 10 }, (_, i) => snap(key(page, i), 1, 400)));
+    const [first, second] = (await readdir(path.join(dir, "snapshots"))).filter((name) => name.endsWith(".log")).sort();
+    // Six of the first segment's ten rewritten: it is sparse, but the store holds far more live bytes than dead.
+    await kept.putMany(Array.from({ length: 6 }, (_, i) => snap(key(0, i), 2, 400)));
+    await new FileSnapshotStore(dir, tuned).putMany([snap("transaction:other", 1, 40)]);
+    await kept.reload();
+    await kept.putMany([snap("transaction:after-reload", 1, 40)]);
+    expect(await readdir(path.join(dir, "snapshots"))).toContain(first);
+    // Nine of every ten rewritten small: dead bytes now outweigh the live ones, and compaction empties the old segments
+    // (the second keeps one live entry: only compaction removes it).
+    await kept.putMany(Array.from({ length: 10 }, (_, page) => Array.from({ length: 9 }, (_, i) => snap(key(page, i + 1), 3, 0))).flat());
+    expect(await readdir(path.join(dir, "snapshots"))).not.toContain(second);
   });
 
   it("does nothing before the first load, and keeps the index when nothing changed on disk", async () => {
