@@ -32,6 +32,15 @@ describe("KeyIndex", () => {
     expect(index.bytes / index.size).toBeLessThanOrEqual(64);
   });
 
+  it("reports the bytes of its arrays, 24 a slot: 1024 slots at first, twice as many once a key would fill more than 3/4", () => {
+    const index = new KeyIndex();
+    expect(index.bytes).toBe(1024 * 24);
+    for (let i = 0; i < 768; i++) index.set(`card:C${i}`, { segment: 1, offset: i, length: 1 });
+    expect(index.bytes).toBe(1024 * 24);
+    index.set("card:C768", { segment: 1, offset: 768, length: 1 });
+    expect(index.bytes).toBe(2048 * 24);
+  });
+
   it("tells a key sharing the wanted key's slot from any other", () => {
     expect(sameFingerprint("transaction:7", "transaction:7")).toBe(true);
     expect(sameFingerprint("transaction:7", "transaction:8")).toBe(false);
