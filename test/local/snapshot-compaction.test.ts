@@ -197,6 +197,47 @@ describe("FileSnapshotStore compaction", () => {
     ]);
   });
 
+  it("with the default tuning, tolerates eight small segments of one tier and merges them, a batch of up to 1 MiB, once a ninth comes", async () => {
+    // What the bridge runs with: segments under 128 KiB live are small, eight of a tier are tolerated, a batch takes
+    // 1 MiB. Each page here is one new snapshot of about 100 KB: all nine fit one batch.
+    const store = new FileSnapshotStore(dir);
+    const counts: number[] = [];
+    for (let call = 0; call < 9; call++) {
+      await store.putMany([snap(`transaction:t${call}`, call, 58_000)]);
+      counts.push((await segmentFiles()).length);
+    }
+    expect(counts).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 1]);
+  });
+
+  it("with the default floor, does not compact until dead bytes pass 4 MiB, and then does", async () => {
+    // Each page rewrites a hot snapshot of about 400 KB and adds a small one that stays live, so no segment is ever
+    // wholly superseded: only compaction removes them. Merges are off, so they remove none either.
+    const store = new FileSnapshotStore(dir, { mergeBelowBytes: 0 });
+    const counts: number[] = [];
+    for (let call = 0; call < 12; call++) {
+      await store.putMany([snap("transaction:hot", call, 230_000), snap(`transaction:cold-${call}`, call, 40)]);
+      counts.push((await segmentFiles()).length);
+    }
+    // Eleven pages leave ten dead copies (about 4.0 MB, under 4 MiB); the twelfth's eleventh passes it.
+    expect(counts.slice(0, 11)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(counts[11]).toBe(2);
+  });
+
+  it("compacts the sparsest segment first: the one whose copy frees the most per byte copied", async () => {
+    // A batch of 3 KiB holds the live entry of either old segment, not both; copying either brings the dead bytes
+    // under the floor, so one batch runs.
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 10 * 1024, compactBatchBytes: 3 * 1024, mergeBelowBytes: 0 });
+    // The first segment is about a tenth live once its 9 KB snapshot is rewritten, the second about 45 %.
+    await store.putMany([snap("transaction:x", 1, 5000), snap("transaction:p", 1, 520)]);
+    const [sparsest] = await segmentFiles();
+    await store.putMany([snap("transaction:y", 2, 1650), snap("transaction:q", 2, 1370)]);
+    const denser = (await segmentFiles()).find((name) => name !== sparsest);
+    await store.putMany([snap("transaction:x", 3, 0), snap("transaction:y", 3, 0)]);
+    const files = await segmentFiles();
+    expect(files).not.toContain(sparsest);
+    expect(files).toContain(denser);
+  });
+
   it("does not compact while dead bytes are under the floor, though they outweigh the live ones", async () => {
     const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
     // Nine dead copies of the hot snapshot (~32 KB) beside ten small live ones: every segment stays as written.
