@@ -161,6 +161,28 @@ describe("FileSnapshotStore compaction", () => {
     await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
   });
 
+  it.each([
+    // Fan-in 4 below 32 KiB: [8, 32), [2, 8) KiB... Segments of about 3 and 6 KB share a tier, so the fifth merges all.
+    { fanIn: 4, sizes: [1650, 3350, 1650, 3350, 1650], counts: [1, 2, 3, 4, 1] },
+    // Fan-in 3 below 32 KiB: [10.7, 32), [3.6, 10.7) KiB... Segments of about 9 and 12 KB are two tiers of two: no merge.
+    { fanIn: 3, sizes: [5080, 6800, 5080, 6800], counts: [1, 2, 3, 4] },
+  ])("spans a factor of mergeFanIn with each size tier (fan-in $fanIn), not a factor of two", async ({ fanIn, sizes, counts }) => {
+    // Tiers a factor of two wide split the first store's segments into two tiers too few to merge, and put the second's
+    // in one tier that merges: a byte then climbs a tier, and is copied, at another pace than the fan-in says.
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: 32 * 1024, mergeFanIn: fanIn };
+    const store = new FileSnapshotStore(dir, tuned);
+    const model = new Map<SnapshotKey, Snapshot>();
+    const seen: number[] = [];
+    for (const [call, size] of sizes.entries()) {
+      const page = [snap(`transaction:t${call}`, call, size)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+      seen.push((await segmentFiles()).length);
+    }
+    expect(seen).toEqual(counts);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
+  });
+
   /**
    * Sixty putMany calls of `pageOf(call, hot, next)` under `tuning`, where `hot()` picks one of twenty hot keys and
    * `next()` counts versions up: disk stays within the bound after each call, and a fresh store reads every last write.
