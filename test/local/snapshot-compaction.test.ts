@@ -183,6 +183,21 @@ describe("FileSnapshotStore compaction", () => {
     await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
   });
 
+  it("counts a segment as small below half a compaction batch at most, whatever mergeBelowBytes says: it is never copied by a merge", async () => {
+    // Two segments over half a batch never fit one: a merge of them would copy the first and part of the second, and
+    // the next merge that leftover again. Pages of about 11 KB here, batches of 16 KiB, mergeBelowBytes of 64 KiB.
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: BATCH, mergeBelowBytes: 64 * 1024, mergeFanIn: 2 });
+    let files: string[] = [];
+    for (let call = 0; call < 5; call++) {
+      await store.putMany(Array.from({ length: 10 }, (_, i) => snap(`transaction:t${call}-${i}`, call, 560)));
+      const now = await segmentFiles();
+      // Each call adds its own segment and copies none: every segment written before is still there.
+      expect(now).toHaveLength(files.length + 1);
+      expect(now).toEqual(expect.arrayContaining(files));
+      files = now;
+    }
+  });
+
   /**
    * Sixty putMany calls of `pageOf(call, hot, next)` under `tuning`, where `hot()` picks one of twenty hot keys and
    * `next()` counts versions up: disk stays within the bound after each call, and a fresh store reads every last write.
