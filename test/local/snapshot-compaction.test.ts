@@ -275,6 +275,25 @@ describe("FileSnapshotStore compaction", () => {
     expect(files).toContain(denser);
   });
 
+  it("compacts only segments under half live: one just over half stays, though the batch has room for its live bytes", async () => {
+    // Copying a segment more than half live copies more bytes than it frees, the write amplification the bound on
+    // compaction (under one rewrite per byte written) rules out.
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
+    // About 55 % live once b is rewritten (1066 of 1957 bytes).
+    await store.putMany([snap("transaction:a", 1, 550), snap("transaction:b", 1, 450)]);
+    const [halfLive] = await segmentFiles();
+    // About 2 % live once h is rewritten: with it, dead bytes outweigh live ones and pass the floor.
+    const cold = snap("transaction:c", 2, 40);
+    await store.putMany([snap("transaction:h", 2, 5000), cold]);
+    await store.putMany([snap("transaction:b", 3, 0), snap("transaction:h", 3, 0)]);
+    const files = await segmentFiles();
+    expect(files).toHaveLength(3);
+    expect(files[0]).toBe(halfLive);
+    // The one compacted segment holds the sparse one's live line, and nothing of the half-live one.
+    const compacted = await readFile(path.join(dir, "snapshots", files[2] as string), "utf8");
+    expect(compacted.split("\n").slice(1).filter(Boolean)).toEqual([JSON.stringify(cold)]);
+  });
+
   it("does not compact while dead bytes are under the floor, though they outweigh the live ones", async () => {
     const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
     // Nine dead copies of the hot snapshot (~32 KB) beside ten small live ones: every segment stays as written.
