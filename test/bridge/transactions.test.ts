@@ -700,6 +700,22 @@ describe("pollTransactions", () => {
     expect(report.handled).toBe(1);
     const warnings = rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"));
     expect(warnings.map((w) => w.attributes?.["id"])).toEqual([txn.id]);
+    expect(warnings.map((w) => w.attributes?.["kept"])).toEqual([first === "bad" ? "later copy (the earlier is invalid)" : "earlier copy"]);
+  });
+
+  it("keeps the earlier of two invalid copies of an id listed on one page: that one is quarantined, and the warning says so", async () => {
+    const rejectBad = (raw: unknown) =>
+      String((raw as { memo?: string }).memo).startsWith("bad") ? { success: false as const, reason: "memo: rejected" } : requireObjectWithId(raw);
+    const rig = makeRig({}, { validators: { transaction: rejectBad } });
+    const txn = rig.provider.addTransaction({ memo: "bad later" });
+    const stand = rig.provider.addTransaction();
+    // The page lists the transaction twice, the copy on top invalid too, in another way.
+    rig.provider.rawOverrides.set(stand.id, { ...structuredClone(txn), memo: "bad earlier", client_sync_status: "not_synced" });
+    const report = await pollTransactions(rig.deps);
+    expect(report.quarantined).toBe(1);
+    expect((await rig.quarantine.list()).map((r) => (r.raw as { memo?: string }).memo)).toEqual(["bad earlier"]);
+    const warnings = rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"));
+    expect(warnings.map((w) => w.attributes?.["kept"])).toEqual(["earlier copy"]);
   });
 
   it("keeps one item per id when a plugged validator maps two raw ids of a page to one (a UUID lower-cased)", async () => {
@@ -756,6 +772,17 @@ describe("pollTransactions", () => {
     expect(rig.publisher.events).toHaveLength(1);
     await pollTransactions(rig.deps);
     expect((await rig.quarantine.list())).toHaveLength(1);
+  });
+
+  it("quarantines each of two records with an empty id apart: an empty id is no key, so they are not taken for copies of one", async () => {
+    const rig = makeRig();
+    const [one, two] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(one.id, { id: "", qashio_id: "CT-broken-1" });
+    rig.provider.rawOverrides.set(two.id, { id: "", qashio_id: "CT-broken-2" });
+    const report = await pollTransactions(rig.deps);
+    expect(report.quarantined).toBe(2);
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"))).toEqual([]);
   });
 
   it("quarantines a transaction whose event the publisher rejects, keeps no snapshot and still acknowledges", async () => {
