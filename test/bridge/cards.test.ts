@@ -10,6 +10,7 @@ import { contentHash } from "../../shared/bridge/hash.js";
 import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
 import { RECENT_BATCHES, RecentIds } from "../../shared/bridge/recent-ids.js";
 import { makeRig } from "./fakes.js";
+import { pageShapes } from "./page-shapes.js";
 import { clientOverFake } from "./provider-client.js";
 
 /** The number of ids every RecentIds holds after each `add` while `work` runs (the walk's memory of cards taken). */
@@ -251,6 +252,23 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(40);
     expect(remembered).toHaveLength(20);
     expect(Math.max(...remembered)).toBe(RECENT_BATCHES * 2);
+  });
+
+  it.each([
+    [3, 0],
+    [4, 1],
+  ])("checks a card pushed %i pages on by cards issued under a walk with no count to move by again only past three pages (unchanged: %i)", async (issued, unchanged) => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addCard();
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    // No total_records: the walk cannot move past cards issued above, so it meets the first card again.
+    rig.provider.listErpCards = async (query) => pageShapes.echoingSizeAskedWithoutCount(query, await list(query));
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards" && ++lists === 2) for (let i = 0; i < issued; i++) rig.provider.addCard();
+    };
+    const report = await pollCards(rig.deps, { pageSize: 1 });
+    expect(report).toMatchObject({ outcome: "complete", unchanged });
   });
 
   it("remembers a few pages of cards however many a walk meets again, shifted by cards issued under it", async () => {
