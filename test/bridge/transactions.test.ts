@@ -1650,8 +1650,9 @@ describe("pollTransactions", () => {
     for (const t of txns) expect(error.message).not.toContain(t.id);
   });
 
-  it("stops the cycle on an acknowledge refusal that names no id of the call (an index past its ids, or no error entries), asking once", async () => {
-    for (const errors of [[{ field: "transaction_ids.2", code: "NOT_FOUND", message: "no such index" }], []]) {
+  it("stops the cycle on an acknowledge refusal that names no id of the call (an index past its ids, a field under or around an id's, or no error entries), asking once", async () => {
+    const naming = (field: string) => [{ field, code: "NOT_FOUND", message: "no such index" }];
+    for (const errors of [naming("transaction_ids.2"), naming("transaction_ids.0.status"), naming("body.transaction_ids.0"), []]) {
       const rig = makeRig();
       rig.provider.addTransaction();
       rig.provider.addTransaction();
@@ -1740,6 +1741,17 @@ describe("pollTransactions", () => {
     expect(settled).toMatchObject({ outcome: "complete", acknowledged: 2, acknowledgeRefused: 0 });
     expect(refusedPoints()).toHaveLength(pointsBefore);
     expect(rig.provider.pending()).toEqual([]);
+  });
+
+  it("emits no Acknowledged data point when the provider refuses every id of the cycle", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions") throw refusal(call.ids, call.ids);
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 0, acknowledgeRefused: 1 });
+    expect(rig.metrics.points.filter((p) => p.name === "Acknowledged")).toEqual([]);
   });
 
   it("emits no AcknowledgeRefused data point and reports 0 when the provider takes every acknowledge", async () => {
@@ -1859,6 +1871,34 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     const last = rig.publisher.events.filter((e) => e.detail.subject.id === onSecondPage.id).at(-1);
     expect(last?.detail.data.object["memo"]).toBe("edited while the acknowledge failed");
     expect(new Set(rig.publisher.ids).size).toBe(rig.publisher.events.length);
+  });
+
+  it("acknowledges in calls of at most the size asked from a provider serving more, and reads a failed call's ids and the rest of its page again after the wait asked", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    // Asked 2 a page, the provider serves 3: the page's acknowledge takes two calls.
+    rig.provider.listTransactions = async (query) => list({ ...query, page_size: query.page_size + 1 });
+    let failedAt: number | undefined;
+    let listedAfter: number | undefined;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op === "listTransactions" && failedAt !== undefined) listedAfter ??= rig.clock.now();
+        if (call.op !== "acknowledgeTransactions" || failedAt !== undefined) return undefined;
+        failedAt = rig.clock.now();
+        return { status: 503, retryAfterSeconds: 7 };
+      }),
+    };
+    const report = await pollTransactions(deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? [c.ids.length] : [])).toSorted()).toEqual([1, 2]);
+    // The call that failed and the one it kept from going out were both read again and acknowledged this cycle.
+    expect(rig.provider.pending()).toEqual([]);
+    expect(listedAfter! - failedAt!).toBeGreaterThanOrEqual(7000);
+    const warned = rig.logger.lines.filter((l) => l.message.startsWith("acknowledge failed for now"));
+    expect(warned.map((l) => l.message)).toEqual(["acknowledge failed for now; reading its transactions again before the next one"]);
+    expect(warned[0]?.attributes).toMatchObject({ ids: 2, delayMs: 7000 });
   });
 
   it("counts the lag of an unchanged transaction whose acknowledge failed for now and that a stop kept from being read again", async () => {
