@@ -3,7 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { describe, expect, it, vi } from "vitest";
-import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
+import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERSION, type EventType } from "../../shared/bridge/events/index.js";
 import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { cardChangedAt } from "../../shared/bridge/cards.js";
@@ -86,6 +86,20 @@ function undeclaredMembers(schema: JsonSchemaNode | undefined, value: unknown, a
   return Object.entries(value).flatMap(([key, member]) =>
     key in declared ? undeclaredMembers(declared[key], member, `${at}/${key}`) : [`${at}/${key}`],
   );
+}
+
+/** A member to set, by JSON Pointer (without escapes), to a value; `undefined` removes it. */
+type Edit = readonly [pointer: string, member: unknown];
+
+/** A copy of `value` with the member at `pointer` set to `member`, or removed when that is undefined. */
+function withMember(value: unknown, pointer: string, member: unknown): unknown {
+  const copy = structuredClone(value) as Record<string, unknown>;
+  const keys = pointer.split("/").slice(1);
+  const last = keys.pop()!;
+  const parent = keys.reduce((node, key) => node[key] as Record<string, unknown>, copy);
+  if (member === undefined) delete parent[last];
+  else parent[last] = member;
+  return copy;
 }
 
 interface CatalogExample {
@@ -224,6 +238,49 @@ describe("event schemas", () => {
     const comparable = (e: CatalogExample) => ({ time: e.time, detail: { ...e.detail, id: "(id)" } });
     const documented = [...examples].sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
     expect(emitted.map(comparable)).toEqual(documented.map(comparable));
+  });
+
+  it("accept what docs/events.md documents and refuse what it rules out, the zod schemas and the published JSON Schemas alike", async () => {
+    const examples = catalogExamples(await readFile(path.join(docs, "events.md"), "utf8"));
+    const published = await publishedValidators();
+    const trim = (total: number, kept: number): Edit => ["/data/object/_truncated", [{ path: "/data/object/segments", total, kept }]];
+    const cases: [string, EventType, Edit[], boolean][] = [
+      // Versioning: consumers accept any 1.x; a 1.0 event is a 1.1 event without subject.sequence.
+      ["a later minor", "transaction.changed", [["/schema_version", "1.10"]], true],
+      ["a 1.0 event", "card.suspended", [["/schema_version", "1.0"], ["/subject/sequence", undefined]], true],
+      ["another major", "transaction.changed", [["/schema_version", "2.0"]], false],
+      ["a version without its minor", "transaction.changed", [["/schema_version", "1."]], false],
+      ["a version with a prefix", "transaction.changed", [["/schema_version", "v1.1"]], false],
+      // subject.sequence is 1 for a subject's first event, one more for each later one.
+      ["sequence 0", "card.updated", [["/subject/sequence", 0]], false],
+      ["a fractional sequence", "card.updated", [["/subject/sequence", 1.5]], false],
+      ["an empty tenant", "card.created", [["/tenant", ""]], false],
+      ["an id that is no UUID", "card.created", [["/id", "card-1-created"]], false],
+      ["occurred_at with an offset", "transaction.created", [["/occurred_at", "2025-01-15T13:00:02+04:00"]], true],
+      ["occurred_at without a zone", "transaction.created", [["/occurred_at", "2025-01-15T09:00:02"]], false],
+      // A change event says what changed: one change at least.
+      ["a transaction.changed without changes", "transaction.changed", [["/data/changes", undefined]], false],
+      ["a card.updated without changes", "card.updated", [["/data/changes", undefined]], false],
+      ["empty changes", "card.status_changed", [["/data/changes", []]], false],
+      // A card always carries a string status, of any value the provider sends.
+      ["a card without status", "card.suspended", [["/data/object/status", undefined]], false],
+      ["a status the spec does not list", "card.status_changed", [["/data/object/status", "Frozen"]], true],
+      // A personal field the provider sends null stays null in every PII mode.
+      ["a null personal field", "transaction.created", [["/data/object/card_holder_name", null]], true],
+      ["a null cardholder", "card.created", [["/data/object/cardholder", null]], true],
+      ["a null approver", "transaction.created", [["/data/object/approved_by", null]], true],
+      // A number field the provider sends empty is null.
+      ["an amount sent empty", "transaction.created", [["/data/object/transaction_amount", null]], true],
+      // _truncated: {path, total, kept}, the array's length and how many of its first elements the event carries.
+      ["an array trimmed to nothing", "transaction.created", [trim(3, 0)], true],
+      ["a trim of an empty array", "transaction.created", [trim(0, 0)], false],
+      ["a negative kept", "transaction.created", [trim(3, -1)], false],
+    ];
+    for (const [name, type, edits, accepted] of cases) {
+      const example = examples.find((e) => e.detail.type === type)!.detail;
+      const detail = edits.reduce<unknown>((value, [pointer, member]) => withMember(value, pointer, member), example);
+      expect({ zod: parseEventDetail(detail).success, json: published.get(type)!(detail) }, name).toEqual({ zod: accepted, json: accepted });
+    }
   });
 
   it("let consumers accept any 1.x: no object in docs/events/*.json forbids members a minor version may add", async () => {
