@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { describe, expect, it, vi } from "vitest";
 import { detailJson, detailJsonParts, EVENT_TYPES, parseEventDetail, SCHEMA_VERSION, type EventType } from "../../shared/bridge/events/index.js";
-import { renderEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
+import { renderEventJsonSchemas, writeEventJsonSchemas } from "../../shared/bridge/events/json-schema.js";
 import { DEFAULT_SOURCE, pollCards, pollTransactions, type BridgeEvent, type EventPublisher } from "../../shared/bridge/index.js";
 import { cardChangedAt } from "../../shared/bridge/cards.js";
 import { lastModified } from "../../shared/bridge/versions.js";
@@ -144,6 +145,16 @@ describe("event schemas", () => {
     const committed = (await readdir(path.join(docs, "events"))).filter((f) => f.endsWith(".json")).sort();
     expect(committed).toEqual([...rendered.keys()].sort());
     for (const [name, text] of rendered) expect(await readFile(path.join(docs, "events", name), "utf8"), name).toBe(text);
+  });
+
+  it("are written by the generator into a directory it creates, one file per type, each path returned", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "event-schemas-"));
+    const dir = path.join(root, "docs", "events");
+    const rendered = renderEventJsonSchemas();
+    const written = await writeEventJsonSchemas(dir);
+    expect(written.sort()).toEqual([...rendered.keys()].map((name) => path.join(dir, name)).sort());
+    for (const [name, text] of rendered) expect(await readFile(path.join(dir, name), "utf8"), name).toBe(text);
+    await rm(root, { recursive: true });
   });
 
   it("change only with schema_version: the committed schemas' contract is the one pinned for the current version", () => {
