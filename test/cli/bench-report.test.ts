@@ -132,6 +132,18 @@ describe("formatBenchReport", () => {
     expect(text).not.toContain("CPU floor");
   });
 
+  it("prints the numbers in full, as the JSON line rounds them: events as counted, CPU, floor CPU and RSS to the tenth, no gap without --baseline", () => {
+    const numbers = (m: BenchMeasurement) => formatBenchReport(m).slice(0, formatBenchReport(m).indexOf(""));
+    const head = ["transactions      10000", "events            9990", "provider calls    203 (floor 201)", "wall time         4501 ms (floor 4020 ms = 201 calls x 20 ms)", "CPU / transaction 60.4 us (bridge process only)"];
+    const odd = { ...measurement, events: 9_990, wallMs: 4_500.6, bridgeCpuUs: 604_400 };
+    expect(numbers({ ...odd, baselineCpuUs: 451_200 })).toEqual([
+      ...head,
+      "CPU floor         45.1 us (--baseline: a minimal client, same machine, same backlog; the bridge takes 1.34x of it)",
+      "peak RSS          123.5 MB",
+    ]);
+    expect(numbers(odd)).toEqual([...head, "peak RSS          123.5 MB"]);
+  });
+
   it("prints each budget's row in full, a missed one as MISS, ratios to the thousandth", () => {
     const lines = formatBenchReport({ ...measurement, providerCalls: 210, wallMs: 5_000 });
     expect(lines.slice(lines.indexOf("budget check:") + 1, lines.indexOf("budget check:") + 5)).toEqual([
