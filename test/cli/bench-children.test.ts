@@ -3,7 +3,8 @@
  * by process.exit() (test/process-exit.test.ts): once the bench disconnects, or once answered.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -131,4 +132,24 @@ describe("the bench's children", () => {
     expect(ms).toBeLessThan(PROMPTLY_MS);
     sandbox.disconnect();
   });
+
+  it("the --baseline child writes what a bridge must, per transaction: an event line and a snapshot line, both holding the object without its client_sync_status", async () => {
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
+    const request = baselineRequest(ready, 10);
+    expect(await answerOf<BaselineResult>(forkChild("bench-baseline.ts"), request)).toMatchObject({ ok: true, transactions: 10 });
+    const linesOf = (file: string) => readFileSync(join(request.dir, file), "utf8").split(/(?<=\n)/).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = linesOf("events.jsonl");
+    const snapshots = linesOf("snapshots.log");
+    const objects = events.map((event) => (event as { detail: { data: { object: Record<string, unknown> } } }).detail.data.object);
+    expect(new Set(objects.map((object) => object["id"])).size).toBe(10);
+    expect(snapshots).toHaveLength(10);
+    for (const [i, object] of objects.entries()) {
+      expect(object).not.toHaveProperty("client_sync_status");
+      expect(events[i]).toMatchObject({ "detail-type": "transaction.created", detail: { subject: { type: "transaction", id: object["id"] } } });
+      const hash = createHash("sha256").update(JSON.stringify(object)).digest("hex");
+      expect(snapshots[i]).toEqual({ key: `transaction:${String(object["id"])}`, hash, object, updatedAt: expect.any(String) });
+    }
+    sandbox.disconnect();
+  });
+
 });
