@@ -152,4 +152,11 @@ describe("the bench's children", () => {
     sandbox.disconnect();
   });
 
+  it("the --baseline child answers its drain's user and system CPU both", async () => {
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
+    const child = forkChild("bench-baseline.ts", { preload: "fixed-cpu-usage.ts" });
+    expect(await answerOf<BaselineResult>(child, baselineRequest(ready, 10))).toMatchObject({ ok: true, cpuUs: 2_000_000 });
+    sandbox.disconnect();
+  });
+
 });
