@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import type { BaselineRequest, BaselineResult } from "../../shared/cli/bench-baseline.js";
 import type { BenchSandboxReady, BenchSandboxRequest } from "../../shared/cli/bench-sandbox.js";
+import { PATHS } from "../../shared/qashio/client.js";
 import { CLIENT, ROOT, TSX_LOADER } from "./helpers.js";
 
 /** Long enough for a loaded machine; a child kept alive by an open handle would stay for ever. */
@@ -159,4 +160,16 @@ describe("the bench's children", () => {
     sandbox.disconnect();
   });
 
+  it("the --baseline child answers a provider's refusal as a failure naming the call and its status", async () => {
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
+    const fault = await fetch(`${ready.url}/_sandbox/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ method: "GET", path_prefix: PATHS.transactions, status: 429, count: 1 }),
+    });
+    expect(fault.status).toBe(201);
+    const answer = await answerOf<BaselineResult>(forkChild("bench-baseline.ts"), baselineRequest(ready, 10));
+    expect(answer).toEqual({ ok: false, error: `GET ${PATHS.transactions} answered 429` });
+    sandbox.disconnect();
+  });
 });
