@@ -63,6 +63,12 @@ function baselineRequest(ready: BenchSandboxReady, transactions: number): Baseli
   return { url: ready.url, code: ready.code, redirectUri: REDIRECT_URI, clientId: CLIENT.id, clientSecret: CLIENT.secret, pageSize: 100, transactions, dir };
 }
 
+/** Arms a fault of the sandbox's control surface (`POST /_sandbox/faults`, its wire names). */
+async function armFault(ready: BenchSandboxReady, fault: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${ready.url}/_sandbox/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(fault) });
+  expect(response.status).toBe(201);
+}
+
 describe("the bench's children", () => {
   it("the sandbox child ends once the bench disconnects: exit 0, its server closed", async () => {
     const { child, ready } = await startSandbox(sandboxRequest(50, 0));
@@ -121,11 +127,15 @@ describe("the bench's children", () => {
   });
 
   it("the --baseline child ends when the bench goes mid-drain, the call in flight aborted: exit 0", async () => {
-    // 2 s per provider call: the drain of 1,000 transactions would take a minute.
-    const { child: sandbox, ready } = await startSandbox(sandboxRequest(1_000, 2_000));
+    // Its first list call held for a minute; the bench goes once the sandbox has taken it (a fixed wait raced the
+    // child's start-up: on a loaded machine the bench went before the drain began, and the abort was never needed).
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
+    await armFault(ready, { method: "GET", path_prefix: PATHS.transactions, delay_ms: 60_000, count: 1 });
     const child = forkChild("bench-baseline.ts");
-    child.send(baselineRequest(ready, 1_000));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    child.send(baselineRequest(ready, 10));
+    while (((await (await fetch(`${ready.url}/_sandbox/faults`)).json()) as { data: unknown[] }).data.length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const exit = exitFromNow(child);
     child.disconnect();
     const { code, ms } = await exit;
@@ -162,12 +172,7 @@ describe("the bench's children", () => {
 
   it("the --baseline child answers a provider's refusal as a failure naming the call and its status", async () => {
     const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
-    const fault = await fetch(`${ready.url}/_sandbox/faults`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ method: "GET", path_prefix: PATHS.transactions, status: 429, count: 1 }),
-    });
-    expect(fault.status).toBe(201);
+    await armFault(ready, { method: "GET", path_prefix: PATHS.transactions, status: 429, count: 1 });
     const answer = await answerOf<BaselineResult>(forkChild("bench-baseline.ts"), baselineRequest(ready, 10));
     expect(answer).toEqual({ ok: false, error: `GET ${PATHS.transactions} answered 429` });
     sandbox.disconnect();
