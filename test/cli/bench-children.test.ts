@@ -4,6 +4,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -160,6 +161,20 @@ describe("the bench's children", () => {
       const hash = createHash("sha256").update(JSON.stringify(object)).digest("hex");
       expect(snapshots[i]).toEqual({ key: `transaction:${String(object["id"])}`, hash, object, updatedAt: expect.any(String) });
     }
+    sandbox.disconnect();
+  });
+
+  it("the --baseline child fsyncs both files after each page's lines, as the bridge's adapters do", async () => {
+    // 250 transactions: two full pages and a part one, then the empty page, which writes nothing.
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(250, 0));
+    const child = forkChild("bench-baseline.ts", { preload: "count-fsyncs.ts", stderr: "pipe" });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    // Once closed, its stderr is read to the end (its exit may come first).
+    const closed = once(child, "close");
+    expect(await answerOf<BaselineResult>(child, baselineRequest(ready, 250))).toMatchObject({ ok: true, transactions: 250 });
+    await closed;
+    expect(stderr).toBe("fsync calls: 6\n");
     sandbox.disconnect();
   });
 
