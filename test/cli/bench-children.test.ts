@@ -35,6 +35,13 @@ function forkChild(entry: string, { preload, stderr = "inherit" }: { preload?: s
   return child;
 }
 
+/** What `child`, forked with its stderr piped, has written there so far. */
+function stderrOf(child: ChildProcess): () => string {
+  let text = "";
+  child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  return () => text;
+}
+
 function answerOf<Answer>(child: ChildProcess, request: object): Promise<Answer> {
   return new Promise((resolve, reject) => {
     child.once("message", (answer) => resolve(answer as Answer));
@@ -83,13 +90,12 @@ describe("the bench's children", () => {
 
   it("the sandbox child whose server fails to close says so and ends with exit 1, not an unhandled rejection", async () => {
     const child = forkChild("bench-sandbox.ts", { preload: "close-fails.ts", stderr: "pipe" });
-    let stderr = "";
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const stderr = stderrOf(child);
     await answerOf<BenchSandboxReady>(child, sandboxRequest(10, 0));
     const exit = exitFromNow(child);
     child.disconnect();
     const { code, ms } = await exit;
-    expect(stderr).toBe("bench sandbox: error while stopping: injected close failure\n");
+    expect(stderr()).toBe("bench sandbox: error while stopping: injected close failure\n");
     expect(code).toBe(1);
     expect(ms).toBeLessThan(PROMPTLY_MS);
   });
@@ -114,14 +120,13 @@ describe("the bench's children", () => {
   it("the --baseline child ends quietly when the bench disconnects the moment the answer reaches it: exit 0, nothing on stderr", async () => {
     const { child: sandbox, ready } = await startSandbox(sandboxRequest(10, 0));
     const child = forkChild("bench-baseline.ts", { preload: "late-send-callback.ts", stderr: "pipe" });
-    let stderr = "";
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const stderr = stderrOf(child);
     const exit = exitFromNow(child);
     child.once("message", () => child.disconnect());
     const answer = await answerOf<BaselineResult>(child, baselineRequest(ready, 10));
     expect(answer).toMatchObject({ ok: true, transactions: 10 });
     const { code, ms } = await exit;
-    expect(stderr).toBe("");
+    expect(stderr()).toBe("");
     expect(code).toBe(0);
     expect(ms).toBeLessThan(PROMPTLY_MS * 3);
     sandbox.disconnect();
@@ -168,13 +173,12 @@ describe("the bench's children", () => {
     // 250 transactions: two full pages and a part one, then the empty page, which writes nothing.
     const { child: sandbox, ready } = await startSandbox(sandboxRequest(250, 0));
     const child = forkChild("bench-baseline.ts", { preload: "count-fsyncs.ts", stderr: "pipe" });
-    let stderr = "";
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const stderr = stderrOf(child);
     // Once closed, its stderr is read to the end (its exit may come first).
     const closed = once(child, "close");
     expect(await answerOf<BaselineResult>(child, baselineRequest(ready, 250))).toMatchObject({ ok: true, transactions: 250 });
     await closed;
-    expect(stderr).toBe("fsync calls: 6\n");
+    expect(stderr()).toBe("fsync calls: 6\n");
     sandbox.disconnect();
   });
 
