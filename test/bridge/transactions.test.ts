@@ -1712,6 +1712,23 @@ describe("pollTransactions", () => {
     expect(rig.metrics.sum("AcknowledgeRefused")).toBe(3);
   });
 
+  it("leaves out every id a refusal names at once, asking again only for the rest", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 3 }, () => rig.provider.addTransaction());
+    const stuck = [txns[0]!.id, txns[2]!.id];
+    const calls: string[][] = [];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      calls.push([...call.ids]);
+      if (call.ids.some((id) => stuck.includes(id))) throw refusal(call.ids, stuck);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 3 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 1, acknowledgeRefused: 2 });
+    // One call refused naming both, then one for the id left: no call per refused id.
+    expect(calls).toEqual([expect.arrayContaining(stuck), [txns[1]!.id]]);
+    expect(rig.metrics.points.filter((p) => p.name === "AcknowledgeRefused").map((p) => p.value)).toEqual([2]);
+  });
+
   it("counts the ids refused on acknowledge in AcknowledgeRefused and the report, every cycle they are refused, and emits nothing once they are not", async () => {
     const rig = makeRig();
     const txns = Array.from({ length: 7 }, () => rig.provider.addTransaction());
@@ -1918,5 +1935,75 @@ describe("pollTransactions: an acknowledge that failed for now, left to a fresh 
     expect(rig.provider.pending()).toHaveLength(1);
     // Equal to its snapshot, yet still listed two hours after its change: the lag shows it until a read settles it.
     expect(report.syncLagSeconds).toBeGreaterThanOrEqual(7200);
+  });
+
+  /** The attempts the acknowledges that failed for now told the client had failed before them, from the run's warnings. */
+  const deferredAttempts = (rig: ReturnType<typeof makeRig>) =>
+    rig.logger.lines.filter((l) => l.message.startsWith("acknowledge failed for now")).map((l) => l.attributes?.["attempt"]);
+
+  it("counts an acknowledge's attempts afresh once the provider took one, so failures for now here and there never stop the cycle", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 5; i++) rig.provider.addTransaction();
+    // Each page's first acknowledge fails for now, once: five failures in all, never two in a row.
+    const failed = new Set<string>();
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions" || call.ids.every((id) => failed.has(id))) return undefined;
+        for (const id of call.ids) failed.add(id);
+        return { status: 503, retryAfterSeconds: 1 };
+      }),
+    };
+    const report = await pollTransactions(deps, { pageSize: 1 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 5 });
+    expect(rig.provider.pending()).toEqual([]);
+    expect(deferredAttempts(rig)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("stops the cycle with the provider's error once the acknowledges that failed for now in a row reach the client's attempt limit", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    let calls = 0;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions") return undefined;
+        calls += 1;
+        return { status: 503, retryAfterSeconds: 1 };
+      }),
+    };
+    const error = await pollTransactions(deps, { deadline: rig.clock.now() + 600_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleAbortedError);
+    expect((error as CycleAbortedError).message).toContain("503");
+    // The client's five attempts, the first four left to a fresh read of the page, each told the ones before it.
+    expect(calls).toBe(5);
+    expect(deferredAttempts(rig)).toEqual([1, 2, 3, 4]);
+    expect(rig.provider.pending()).toHaveLength(1);
+  });
+
+  it("leaves an id refused by name to the next cycle when the call for the rest then fails for now: only the rest is read again", async () => {
+    const rig = makeRig();
+    const txns = Array.from({ length: 3 }, () => rig.provider.addTransaction());
+    const stuck = txns[1]!.id;
+    let deferred = false;
+    let refusedCalls = 0;
+    const deps = {
+      ...rig.deps,
+      provider: clientOverFake(rig.provider, rig.clock, (call) => {
+        if (call.op !== "acknowledgeTransactions") return undefined;
+        const at = call.ids.indexOf(stuck);
+        if (at >= 0) refusedCalls += 1;
+        if (at >= 0) return { status: 400, errors: [{ field: `transaction_ids.${at}`, code: "NOT_FOUND", message: "not a transaction of this company" }] };
+        if (deferred) return undefined;
+        deferred = true;
+        return { status: 503, retryAfterSeconds: 1 };
+      }),
+    };
+    const report = await pollTransactions(deps, { pageSize: 3 });
+    expect(deferred).toBe(true);
+    // Refused once: the fresh read after the failure does not send it again this cycle.
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 2, acknowledgeRefused: 1 });
+    expect(refusedCalls).toBe(1);
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
   });
 });
