@@ -1042,6 +1042,16 @@ describe("pollTransactions", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id === "CT99999999")).toHaveLength(2);
   });
 
+  it("reads each of several parents the provider does not find once per cycle, their refunds interleaved on later pages", async () => {
+    const rig = makeRig();
+    const parents = ["CT99999991", "CT99999992"];
+    for (let i = 0; i < 4; i++) rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parents[i % 2] });
+    const report = await pollTransactions(rig.deps, { pageSize: 1 });
+    expect(report).toMatchObject({ outcome: "complete", acknowledged: 4 });
+    const reads = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id ? [c.query.qashio_id] : []));
+    expect(reads.toSorted()).toEqual(parents);
+  });
+
   it("attaches no parent when the provider answers the parent read with another transaction", async () => {
     const rig = makeRig();
     const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT77777777" });
