@@ -32,4 +32,19 @@ describe("refund parents", () => {
     expect(parentOf(unnamed.id)).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
     expect(rig.logger.lines.filter((l) => l.message.startsWith("provider lists more than one transaction for the parent reference"))).toEqual([]);
   });
+
+  it("gives no parent to a refund whose parent is not found when a refund of the page naming itself by parent_id names the same reference", async () => {
+    const rig = makeRig();
+    const self = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-gone" });
+    self.parent_id = self.id;
+    const sibling = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-gone" });
+
+    await pollTransactions(rig.deps);
+    // The self-reference is dropped before lookup: its own id must not stand in for the reference's parent.
+    expect(rig.publisher.events.map((e) => [e.detail.subject.id, e.detail.data.parent])).toEqual([
+      [self.id, undefined],
+      [sibling.id, undefined],
+    ]);
+    expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found")).toHaveLength(1);
+  });
 });
