@@ -47,6 +47,12 @@ describe("bindStateDir", () => {
     await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
   });
 
+  it("writes the binding as one line of JSON ending in a newline, as a text file read by hand", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    expect(readFileSync(join(dir, "binding.json"), "utf8")).toBe(`${JSON.stringify(owner)}\n`);
+  });
+
   it("checks, with checkOnly, the tenant alone against the recorded binding, writing nothing (conform-pii knows no provider)", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
