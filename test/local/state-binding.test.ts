@@ -166,6 +166,15 @@ describe("bindStateDir", () => {
     expect(error.fields).toEqual(["clientId", "tenant"]);
   });
 
+  it("does not let rebindClient move a directory with state to another tenant of the same client", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    holdState(dir, "tokens");
+    const error = await mismatch(bindStateDir(dir, { ...owner, tenant: "globex" }, { rebindClient: true }));
+    expect(error.fields).toEqual(["tenant"]);
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
   it("lets a new client id take over a directory with state only when asked (authorize), never a new provider", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
