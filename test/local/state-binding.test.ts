@@ -158,6 +158,24 @@ describe("bindStateDir", () => {
     await mismatch(bindStateDir(dir, { ...owner, baseUrl: "https://evil.test" }, { checkOnly: true }));
   });
 
+  it.each([
+    ["another owner's binding of a directory without state", owner, { ...owner, clientId: "client-2", tenant: "globex" }, {}],
+    ["a salt fingerprint other than the recorded one, no snapshots held", { ...owner, piiSaltFingerprint: "0123456789abcdef" }, { ...owner, piiSaltFingerprint: "fedcba9876543210" }, {}],
+    ["the recorded owner, no salt on either side", owner, owner, {}],
+    ["a binding without a snapshot store id, checked by a caller that diffs against snapshots", owner, owner, { snapshots: true }],
+  ])("rewrites nothing with checkOnly for %s", async (_what, recorded, given, options) => {
+    const dir = freshDir();
+    await bindStateDir(dir, recorded);
+    const file = join(dir, "binding.json");
+    const before = statSync(file, { bigint: true });
+
+    await bindStateDir(dir, given, { ...options, checkOnly: true });
+
+    expect(statSync(file, { bigint: true }).ino).toBe(before.ino);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);
+    expect(existsSync(join(dir, "snapshots"))).toBe(false);
+  });
+
   it("does not let a new client id bring another tenant along, even when asked to rebind the client", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
