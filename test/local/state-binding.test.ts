@@ -147,6 +147,14 @@ describe("bindStateDir", () => {
     expect((await mismatch(bindStateDir(dir, other, { keepOther: true }))).fields).toEqual(["clientId", "tenant"]);
   });
 
+  it("records neither a tenant nor a salt fingerprint of the recorded owner with keepOther: the bind under the lease does", async () => {
+    const dir = freshDir();
+    const unlearnt = { baseUrl: owner.baseUrl, clientId: owner.clientId };
+    await bindStateDir(dir, unlearnt);
+    await bindStateDir(dir, { ...owner, piiSaltFingerprint: "0123456789abcdef" }, { keepOther: true });
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(unlearnt);
+  });
+
   it("writes nothing when only asked to check (authorize before its sign-in), but still refuses another owner", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner, { checkOnly: true });
