@@ -419,4 +419,12 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
 
     expect(readBinding(dir)).toEqual({ ...other, snapshotStoreId: storeId(dir) });
   });
-});
+  it("writes the binding file no more once the store's id is recorded: a cycle's bind of the recorded owner leaves it as it was", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    const before = statSync(join(dir, "binding.json"), { bigint: true });
+
+    await bindStateDir(dir, owner, { snapshots: true });
+
+    expect(statSync(join(dir, "binding.json"), { bigint: true }).ino).toBe(before.ino);
+  });
