@@ -428,3 +428,13 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
 
     expect(statSync(join(dir, "binding.json"), { bigint: true }).ino).toBe(before.ino);
   });
+
+  it("drops the recorded store's id when another owner takes a directory without state, even by a bind that does not diff (authorize)", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    const other = { ...owner, clientId: "client-2" };
+
+    await bindStateDir(dir, other);
+
+    expect(readBinding(dir)).toEqual(other);
+  });
