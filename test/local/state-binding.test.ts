@@ -438,3 +438,16 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
 
     expect(readBinding(dir)).toEqual(other);
   });
+
+  it("records the id of a store already there in a binding written before store ids (an upgrade), instead of refusing it", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner);
+    mkdirSync(join(dir, "snapshots"));
+    writeFileSync(join(dir, "snapshots", "store-id"), "0123456789abcdef\n");
+    holdState(dir, "snapshots");
+
+    await bindStateDir(dir, owner, { snapshots: true });
+
+    expect(readBinding(dir)).toEqual({ ...owner, snapshotStoreId: "0123456789abcdef" });
+  });
+});
