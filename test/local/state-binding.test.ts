@@ -234,6 +234,7 @@ describe("bindStateDir", () => {
     ["no provider", JSON.stringify({ clientId: owner.clientId })],
     ["a tenant that is not a string", JSON.stringify({ ...owner, tenant: 7 })],
     ["a salt fingerprint that is not a string", JSON.stringify({ ...owner, piiSaltFingerprint: 7 })],
+    ["a snapshot store id that is not a string", JSON.stringify({ ...owner, snapshotStoreId: 7 })],
     ["text that is not JSON", "{ not json"],
   ])("reports a binding file with %s as corrupt state instead of rebinding the directory", async (_what, text) => {
     const dir = freshDir();
