@@ -246,6 +246,8 @@ describe("bindStateDir", () => {
       message: "state directory binding is not valid JSON of a binding",
       file: join(dir, "binding.json"),
     });
+    // What is wrong with the file is told by its cause.
+    expect((error as Error).cause).toBeInstanceOf(Error);
   });
 
   it("fails, naming the file, when the binding file is there but cannot be read, rather than binding the directory afresh", async () => {
@@ -255,6 +257,7 @@ describe("bindStateDir", () => {
       name: "LocalStateError",
       message: "state directory binding cannot be read",
       file: join(dir, "binding.json"),
+      cause: expect.objectContaining({ code: "EISDIR" }),
     });
   });
 
