@@ -274,7 +274,10 @@ describe("bindStateDir", () => {
       await expect(bindStateDir(dir, salted)).resolves.toBeUndefined();
       const error = await bindStateDir(dir, { ...salted, piiSaltFingerprint: "fedcba9876543210" }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PiiSaltMismatchError);
-      expect(error).toMatchObject({ file: join(dir, "binding.json") });
+      expect(error).toMatchObject({
+        file: join(dir, "binding.json"),
+        message: "state directory's pseudonyms were made with another PII salt (its fingerprint is recorded in the binding file)",
+      });
       expect((error as Error).message).not.toMatch(/0123456789abcdef|fedcba9876543210/);
       // conform-pii's check refuses it as well.
       await expect(bindStateDir(dir, { tenant: "acme", piiSaltFingerprint: "fedcba9876543210" }, { checkOnly: true })).rejects.toBeInstanceOf(PiiSaltMismatchError);
@@ -302,7 +305,10 @@ describe("bindStateDir", () => {
         for (const keepOther of [false, true]) {
           const error = await bindStateDir(dir, salted, { ...start, keepOther }).catch((e: unknown) => e);
           expect(error).toBeInstanceOf(PiiSaltAlreadyRecordedError);
-          expect(error).toMatchObject({ file: join(dir, "binding.json") });
+          expect(error).toMatchObject({
+            file: join(dir, "binding.json"),
+            message: "a new PII salt was asked for, but the state directory records the given salt already (its fingerprint is in the binding file)",
+          });
           expect((error as Error).message).not.toContain("0123456789abcdef");
         }
       }
