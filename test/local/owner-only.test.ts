@@ -82,6 +82,12 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     expect(await modeOf(elsewhere)).toBe(0o644);
   });
 
+  it("refuses a file where a directory is asked for (ENOTDIR), leaving its mode as it is", async () => {
+    const file = await fileWithMode("state", 0o644);
+    expect(() => restrictToOwner(file, { directory: true })).toThrow(expect.objectContaining({ code: "ENOTDIR" }));
+    expect(await modeOf(file)).toBe(0o644);
+  });
+
   it("leaves a private file as it is and says nothing was narrowed", async () => {
     const file = await fileWithMode("tokens.json", 0o400);
     expect(restrictToOwner(file, { directory: false })).toBeUndefined();
