@@ -109,7 +109,7 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
       }
     })();
     expect(error).toBeInstanceOf(ExposedPathError);
-    expect(error).toMatchObject({ file, mode: 0o644, owner: process.getuid?.(), code: "EPERM" });
+    expect(error).toMatchObject({ file, mode: 0o644, owner: process.getuid?.(), code: "EPERM", cause: expect.objectContaining({ code: "EPERM" }) });
   });
 
   it("refuses a file whose file system answers the chmod with success but keeps the mode", async () => {
