@@ -9,15 +9,18 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ExposedPathError, restrictToOwner } from "../../shared/local/index.js";
 
-/** How fchmod answers: as the system does, refused with an errno code, or ignored (a vfat mount with `quiet`). */
-const chmodFault = vi.hoisted(() => ({ mode: "none" as "none" | "ignored" | { code: string } }));
+/**
+ * How fchmod answers: as the system does, refused with an errno code (or with an error that has none), or ignored (a
+ * vfat mount with `quiet`).
+ */
+const chmodFault = vi.hoisted(() => ({ mode: "none" as "none" | "ignored" | { code?: string } }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   const fchmodSync = ((fd: number, mode: nodeFs.Mode) => {
     const fault = chmodFault.mode;
     if (fault === "ignored") return;
-    if (fault !== "none") throw Object.assign(new Error(`${fault.code}: fchmod failed`), { code: fault.code });
+    if (fault !== "none") throw Object.assign(new Error(`${fault.code ?? "no code"}: fchmod failed`), fault.code === undefined ? {} : { code: fault.code });
     fs.fchmodSync(fd, mode);
   }) as typeof fs.fchmodSync;
   return { ...fs, default: { ...fs, fchmodSync }, fchmodSync };
@@ -110,6 +113,12 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     })();
     expect(error).toBeInstanceOf(ExposedPathError);
     expect(error).toMatchObject({ file, mode: 0o644, owner: process.getuid?.(), code: "EPERM", cause: expect.objectContaining({ code: "EPERM" }) });
+  });
+
+  it("refuses a file whose chmod fails with an error that names no system code, with the code \"error\"", async () => {
+    const file = await fileWithMode("tokens.json", 0o644);
+    chmodFault.mode = {};
+    expect(() => restrictToOwner(file, { directory: false })).toThrow(expect.objectContaining({ name: "ExposedPathError", code: "error" }));
   });
 
   it("refuses a file whose file system answers the chmod with success but keeps the mode", async () => {
