@@ -126,4 +126,10 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     chmodFault.mode = "ignored";
     expect(() => restrictToOwner(file, { directory: false })).toThrow(expect.objectContaining({ name: "ExposedPathError", code: "mode unchanged by the file system" }));
   });
+
+  it("refuses a file left readable by its group alone when the file system keeps the mode", async () => {
+    const file = await fileWithMode("tokens.json", 0o640);
+    chmodFault.mode = "ignored";
+    expect(() => restrictToOwner(file, { directory: false })).toThrow(expect.objectContaining({ name: "ExposedPathError", mode: 0o640 }));
+  });
 });
