@@ -55,6 +55,8 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     ["0666", 0o666, 0o600],
     // Restored from an archive that kept an executable bit: a token file is data, made 0600 as the bridge writes it.
     ["0755", 0o755, 0o600],
+    // The mode it had is told whole, set-id bits included: the narrowed mode drops them.
+    ["4755", 0o4755, 0o600],
   ])("narrows a file of mode %s to its owner's access and says which mode it had", async (_mode, before, after) => {
     const file = await fileWithMode("tokens.json", before);
     expect(restrictToOwner(file, { directory: false })).toBe(before);
