@@ -15,6 +15,9 @@ import { ExposedPathError, restrictToOwner } from "../../shared/local/index.js";
  */
 const chmodFault = vi.hoisted(() => ({ mode: "none" as "none" | "ignored" | { code?: string } }));
 
+/** Descriptors opened through node:fs and not closed yet. */
+const openFds = vi.hoisted(() => new Set<number>());
+
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   const fchmodSync = ((fd: number, mode: nodeFs.Mode) => {
@@ -23,7 +26,17 @@ vi.mock("node:fs", async (importOriginal) => {
     if (fault !== "none") throw Object.assign(new Error(`${fault.code ?? "no code"}: fchmod failed`), fault.code === undefined ? {} : { code: fault.code });
     fs.fchmodSync(fd, mode);
   }) as typeof fs.fchmodSync;
-  return { ...fs, default: { ...fs, fchmodSync }, fchmodSync };
+  const openSync = ((...args: Parameters<typeof fs.openSync>) => {
+    const fd = fs.openSync(...args);
+    openFds.add(fd);
+    return fd;
+  }) as typeof fs.openSync;
+  const closeSync = ((fd: number) => {
+    fs.closeSync(fd);
+    openFds.delete(fd);
+  }) as typeof fs.closeSync;
+  const wrapped = { fchmodSync, openSync, closeSync };
+  return { ...fs, default: { ...fs, ...wrapped }, ...wrapped };
 });
 
 let dir: string;
@@ -97,6 +110,19 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     const file = await fileWithMode("tokens.json", 0o400);
     expect(restrictToOwner(file, { directory: false })).toBeUndefined();
     expect(await modeOf(file)).toBe(0o400);
+  });
+
+  it("closes the descriptor it opened, whether it narrowed the mode, found it private, or was refused", async () => {
+    const narrowed = await fileWithMode("narrowed.json", 0o644);
+    const alreadyPrivate = await fileWithMode("private.json", 0o600);
+    const refused = await fileWithMode("refused.json", 0o644);
+    openFds.clear();
+    restrictToOwner(narrowed, { directory: false });
+    restrictToOwner(alreadyPrivate, { directory: false });
+    restrictToOwner(dir, { directory: true });
+    chmodFault.mode = { code: "EPERM" };
+    expect(() => restrictToOwner(refused, { directory: false })).toThrow(ExposedPathError);
+    expect([...openFds]).toEqual([]);
   });
 
   it("says nothing was narrowed for a path that is not there", () => {
