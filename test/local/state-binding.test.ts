@@ -128,6 +128,13 @@ describe("bindStateDir", () => {
     expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
   });
 
+  it("keeps the recorded tenant when a client that names none (authorize) takes a directory without state", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: owner.clientId });
+    expect(JSON.parse(readFileSync(join(dir, "binding.json"), "utf8"))).toEqual(owner);
+  });
+
   it("follows the settings while the snapshots directory is there but empty", async () => {
     const dir = freshDir();
     await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
