@@ -121,6 +121,15 @@ describe("bindStateDir", () => {
     expect(statSync(join(dir, "binding.json"), { bigint: true }).ino).toBe(before.ino);
   });
 
+  it("writes the binding file no more when neither it nor the bind names a tenant (authorize run again)", async () => {
+    const dir = freshDir();
+    const unlearnt = { baseUrl: owner.baseUrl, clientId: owner.clientId };
+    await bindStateDir(dir, unlearnt);
+    const before = statSync(join(dir, "binding.json"), { bigint: true });
+    await bindStateDir(dir, unlearnt);
+    expect(statSync(join(dir, "binding.json"), { bigint: true }).ino).toBe(before.ino);
+  });
+
   it("follows the settings while the directory holds no tokens and no snapshots (a first run with a typo)", async () => {
     const dir = freshDir();
     await bindStateDir(dir, { ...owner, clientId: "clinet-1" });
