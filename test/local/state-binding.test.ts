@@ -381,6 +381,14 @@ describe("bindStateDir", () => {
       }
     });
 
+    it("is learnt by conform-pii's check with the owner left as recorded: a tenant it names is not recorded by it", async () => {
+      const dir = freshDir();
+      const unlearnt = { baseUrl: owner.baseUrl, clientId: owner.clientId };
+      await bindStateDir(dir, unlearnt);
+      await bindStateDir(dir, { tenant: "acme", piiSaltFingerprint: "0123456789abcdef" }, { checkOnly: true });
+      expect(JSON.parse(binding(dir))).toEqual({ ...unlearnt, piiSaltFingerprint: "0123456789abcdef" });
+    });
+
     it("stays recorded through binds without one (another PII mode, authorize's new client), for a return to hash", async () => {
       const dir = freshDir();
       await bindStateDir(dir, salted);
