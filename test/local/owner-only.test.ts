@@ -125,6 +125,18 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     expect([...openFds]).toEqual([]);
   });
 
+  it("narrows nothing on Windows, where modes say nothing", async () => {
+    const file = await fileWithMode("tokens.json", 0o644);
+    const platform = process.platform;
+    Object.defineProperty(process, "platform", { value: "win32" });
+    try {
+      expect(restrictToOwner(file, { directory: false })).toBeUndefined();
+    } finally {
+      Object.defineProperty(process, "platform", { value: platform });
+    }
+    expect(await modeOf(file)).toBe(0o644);
+  });
+
   it("says nothing was narrowed for a path that is not there", () => {
     expect(restrictToOwner(path.join(dir, "missing.json"), { directory: false })).toBeUndefined();
   });
