@@ -107,6 +107,10 @@ describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
     }
   });
 
+  it("marks the cut in words naming the limit: part of the stored body, and so of its record's quarantine id", () => {
+    expect(JSON.stringify(cutToDepth({ id: "t1", custom_fields: [[1]] }, 2))).toBe(`{"id":"t1","custom_fields":["[nested deeper than ${MAX_RECORD_DEPTH} levels]"]}`);
+  });
+
   it("cutToDepth keeps what lies above the limit and own __proto__ members as members", () => {
     const value = JSON.parse(`{"__proto__":{"a":1},"b":${deepArrayText(40)}}`) as unknown;
     const cut = cutToDepth(value, 3) as Record<string, unknown>;
