@@ -1,0 +1,29 @@
+/**
+ * The re-drive's reprocessing on its own (redrive.ts is built on it): what it tells of each chunk (ReprocessedChunk), and
+ * its outcome, as any caller sees them.
+ */
+import { describe, expect, it } from "vitest";
+import { reprocessTransactions, type ReprocessedChunk, type TransactionRef } from "../../shared/bridge/reprocess.js";
+import { makeRig, type TestRig } from "./fakes.js";
+
+async function* oneChunk(refs: readonly TransactionRef[]): AsyncIterable<readonly TransactionRef[]> {
+  yield refs;
+}
+
+/** Reprocesses `refs` as one chunk; returns the run's report and what it told of the chunk. */
+async function reprocessOnce(rig: TestRig, refs: readonly TransactionRef[], deadline?: number) {
+  const chunks: ReprocessedChunk[] = [];
+  const report = await reprocessTransactions(rig.deps, oneChunk(refs), { deadline, afterChunk: (chunk) => chunks.push(chunk) });
+  expect(chunks).toHaveLength(1);
+  return { report, chunk: chunks[0]! };
+}
+
+describe("reprocessTransactions", () => {
+  it("is complete when it read every ref within its deadline, though no caller says its chunks ended", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const { report, chunk } = await reprocessOnce(rig, [{ id: txn.id, qashioId: txn.qashio_id }], rig.clock.now() + 60_000);
+    expect(report.outcome).toBe("complete");
+    expect([...chunk.delivered]).toEqual([txn.id]);
+  });
+});
