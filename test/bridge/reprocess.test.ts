@@ -26,4 +26,19 @@ describe("reprocessTransactions", () => {
     expect(report.outcome).toBe("complete");
     expect([...chunk.delivered]).toEqual([txn.id]);
   });
+
+  it("counts a transaction published and stored before its batch's acknowledge ran out of time as delivered, not also as not reached", async () => {
+    const rig = makeRig();
+    const txns = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      throw Object.assign(new Error("no time left"), { name: "DeadlineExceededError", deadline: rig.clock.now() + 15_000 });
+    };
+    const refs = txns.map((t) => ({ id: t.id, qashioId: t.qashio_id }));
+    const { report, chunk } = await reprocessOnce(rig, refs, rig.clock.now() + 10_000);
+    expect(report.outcome).toBe("deadline");
+    expect(rig.publisher.ofType("transaction.created")).toHaveLength(2);
+    expect([...chunk.delivered].sort()).toEqual(txns.map((t) => t.id).sort());
+    expect(chunk.unreached).toEqual([]);
+  });
 });
