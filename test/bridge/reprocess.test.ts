@@ -3,6 +3,7 @@
  * its outcome, as any caller sees them.
  */
 import { describe, expect, it } from "vitest";
+import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { reprocessTransactions, type ReprocessedChunk, type TransactionRef } from "../../shared/bridge/reprocess.js";
 import { makeRig, type TestRig } from "./fakes.js";
 
@@ -41,4 +42,19 @@ describe("reprocessTransactions", () => {
     expect([...chunk.delivered].sort()).toEqual(txns.map((t) => t.id).sort());
     expect(chunk.unreached).toEqual([]);
   });
+
+  it("tells a ref found nowhere by its unconfirmed qashio_id yet shown delivered by its snapshot as delivered only, not also as missing", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.clock.advance(60_000);
+    // Quarantined before the snapshot was written, its body of the state the snapshot holds, its reference glitched.
+    const unconfirmed = { changedAt: Date.parse(txn.updated_at), quarantinedAt: rig.clock.now() - 120_000 };
+    const { report, chunk } = await reprocessOnce(rig, [{ id: txn.id, qashioId: "CTX", unconfirmed }]);
+    expect(report.outcome).toBe("complete");
+    expect([...chunk.shownBySnapshot]).toEqual([txn.id]);
+    expect([...chunk.delivered]).toEqual([txn.id]);
+    expect([...chunk.missing]).toEqual([]);
+  });
+
 });
