@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { reprocessTransactions, type ReprocessedChunk, type TransactionRef } from "../../shared/bridge/reprocess.js";
+import { WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { makeRig, type TestRig } from "./fakes.js";
 
 async function* oneChunk(refs: readonly TransactionRef[]): AsyncIterable<readonly TransactionRef[]> {
@@ -57,4 +58,28 @@ describe("reprocessTransactions", () => {
     expect([...chunk.missing]).toEqual([]);
   });
 
+  it("reads no snapshot once a batch's deletes ran out of time: a ref found nowhere by its unconfirmed qashio_id stays missing", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    rig.clock.advance(60_000);
+    const unconfirmed = { changedAt: Date.parse(txn.updated_at), quarantinedAt: rig.clock.now() - 120_000 };
+    const [a, b] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    const refs = [{ id: txn.id, qashioId: "CTX", unconfirmed }, ...[a!, b!].map((t) => ({ id: t.id, qashioId: t.qashio_id }))];
+    let deletes = 0;
+    const chunks: ReprocessedChunk[] = [];
+    const report = await reprocessTransactions(rig.deps, oneChunk(refs), {
+      pageSize: 1,
+      // The first batch's deletes stop at the calls' deadline (a throttled table); a later call would go through.
+      afterBatch: async () => {
+        if (++deletes === 1) throw new WriteDeadlineExceededError("not deleted", rig.clock.now());
+      },
+      afterChunk: (chunk) => chunks.push(chunk),
+    });
+    expect(report.outcome).toBe("deadline");
+    expect(deletes).toBe(1);
+    expect([...chunks[0]!.missing]).toEqual([txn.id]);
+    expect([...chunks[0]!.shownBySnapshot]).toEqual([]);
+    expect(chunks[0]!.unreached).toEqual([a!.id, b!.id]);
+  });
 });
