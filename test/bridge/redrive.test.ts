@@ -416,6 +416,21 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(0);
   });
 
+  it("deletes such a record alike when its glitched qashio_id lists only another transaction", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    // The glitched reference happens to be another transaction's.
+    rig.provider.addTransaction({ qashio_id: "CTX" });
+    rig.clock.advance(60_000);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven.map((r) => r.id)).toEqual(["00000000-0000-8000-8000-000000000001"]);
+    expect(report.kept).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
+
   it.each([
     { what: "no snapshot of its transaction is held", delivered: false, body: { updated_at: "2025-01-15T08:00:00.000Z" } },
     { what: "its transaction's snapshot is older than its body", delivered: true, body: { updated_at: "2030-01-01T00:00:00.000Z" } },
