@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { REDRIVE_READ_PAGES } from "../../shared/bridge/reprocess.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
-import { CycleAbortedError } from "../../shared/bridge/errors.js";
+import { CycleAbortedError, ReadDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, quarantinePublishFailures, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -414,6 +414,22 @@ describe("redriveQuarantined", () => {
     expect(report.redriven.map((r) => r.id)).toEqual(["00000000-0000-8000-8000-000000000001"]);
     expect(report.kept).toEqual([]);
     expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("keeps such a record, as not found by an unconfirmed qashio_id, when the read of its transaction's snapshot runs out of time", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    rig.clock.advance(60_000);
+    // The only store read of this run: the snapshot that would show the record's state delivered.
+    const deadline = rig.clock.now() + 60_000;
+    rig.snapshots.getMany = () => Promise.reject(new ReadDeadlineExceededError("not read", deadline));
+
+    const report = await redriveQuarantined(rig.deps, { deadline });
+    expect(report.redriven).toEqual([]);
+    expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": 1 });
+    expect(rig.quarantine.records.size).toBe(1);
   });
 
   it("deletes such a record alike when its glitched qashio_id lists only another transaction", async () => {
