@@ -523,6 +523,9 @@ describe("redriveQuarantined", () => {
     expect(report.redriven.map((r) => r.entityId)).toEqual([failed!.id]);
     expect(report.kept.map((k) => [k.record.entityId, k.why])).toEqual([[broken.id, "the provider refuses to read it by its qashio_id"]]);
     expect([...rig.quarantine.records.keys()]).toEqual(["9b1f0c2e-0000-8000-8000-000000000002"]);
+    expect(rig.logger.lines.filter((l) => l.message === "provider refused the read by qashio_id; record kept")).toEqual([
+      { level: "warn", message: "provider refused the read by qashio_id; record kept", attributes: { id: broken.id, status: 414 } },
+    ]);
   });
 
   it.each([401, 403, 408, 429, 500])("still stops the re-drive when the read by qashio_id fails with %i, keeping the records", async (status) => {
