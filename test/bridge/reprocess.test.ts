@@ -20,6 +20,17 @@ async function reprocessOnce(rig: TestRig, refs: readonly TransactionRef[], dead
   return { report, chunk: chunks[0]! };
 }
 
+/**
+ * A transaction published and stored, and a ref to it by a glitched reference that finds nothing, its records
+ * quarantined before that store with a body of the state stored (see TransactionRef.unconfirmed).
+ */
+async function storedUnderGlitchedRef(rig: TestRig): Promise<TransactionRef> {
+  const txn = rig.provider.addTransaction();
+  await pollTransactions(rig.deps);
+  rig.clock.advance(60_000);
+  return { id: txn.id, qashioId: "CTX", unconfirmed: { changedAt: Date.parse(txn.updated_at), quarantinedAt: rig.clock.now() - 120_000 } };
+}
+
 describe("reprocessTransactions", () => {
   it("is complete when it read every ref within its deadline, though no caller says its chunks ended", async () => {
     const rig = makeRig();
@@ -46,26 +57,19 @@ describe("reprocessTransactions", () => {
 
   it("tells a ref found nowhere by its unconfirmed qashio_id yet shown delivered by its snapshot as delivered only, not also as missing", async () => {
     const rig = makeRig();
-    const txn = rig.provider.addTransaction();
-    await pollTransactions(rig.deps);
-    rig.clock.advance(60_000);
-    // Quarantined before the snapshot was written, its body of the state the snapshot holds, its reference glitched.
-    const unconfirmed = { changedAt: Date.parse(txn.updated_at), quarantinedAt: rig.clock.now() - 120_000 };
-    const { report, chunk } = await reprocessOnce(rig, [{ id: txn.id, qashioId: "CTX", unconfirmed }]);
+    const glitched = await storedUnderGlitchedRef(rig);
+    const { report, chunk } = await reprocessOnce(rig, [glitched]);
     expect(report.outcome).toBe("complete");
-    expect([...chunk.shownBySnapshot]).toEqual([txn.id]);
-    expect([...chunk.delivered]).toEqual([txn.id]);
+    expect([...chunk.shownBySnapshot]).toEqual([glitched.id]);
+    expect([...chunk.delivered]).toEqual([glitched.id]);
     expect([...chunk.missing]).toEqual([]);
   });
 
   it("reads no snapshot once a batch's deletes ran out of time: a ref found nowhere by its unconfirmed qashio_id stays missing", async () => {
     const rig = makeRig();
-    const txn = rig.provider.addTransaction();
-    await pollTransactions(rig.deps);
-    rig.clock.advance(60_000);
-    const unconfirmed = { changedAt: Date.parse(txn.updated_at), quarantinedAt: rig.clock.now() - 120_000 };
+    const glitched = await storedUnderGlitchedRef(rig);
     const [a, b] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
-    const refs = [{ id: txn.id, qashioId: "CTX", unconfirmed }, ...[a!, b!].map((t) => ({ id: t.id, qashioId: t.qashio_id }))];
+    const refs = [glitched, ...[a, b].map((t) => ({ id: t.id, qashioId: t.qashio_id }))];
     let deletes = 0;
     const chunks: ReprocessedChunk[] = [];
     const report = await reprocessTransactions(rig.deps, oneChunk(refs), {
@@ -78,8 +82,8 @@ describe("reprocessTransactions", () => {
     });
     expect(report.outcome).toBe("deadline");
     expect(deletes).toBe(1);
-    expect([...chunks[0]!.missing]).toEqual([txn.id]);
+    expect([...chunks[0]!.missing]).toEqual([glitched.id]);
     expect([...chunks[0]!.shownBySnapshot]).toEqual([]);
-    expect(chunks[0]!.unreached).toEqual([a!.id, b!.id]);
+    expect(chunks[0]!.unreached).toEqual([a.id, b.id]);
   });
 });
