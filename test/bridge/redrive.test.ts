@@ -432,6 +432,22 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(1);
   });
 
+  it("keeps such a record when its read by the glitched qashio_id ends past the deadline: no snapshot read starts after it", async () => {
+    const rig = makeRig();
+    const [txn] = await quarantinePublishFailures(rig);
+    await redriveQuarantined(rig.deps);
+    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    rig.clock.advance(60_000);
+    const deadline = rig.clock.now() + 60_000;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listTransactions" && call.query.qashio_id === "CTX") rig.clock.advance(120_000);
+    };
+
+    const report = await redriveQuarantined(rig.deps, { deadline });
+    expect(report.redriven).toEqual([]);
+    expect(rig.quarantine.records.size).toBe(1);
+  });
+
   it("deletes such a record alike when its glitched qashio_id lists only another transaction", async () => {
     const rig = makeRig();
     const [txn] = await quarantinePublishFailures(rig);
