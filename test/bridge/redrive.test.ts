@@ -35,6 +35,18 @@ function withSnapshotWritesFailing(rig: ReturnType<typeof makeRig>) {
   return { ...rig.deps, snapshots: failingWrites };
 }
 
+/**
+ * A rig whose transaction's publish record a re-drive delivered, then a validation record of that state put with a
+ * glitched qashio_id (`CTX`, found nowhere): its snapshot shows it delivered.
+ */
+async function glitchedRecordOfDelivered() {
+  const rig = makeRig();
+  const [txn] = await quarantinePublishFailures(rig);
+  await redriveQuarantined(rig.deps);
+  await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+  return rig;
+}
+
 /** The ids of each deleteMany call the rig's quarantine gets from now on. */
 function deleteManyCalls(rig: ReturnType<typeof makeRig>): string[][] {
   const calls: string[][] = [];
@@ -417,10 +429,7 @@ describe("redriveQuarantined", () => {
   });
 
   it("keeps such a record, as not found by an unconfirmed qashio_id, when the read of its transaction's snapshot runs out of time", async () => {
-    const rig = makeRig();
-    const [txn] = await quarantinePublishFailures(rig);
-    await redriveQuarantined(rig.deps);
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    const rig = await glitchedRecordOfDelivered();
     rig.clock.advance(60_000);
     // The only store read of this run: the snapshot that would show the record's state delivered.
     const deadline = rig.clock.now() + 60_000;
@@ -433,10 +442,7 @@ describe("redriveQuarantined", () => {
   });
 
   it("keeps such a record when its read by the glitched qashio_id ends past the deadline: no snapshot read starts after it", async () => {
-    const rig = makeRig();
-    const [txn] = await quarantinePublishFailures(rig);
-    await redriveQuarantined(rig.deps);
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    const rig = await glitchedRecordOfDelivered();
     rig.clock.advance(60_000);
     const deadline = rig.clock.now() + 60_000;
     rig.provider.beforeCall = (call) => {
@@ -449,10 +455,7 @@ describe("redriveQuarantined", () => {
   });
 
   it("deletes such a record alike when its glitched qashio_id lists only another transaction", async () => {
-    const rig = makeRig();
-    const [txn] = await quarantinePublishFailures(rig);
-    await redriveQuarantined(rig.deps);
-    await putGlitchedValidationRecord(rig, txn!.id, "00000000-0000-8000-8000-000000000001", { updated_at: txn!.updated_at });
+    const rig = await glitchedRecordOfDelivered();
     // The glitched reference happens to be another transaction's.
     rig.provider.addTransaction({ qashio_id: "CTX" });
     rig.clock.advance(60_000);
