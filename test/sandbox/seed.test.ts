@@ -203,6 +203,18 @@ describe("seeded data", () => {
     }
   });
 
+  it("marks card_replaced on exactly the card replaced, which names its replacement: a card of the company still Active", () => {
+    for (const seed of [1, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        const replaced = data.cards.filter((c) => c.cardReplaced);
+        expect(replaced.map((c) => c.status)).toEqual(["Terminated"]);
+        for (const card of data.cards) expect([card.nickname, card.replacedByCardId !== null]).toEqual([card.nickname, card.cardReplaced]);
+        const replacement = data.cards.find((c) => c.id === replaced[0]?.replacedByCardId);
+        expect([replacement?.status, replacement?.cardType]).toEqual(["Active", replaced[0]?.cardType]);
+      }
+    }
+  });
+
   it("chains monthly statements: each closing balance is the next month's opening balance", () => {
     for (const data of seedCompanies({ seed: 9, nowMs: NOW })) {
       const byAccount = new Map<string, typeof data.statements>();
