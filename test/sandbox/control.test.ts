@@ -945,6 +945,24 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(card.balance, "Monday").toBe(1000);
   });
 
+  it("tops up a seeded card on auto top-up first at the start of the month after seeding: until then it holds its latest statement's closing", async () => {
+    const cards = data().cards;
+    const due = cards.filter((c) => c.status === "Active" && c.poolAccountId === null && c.autoTopUpEnabled && !c.autoLoadOnTransactionApproval);
+    const room = (c: (typeof cards)[number]) => c.allowedMaxBalance - c.balance;
+    expect(due.filter((c) => room(c) > 0).length, "seed 7 has a card on auto top-up with room below its maximum").toBeGreaterThan(0);
+    // Nothing moved them since seeding (a request made): each still holds what its latest statement closed at.
+    const closing = (c: (typeof cards)[number]) => data().statements.filter((s) => s.account.accountExternalId === c.accountExternalId).sort((a, b) => a.month.localeCompare(b.month)).at(-1)?.closing;
+    expect(due.map((c) => [c.nickname, c.balance])).toEqual(due.map((c) => [c.nickname, closing(c)]));
+    data().company.fundingBalance = 1_000_000;
+    const before = cards.map((c) => c.balance);
+    const seeded = new Date(h.sandbox.control.now());
+    await clockTo(new Date(seeded.getTime() + 1000).toISOString());
+    expect(cards.map((c) => c.balance), "the month of seeding: no top-up yet").toEqual(before);
+    await clockTo(new Date(Date.UTC(seeded.getUTCFullYear(), seeded.getUTCMonth() + 1, 1)).toISOString());
+    const topped = cards.map((c, i) => (due.includes(c) ? round2(Math.min(c.allowedMaxBalance, before[i]! + c.autoTopUpAmount)) : before[i]));
+    expect(cards.map((c) => c.balance), "the next month: each card on auto top-up once").toEqual(topped);
+  });
+
   it("counts the periods of a clock move of millennia at once: every card a top-up per day, the move answered without walking day by day", async () => {
     const cards = data().cards.filter((c) => c.status === "Active" && c.poolAccountId === null);
     expect(cards.length, "seed 7 has several Active cards of their own account").toBeGreaterThan(3);
