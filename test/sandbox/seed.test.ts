@@ -215,6 +215,15 @@ describe("seeded data", () => {
     }
   });
 
+  it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      for (const card of data.cards) {
+        const activated = ["Active", "Suspended", "Terminated"].includes(card.status);
+        expect([card.nickname, card.issuedAt !== null, card.activatedAt !== null]).toEqual([card.nickname, card.status !== "Draft", activated]);
+      }
+    }
+  });
+
   it("chains monthly statements: each closing balance is the next month's opening balance", () => {
     for (const data of seedCompanies({ seed: 9, nowMs: NOW })) {
       const byAccount = new Map<string, typeof data.statements>();
