@@ -224,6 +224,14 @@ describe("seeded data", () => {
     }
   });
 
+  it("has one Admin per company, of Finance, who created every pool and manages each", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      const admins = data.users.filter((u) => u.role === "Admin");
+      expect(admins.map((u) => u.department)).toEqual(["Finance"]);
+      for (const pool of data.pools) expect([pool.accountName, pool.createdBy, pool.managers[0]]).toEqual([pool.accountName, admins[0], admins[0]]);
+    }
+  });
+
   it("chains monthly statements: each closing balance is the next month's opening balance", () => {
     for (const data of seedCompanies({ seed: 9, nowMs: NOW })) {
       const byAccount = new Map<string, typeof data.statements>();
