@@ -215,6 +215,17 @@ describe("seeded data", () => {
     }
   });
 
+  it("creates the replacement of a terminated card within a day of its termination", () => {
+    for (const seed of [1, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        const replaced = data.cards.find((c) => c.cardReplaced)!;
+        const replacement = data.cards.find((c) => c.id === replaced.replacedByCardId)!;
+        const apart = Math.abs(Date.parse(replacement.createdAt) - Date.parse(replaced.terminatedAt!));
+        expect([replaced.nickname, apart < 86_400_000]).toEqual([replaced.nickname, true]);
+      }
+    }
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
