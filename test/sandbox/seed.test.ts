@@ -226,6 +226,20 @@ describe("seeded data", () => {
     }
   });
 
+  it("sets no card's spend limit above the most its account may hold, some cut down to it", () => {
+    let capped = 0;
+    for (const seed of [1, 2, 3]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const card of data.cards) {
+          const most = card.poolAccountId === null ? card.allowedMaxBalance : data.pools.find((p) => p.id === card.poolAccountId)!.allowedMaxBalance;
+          expect([card.nickname, card.spendLimit.maxAmount <= most]).toEqual([card.nickname, true]);
+          if (card.spendLimit.maxAmount === most) capped++;
+        }
+      }
+    }
+    expect(capped, "some drawn limit was above the account's most").toBeGreaterThan(0);
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
