@@ -240,6 +240,18 @@ describe("seeded data", () => {
     expect(capped, "some drawn limit was above the account's most").toBeGreaterThan(0);
   });
 
+  it("creates each company before anything of it: its cards, pools, master data and transactions", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      const stamps = [
+        ...data.cards.map((c) => c.createdAt),
+        ...data.pools.map((p) => p.createdAt),
+        ...[data.bankAccounts, data.chartOfAccounts, data.taxRates, data.suppliers].flat().map((r) => r.created_at),
+        ...data.transactions.all().map((t) => t.created_at),
+      ];
+      expect(stamps.filter((stamp) => stamp < data.company.createdAt)).toEqual([]);
+    }
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
