@@ -328,6 +328,21 @@ describe("seeded data", () => {
     expect(checked).toBe(3);
   });
 
+  it.each([1, 7, 42])("with seed %i closes a card terminated within the statements at 0 the month it was terminated, as it holds now", (seed) => {
+    // Seeded at a month's end, a termination 200 days back falls in the first month of the six.
+    const nowMs = Date.parse("2025-03-31T12:00:00.000Z");
+    let checked = 0;
+    for (const data of seedCompanies({ seed, nowMs })) {
+      for (const { card, balance, periods } of statementAccounts(data)) {
+        if (card?.status !== "Terminated" || card.terminatedAt === null) continue;
+        const month = periods.find((p) => p.month === card.terminatedAt!.slice(0, 7));
+        expect([card.nickname, month?.opening !== 0, month?.closing, balance]).toEqual([card.nickname, true, 0, 0]);
+        checked++;
+      }
+    }
+    expect(checked).toBe(3);
+  });
+
   it.each([1, 7, 42])("with seed %i shows no movement in a Terminated pool's statements, and closes them at its balance", (seed) => {
     let checked = 0;
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
