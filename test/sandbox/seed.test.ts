@@ -252,6 +252,17 @@ describe("seeded data", () => {
     }
   });
 
+  it("dates every master record within the past: created before updated, updated a day or more before now", () => {
+    const dayBefore = new Date(NOW - 86_400_000).toISOString();
+    for (const seed of [1, 2]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const r of [data.bankAccounts, data.chartOfAccounts, data.taxRates, data.suppliers].flat()) {
+          expect([r.remote_id, r.created_at <= r.updated_at, r.updated_at <= dayBefore]).toEqual([r.remote_id, true, true]);
+        }
+      }
+    }
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
