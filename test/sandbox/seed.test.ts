@@ -263,6 +263,13 @@ describe("seeded data", () => {
     }
   });
 
+  it("gives master data every status the status filter takes (§2.6: draft, active, inactive)", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      const records = [data.bankAccounts, data.chartOfAccounts, data.taxRates, data.suppliers].flat();
+      expect(new Set(records.map((r) => r.status))).toEqual(new Set(["draft", "active", "inactive"]));
+    }
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
