@@ -270,6 +270,11 @@ describe("seeded data", () => {
     }
   });
 
+  it("gives each company's suppliers and ledger accounts a qashio_external_id of its own, no other company's", () => {
+    const references = seedCompanies({ seed: 1, nowMs: NOW }).flatMap((d) => [...d.suppliers, ...d.chartOfAccounts].map((r) => r.extra.qashio_external_id));
+    expect(new Set(references).size).toBe(references.length);
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
