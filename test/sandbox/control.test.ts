@@ -1013,6 +1013,17 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect([card.balance, data().company.fundingBalance]).toEqual([40, 0]);
   });
 
+  it("never makes up later the top-ups of periods that started while a card could not spend: Active again, it gets one per period from then on", async () => {
+    const card = autoTopUpCard(0);
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 1000, velocity_period: "DAILY", card_usage_type_amount: 10_000 } })).status).toBe(200);
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Inactive" });
+    await clockTo("2025-03-19T12:00:00.000Z");
+    expect(card.balance, "four days Inactive").toBe(0);
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Active" });
+    await clockTo("2025-03-20T12:00:00.000Z");
+    expect(card.balance, "the one day since it is Active").toBe(1000);
+  });
+
   it("loads a card set to load on transaction approval when one of its purchases is approved, instead of by period or when spend leaves it low", async () => {
     const card = autoTopUpCard(100);
     const set = await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
