@@ -275,6 +275,12 @@ describe("seeded data", () => {
     expect(new Set(references).size).toBe(references.length);
   });
 
+  it("keeps each company's ledger accounts in its own currency (§2.6 account_currency)", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      expect(new Set(data.chartOfAccounts.map((a) => a.extra.account_currency))).toEqual(new Set([data.company.currency]));
+    }
+  });
+
   it("issues every card but the Draft one, and activates only those that reached Active (Suspended and Terminated ones did)", () => {
     for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
       for (const card of data.cards) {
