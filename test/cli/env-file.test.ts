@@ -49,6 +49,12 @@ describe("parseEnvFile", () => {
     expect(values).toEqual({ QASHIO_CLIENT_ID: "cid", BRIDGE_TENANT: "acme" });
   });
 
+  it("reports a line whose name no shell takes (a dot in it, a digit first) as malformed, reading none of it", () => {
+    const { values, malformed } = parseEnvFile("QASHIO.CLIENT_ID=cid\n1BRIDGE_TENANT=acme\nBRIDGE_TENANT=acme\n");
+    expect(malformed).toEqual([1, 2]);
+    expect(values).toEqual({ BRIDGE_TENANT: "acme" });
+  });
+
   it("unquotes a value after a tab as after a space (tab-aligned files): Node's parseEnv skips only spaces before a quote", () => {
     const text = 'QASHIO_CLIENT_SECRET=\t"s3cret"\nBRIDGE_TENANT\t=\t\'acme\'\nBRIDGE_EVENT_SOURCE= \t"my.src"  # note\nBRIDGE_LOG_LEVEL=\twarn\n';
     expect(parseEnvFile(text)).toEqual({
