@@ -55,6 +55,14 @@ describe("parseEnvFile", () => {
     expect(values).toEqual({ BRIDGE_TENANT: "acme" });
   });
 
+  it("takes backticks as quotes, as parseEnv does: a # inside them is the value's, one not closed is reported", () => {
+    expect(parseEnvFile("BRIDGE_PII_SALT=`abcdefgh#ijklmnop`\nQASHIO_CLIENT_SECRET=`s3cret\nBRIDGE_TENANT=acme\n")).toEqual({
+      values: { BRIDGE_PII_SALT: "abcdefgh#ijklmnop", BRIDGE_TENANT: "acme" },
+      ...clean,
+      unclosed: [2],
+    });
+  });
+
   it("unquotes a value after a tab as after a space (tab-aligned files): Node's parseEnv skips only spaces before a quote", () => {
     const text = 'QASHIO_CLIENT_SECRET=\t"s3cret"\nBRIDGE_TENANT\t=\t\'acme\'\nBRIDGE_EVENT_SOURCE= \t"my.src"  # note\nBRIDGE_LOG_LEVEL=\twarn\n';
     expect(parseEnvFile(text)).toEqual({
