@@ -247,6 +247,13 @@ describe("loadEnv", () => {
     await expect(loadEnv({}, dir)).rejects.toMatchObject({ issues: [{ setting: ".env", problem }] });
   });
 
+  it("names several lines a carriage return ends no line in, in the plural", async () => {
+    await writeFile(join(dir, ".env"), "BRIDGE_TENANT=acme\r\r\nBRIDGE_LOG_LEVEL=warn\r\r\n");
+    const problem =
+      "lines 1, 2 hold carriage returns (CR) that end no line (a file saved with CR-only line endings, or CR CR LF): save it with LF or CRLF line endings; their text is not shown, in case it holds a secret";
+    await expect(loadEnv({}, dir)).rejects.toMatchObject({ issues: [{ setting: ".env", problem }] });
+  });
+
   it("reads UTF-8 beyond ASCII as it is, a byte order mark included", async () => {
     await writeFile(join(dir, ".env"), "\uFEFFBRIDGE_PII_SALT=pässwört-sält-0123\n# café\n");
     expect((await loadEnv({}, dir)).BRIDGE_PII_SALT).toBe("pässwört-sält-0123");
