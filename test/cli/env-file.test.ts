@@ -254,6 +254,11 @@ describe("loadEnv", () => {
     await expect(loadEnv({}, dir)).rejects.toMatchObject({ issues: [{ setting: ".env", problem }] });
   });
 
+  it("counts a blank line when naming a line that is not UTF-8", async () => {
+    await writeFile(join(dir, ".env"), Buffer.from("QASHIO_CLIENT_ID=cid\n\nQASHIO_CLIENT_SECRET=p\xe4ss\n", "latin1"));
+    await expect(loadEnv({}, dir)).rejects.toMatchObject({ issues: [{ setting: ".env", problem: expect.stringMatching(/^line 3 is not UTF-8 /) as unknown }] });
+  });
+
   it("reads UTF-8 beyond ASCII as it is, a byte order mark included", async () => {
     await writeFile(join(dir, ".env"), "\uFEFFBRIDGE_PII_SALT=pässwört-sält-0123\n# café\n");
     expect((await loadEnv({}, dir)).BRIDGE_PII_SALT).toBe("pässwört-sält-0123");
