@@ -170,6 +170,13 @@ describe("loadEnv", () => {
     expect(await loadEnv({ A: "1" }, dir)).toEqual({ A: "1" });
   });
 
+  it("hands back a copy of the environment when there is no .env, never the environment itself", async () => {
+    const given = { A: "1" };
+    const env = await loadEnv(given, dir);
+    expect(env).toEqual(given);
+    expect(env).not.toBe(given);
+  });
+
   it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
     await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
     expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
