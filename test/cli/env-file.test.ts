@@ -177,6 +177,11 @@ describe("loadEnv", () => {
     expect(env).not.toBe(given);
   });
 
+  it("lets .env apply for a variable the environment holds as undefined", async () => {
+    await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
+    expect((await loadEnv({ BRIDGE_TENANT: undefined }, dir)).BRIDGE_TENANT).toBe("from-file");
+  });
+
   it("lets .env apply when the environment sets the variable blank (blank counts as unset)", async () => {
     await writeFile(join(dir, ".env"), "BRIDGE_TENANT=from-file\n");
     expect((await loadEnv({ BRIDGE_TENANT: "", QASHIO_CLIENT_ID: " " }, dir)).BRIDGE_TENANT).toBe("from-file");
