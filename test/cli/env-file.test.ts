@@ -292,6 +292,15 @@ describe("loadEnv", () => {
     ]);
   });
 
+  it("names the settings file it was given in its refusals, not .env", async () => {
+    await writeFile(join(dir, "bridge.env"), "BRIDGE_TENANT=a\nBRIDGE_TENANT=b\n");
+    await expect(loadEnv({}, dir, "bridge.env")).rejects.toMatchObject({
+      issues: [{ setting: "bridge.env", problem: "BRIDGE_TENANT is set on lines 1, 2: keep one (only the last would count)" }],
+    });
+    await writeFile(join(dir, "utf16.env"), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("BRIDGE_TENANT=a\r\n", "utf16le")]));
+    await expect(loadEnv({}, dir, "utf16.env")).rejects.toMatchObject({ issues: [{ setting: "utf16.env", problem: expect.stringMatching(/^is UTF-16 text/) as unknown }] });
+  });
+
   it("names a .env that is a link to a missing target (an unmounted secrets volume) with exit 2, not as no .env", async () => {
     await symlink(join(dir, "mounted", "bridge.env"), join(dir, ".env"));
     const error = await loadEnv({}, dir).catch((e: unknown) => e);
