@@ -12,6 +12,7 @@ describe("parseDuration", () => {
     ["1.5s", 1_500],
     // Zero is zero in any unit; a minus sign makes a negative duration, which the range checks name.
     ["0", 0],
+    ["0.0", 0],
     ["-5s", -5_000],
   ])("reads %s as %i ms", (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
