@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseDuration } from "../../shared/cli/duration.js";
+import { durationRangeProblem, parseDuration } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -53,5 +53,17 @@ describe("parseDuration", () => {
   it("reads a duration with blanks around it (a quoted value), and quotes the value as given when refusing it", () => {
     expect(parseDuration(" 30s ")).toBe(30_000);
     expect(() => parseDuration(" 300 ")).toThrow(new UsageError('invalid duration " 300 ": no unit; write e.g. 300s or 300m'));
+  });
+});
+
+describe("durationRangeProblem", () => {
+  it.each([
+    [3_600_000, "must be at least 1h"],
+    [120_000, "must be at least 2m"],
+    [90_000, "must be at least 90s"],
+    [1_500, "must be at least 1500ms"],
+  ])("names a minimum of %i ms in the largest unit that divides it", (minMs, problem) => {
+    expect(durationRangeProblem(minMs - 1, minMs)).toBe(problem);
+    expect(durationRangeProblem(minMs, minMs)).toBeUndefined();
   });
 });
