@@ -1,5 +1,5 @@
 import { Socket } from "node:net";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthorizeError } from "../../shared/cli/errors.js";
 import { assertHostAnswers } from "../../shared/cli/host-probe.js";
 
@@ -59,5 +59,25 @@ describe("assertHostAnswers", () => {
       "QASHIO_SANDBOX_URL (https://sandbox.example.test) does not answer (ENOTFOUND): the code exchange after the sign-in could not reach it, " +
         "so no sign-in was started; the host of QASHIO_SANDBOX_URL (https://sandbox.example.test) was not found: check the setting, or this machine's name resolution",
     );
+  });
+
+  describe("with a fake clock", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it("waits 5 s by default, and words a timeout of a second or more in seconds", async () => {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const byDefault = assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect: silent().connect }).catch((e: unknown) => e);
+      let settled = false;
+      void byDefault.then(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(4_999);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(((await byDefault) as Error).message).toContain("(no connection within 5 s)");
+      const oneSecond = assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 1_000, connect: silent().connect }).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(((await oneSecond) as Error).message).toContain("(no connection within 1 s)");
+    });
   });
 });
