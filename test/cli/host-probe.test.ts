@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthorizeError } from "../../shared/cli/errors.js";
@@ -14,6 +15,13 @@ function silent() {
     return socket;
   };
   return { asked, sockets, connect };
+}
+
+/** A connect whose socket connects at once, as any listener's does. */
+function answering(): Socket {
+  const socket = new Socket();
+  queueMicrotask(() => socket.emit("connect"));
+  return socket;
 }
 
 describe("assertHostAnswers", () => {
@@ -78,6 +86,14 @@ describe("assertHostAnswers", () => {
       const oneSecond = assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 1_000, connect: silent().connect }).catch((e: unknown) => e);
       await vi.advanceTimersByTimeAsync(1_000);
       expect(((await oneSecond) as Error).message).toContain("(no connection within 1 s)");
+    });
+
+    it("leaves no timer and no listener on the signal once the host answers", async () => {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const interrupt = new AbortController();
+      await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect: answering, signal: interrupt.signal })).resolves.toBeUndefined();
+      expect(vi.getTimerCount()).toBe(0);
+      expect(getEventListeners(interrupt.signal, "abort")).toEqual([]);
     });
   });
 });
