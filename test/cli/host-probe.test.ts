@@ -96,4 +96,14 @@ describe("assertHostAnswers", () => {
       expect(getEventListeners(interrupt.signal, "abort")).toEqual([]);
     });
   });
+
+  it("stops at once when Ctrl-C came before it started, and closes the socket", async () => {
+    const { sockets, connect } = silent();
+    const interrupt = new AbortController();
+    interrupt.abort();
+    await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 1_000, connect, signal: interrupt.signal })).rejects.toThrow(
+      new AuthorizeError("authorization cancelled"),
+    );
+    expect(sockets.every((socket) => socket.destroyed)).toBe(true);
+  });
 });
