@@ -106,4 +106,13 @@ describe("assertHostAnswers", () => {
     );
     expect(sockets.every((socket) => socket.destroyed)).toBe(true);
   });
+
+  it("takes an error after the first without leaving it unhandled", async () => {
+    const { sockets, connect } = silent();
+    const probe = assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect });
+    const socket = sockets[0] as Socket;
+    socket.emit("error", Object.assign(new Error("connect ECONNRESET"), { code: "ECONNRESET" }));
+    expect(() => socket.emit("error", Object.assign(new Error("write EPIPE"), { code: "EPIPE" }))).not.toThrow();
+    await expect(probe).rejects.toThrow("QASHIO_BASE_URL (https://api.example.test) does not answer (ECONNRESET)");
+  });
 });
