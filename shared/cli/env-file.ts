@@ -100,7 +100,8 @@ export function parseEnvFile(text: string): EnvFileContent {
     if (!QUOTES.includes(quote) && hash !== -1 && (hash === 0 || !/[ \t]/.test(rest.charAt(hash - 1)))) cutAtHash.push(i + 1);
     // Ends with a line break, as a line of a file does. Without the blanks before it: parseEnv skips spaces but not a
     // tab before an opening quote, and would keep the quotes in the value (`NAME=<tab>"secret"` read as `"secret"`).
-    values[name] = parseEnv(`${name}=${value}\n`)[name] ?? "";
+    // Under a fixed name: parseEnv drops `__proto__`, whose lookup then finds Object.prototype.
+    values[name] = parseEnv(`VALUE=${value}\n`)["VALUE"] ?? "";
   }
   const repeated = Object.fromEntries([...assigned].filter(([, at]) => at.length > 1));
   return { values, malformed, unclosed, cutAtHash, afterQuote, repeated, strayCr };

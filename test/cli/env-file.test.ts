@@ -33,6 +33,15 @@ describe("parseEnvFile", () => {
     });
   });
 
+  it("reads a value as text whatever the variable's name, one Node's parseEnv drops or an object's own names included", () => {
+    const { values } = parseEnvFile("__proto__=x\nconstructor=y\ntoString=\"z\"\n");
+    expect(Object.entries(values)).toEqual([
+      ["__proto__", "x"],
+      ["constructor", "y"],
+      ["toString", "z"],
+    ]);
+  });
+
   it("keeps the variable after a blank line of spaces or an indented comment (parseEnv alone glues them into its name)", () => {
     expect(parseEnvFile("A=1\n   \n  # note\n\tB=2\n")).toEqual({ values: { A: "1", B: "2" }, ...clean });
   });
