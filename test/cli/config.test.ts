@@ -1202,6 +1202,11 @@ describe("settingNameWarnings", () => {
     expect(warnings.join("\n")).not.toContain("s3cret-value");
   });
 
+  it("is silent for a variable present with no value (an env map's removed entry) and for a value in mismatched quotes", () => {
+    // Only a value wrapped in one kind of quote is one an env file of docker or systemd kept quoted.
+    expect(settingNameWarnings({ BRIDGE_PII_MOD: undefined, QASHIO_CLIENT_SECRET: `"s3cret-value'`, BRIDGE_TENANT: "'acme`" })).toEqual([]);
+  });
+
   it("is silent for every real setting and the named deployments' URL variables", () => {
     const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
     expect(settingNameWarnings(env)).toEqual([]);
