@@ -1207,6 +1207,13 @@ describe("settingNameWarnings", () => {
     expect(settingNameWarnings({ BRIDGE_PII_MOD: undefined, QASHIO_CLIENT_SECRET: `"s3cret-value'`, BRIDGE_TENANT: "'acme`" })).toEqual([]);
   });
 
+  it("warns of a named deployment's URL variable wrapped in quotes, as of a setting", () => {
+    expect(settingNameWarnings({ QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: '"http://127.0.0.1:4010"', QASHIO_EU_URL: "'https://e.test'" })).toEqual([
+      "QASHIO_EU_URL is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+      "QASHIO_SANDBOX_URL is wrapped in quotes, which are taken as part of it (an env file of docker or systemd keeps them): remove them",
+    ]);
+  });
+
   it("is silent for every real setting and the named deployments' URL variables", () => {
     const env = { QASHIO_BASE_URL: "sandbox", QASHIO_SANDBOX_URL: "http://127.0.0.1:4010", QASHIO_PRODUCTION_URL: "https://p.test", QASHIO_EU_URL: "https://e.test", QASHIO_AUTHORIZE_URL: "https://a.test", BRIDGE_TENANT: "acme", BRIDGE_PII_MODE: "redact" };
     expect(settingNameWarnings(env)).toEqual([]);
