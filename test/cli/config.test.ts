@@ -58,6 +58,11 @@ describe("readLocalSettings", () => {
     });
   });
 
+  it("reads each card switch into its own setting", () => {
+    expect(readLocalSettings({ ...valid, BRIDGE_EMIT_CARD_CREATED: "true" }, "/work")).toMatchObject({ emitCardCreated: true, cardDetails: false });
+    expect(readLocalSettings({ ...valid, BRIDGE_CARD_DETAILS: "true" }, "/work")).toMatchObject({ emitCardCreated: false, cardDetails: true });
+  });
+
   it("takes false for a card switch, as it takes true", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_EMIT_CARD_CREATED: "false", BRIDGE_CARD_DETAILS: "FALSE" }, "/work")).toMatchObject({
       emitCardCreated: false,
