@@ -252,6 +252,15 @@ describe("readLocalSettings", () => {
     }
   });
 
+  it("refuses each C0 control character to the last (U+001F) and DEL, but takes a space and a tilde", () => {
+    for (const character of ["\u0001", "\u001f", "\u007f"]) {
+      expect(issuesOf({ ...valid, BRIDGE_TENANT: `ac${character}me` }).issues.map((i) => i.problem), JSON.stringify(character)).toEqual([
+        expect.stringMatching(/^holds a line break or another control character/),
+      ]);
+    }
+    expect(readLocalSettings({ ...valid, QASHIO_CLIENT_ID: "client id~" }, "/work").clientId).toBe("client id~");
+  });
+
   it("names each invalid setting without echoing its value", () => {
     const error = issuesOf({
       ...valid,
