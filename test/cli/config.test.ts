@@ -402,6 +402,17 @@ describe("readLocalSettings on the file system", () => {
     });
   });
 
+  it("refuses conform-pii a state directory that does not exist, and takes one of other files, which it makes no state directory of", async () => {
+    const missing = join(dir, "missing");
+    expect(() => readStateSettings({ BRIDGE_TENANT: "acme", BRIDGE_STATE_DIR: missing }, dir)).toThrow(
+      `BRIDGE_STATE_DIR: ${missing} does not exist, so it holds nothing to re-mask: set it to the directory \`run\` uses`,
+    );
+    expect(existsSync(missing)).toBe(false);
+    // Only the commands that write a state directory's files refuse one of the user's (foreignStateDirProblem).
+    await writeFile(join(dir, "a-directory", "notes.txt"), "the user's own\n");
+    expect(readStateSettings({ BRIDGE_TENANT: "acme", BRIDGE_STATE_DIR: join(dir, "a-directory") }, dir).stateDir).toBe(join(dir, "a-directory"));
+  });
+
   it("asks no QASHIO_REFRESH_TOKEN of a state directory refused for a control character: its path is not the one meant", () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...noSeed } = valid;
     expect(settingsError({ ...noSeed, BRIDGE_STATE_DIR: join(dir, "st\u0001ate") }).issues.map((issue) => issue.setting)).toEqual(["BRIDGE_STATE_DIR"]);
