@@ -413,6 +413,14 @@ describe("readLocalSettings on the file system", () => {
     expect(readStateSettings({ BRIDGE_TENANT: "acme", BRIDGE_STATE_DIR: join(dir, "a-directory") }, dir).stateDir).toBe(join(dir, "a-directory"));
   });
 
+  it("names a state directory it cannot even stat (a link loop) once, asking no token of it", async () => {
+    await symlink(join(dir, "loop"), join(dir, "loop"));
+    const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
+    expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "loop" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop")}` },
+    ]);
+  });
+
   it("asks no QASHIO_REFRESH_TOKEN of a state directory refused for a control character: its path is not the one meant", () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...noSeed } = valid;
     expect(settingsError({ ...noSeed, BRIDGE_STATE_DIR: join(dir, "st\u0001ate") }).issues.map((issue) => issue.setting)).toEqual(["BRIDGE_STATE_DIR"]);
