@@ -565,6 +565,13 @@ describe("readLocalSettings on the file system", () => {
     ]);
   });
 
+  it("checks no events file against a refused state directory, nor a refused events file against the state directory: neither path is the one meant", () => {
+    const problem = "starts with ~, which is not expanded here: use an absolute path (or $HOME in a shell)";
+    // Read literally, `./~/state/tokens.json` is an entry of `~/state`, and `./~` the path `~/state` lies under.
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "~/state", BRIDGE_EVENTS_FILE: "./~/state/tokens.json" }).issues).toEqual([{ setting: "BRIDGE_STATE_DIR", problem }]);
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "./~/state", BRIDGE_EVENTS_FILE: "~" }).issues).toEqual([{ setting: "BRIDGE_EVENTS_FILE", problem }]);
+  });
+
   it("refuses a path holding $NAME or ${NAME}, which nothing expands in .env, naming the setting", () => {
     // Written in .env (or quoted in a shell) as a docker-compose file would have it: it would make a directory "$HOME".
     const problem = "holds $NAME or ${NAME}, which is not expanded here (only a shell expands it, not .env): use the path itself";
