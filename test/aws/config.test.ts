@@ -69,6 +69,26 @@ describe("loadConfig", () => {
     expect(config).toMatchObject({ emitCardCreated: true, cardDetails: true, cycleBudgetMs: 45_000, eventSource: "acme.cards" });
   });
 
+  it("reads EMIT_CARD_CREATED and CARD_DETAILS each from its own variable", () => {
+    expect(loadConfig({ ...valid, EMIT_CARD_CREATED: "true" })).toMatchObject({ emitCardCreated: true, cardDetails: false });
+    expect(loadConfig({ ...valid, CARD_DETAILS: "true" })).toMatchObject({ emitCardCreated: false, cardDetails: true });
+  });
+
+  it("defaults POWERTOOLS_SERVICE_NAME to qashio-bridge, the metrics' service dimension", () => {
+    const { POWERTOOLS_SERVICE_NAME: _s, ...rest } = valid;
+    expect(loadConfig(rest).serviceName).toBe("qashio-bridge");
+  });
+
+  it("keeps only AWS/ from the metrics namespace, not every namespace starting with AWS", () => {
+    expect(loadConfig({ ...valid, POWERTOOLS_METRICS_NAMESPACE: "AWSBridge" }).metricsNamespace).toBe("AWSBridge");
+  });
+
+  it("refuses a table ARN whose account is not 12 digits", () => {
+    for (const arn of ["arn:aws:dynamodb:eu-west-1:12345678901:table/bridge", "arn:aws:dynamodb:eu-west-1:1234567890123:table/bridge"]) {
+      expect(() => loadConfig({ ...valid, TABLE_NAME: arn })).toThrow(/^Invalid function environment: TABLE_NAME must be a DynamoDB table name/);
+    }
+  });
+
   it("names the log level variable Powertools reads: LOG_LEVEL only when POWERTOOLS_LOG_LEVEL is unset", () => {
     const levels = "must be one of trace, debug, info, warn, error, critical or silent (any case";
     expect(() => loadConfig({ ...valid, LOG_LEVEL: "verbose" })).toThrow(`Invalid function environment: LOG_LEVEL ${levels}; read as POWERTOOLS_LOG_LEVEL is unset)`);
