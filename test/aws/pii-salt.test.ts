@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { BatchWriteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { PiiSaltChangedError } from "../../shared/aws/errors.js";
+import { CorruptItemError, PiiSaltChangedError } from "../../shared/aws/errors.js";
 import { piiSaltItemKey } from "../../shared/aws/keys.js";
 import { HOLDS_SNAPSHOTS_PAGE, PiiSaltGuard, holdsSnapshots, type PiiSaltGuardOptions } from "../../shared/aws/pii-salt.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
@@ -97,6 +97,90 @@ describe("PiiSaltGuard", () => {
       return false;
     });
     expect(await recorded()).toBe(piiSaltFingerprint(SALT));
+  });
+});
+
+describe("PiiSaltGuard, what it records and says", () => {
+  /** `table.doc` with `send` answered by `intercept` when it returns something, else sent as is. */
+  const docWith = (intercept: (command: unknown) => Promise<unknown> | undefined) => {
+    const send = (command: unknown) => intercept(command) ?? (table.doc.send as (c: unknown) => Promise<unknown>)(command);
+    return new Proxy(table.doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) });
+  };
+
+  it("records the salt's fingerprint at the clock's time, saying so, and never the salt in the item or the log", async () => {
+    const { tenant, optionsOf } = setup();
+    const options = optionsOf(SALT);
+    await new PiiSaltGuard(options).check(async () => false);
+    const item = (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: piiSaltItemKey(tenant), ConsistentRead: true }))).Item;
+    expect(item).toEqual({ ...piiSaltItemKey(tenant), fingerprint: piiSaltFingerprint(SALT), recordedAt: "2026-03-01T12:00:00.000Z" });
+    const logger = options.logger as RecordingLogger;
+    expect(logger.lines.map((l) => l.message)).toEqual(["Recorded the PII salt's fingerprint"]);
+    expect(JSON.stringify(logger.lines)).not.toContain(SALT);
+  });
+
+  it("replaces another salt's fingerprint while the table holds no snapshots, saying why, and logs nothing for the same salt", async () => {
+    const { optionsOf, record, recorded } = setup();
+    await record(OTHER);
+    const options = optionsOf(SALT);
+    await new PiiSaltGuard(options).check(async () => false);
+    expect(await recorded()).toBe(piiSaltFingerprint(SALT));
+    expect((options.logger as RecordingLogger).lines.map((l) => l.message)).toEqual(["Recorded the new PII salt's fingerprint (the table holds no snapshots)"]);
+    const again = optionsOf(SALT);
+    await new PiiSaltGuard(again).check(async () => true);
+    expect((again.logger as RecordingLogger).lines).toEqual([]);
+  });
+
+  it("reads and writes nothing in a mode other than hash, whatever salt the secret holds", async () => {
+    const { optionsOf, record, recorded } = setup();
+    await record(OTHER);
+    const send = vi.spyOn(table.doc, "send");
+    for (const mode of ["full", "redact"] as const) await new PiiSaltGuard({ ...optionsOf(SALT), pii: { mode, salt: SALT } }).check(async () => true);
+    expect(send).not.toHaveBeenCalled();
+    send.mockRestore();
+    expect(await recorded()).toBe(piiSaltFingerprint(OTHER));
+  });
+
+  it("reads the recorded fingerprint strongly consistent, so another container's write just before is seen", async () => {
+    const { optionsOf } = setup();
+    const send = vi.spyOn(table.doc, "send");
+    await new PiiSaltGuard(optionsOf(SALT)).check(async () => false);
+    const gets = send.mock.calls.map(([command]) => command).filter((command) => command instanceof GetCommand);
+    send.mockRestore();
+    expect(gets.length).toBeGreaterThan(0);
+    for (const get of gets) expect((get as GetCommand).input.ConsistentRead).toBe(true);
+  });
+
+  it("refuses an item without a fingerprint as corrupt rather than taking it as none", async () => {
+    const { tenant, guard } = setup();
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...piiSaltItemKey(tenant), recordedAt: "2026-03-01T12:00:00.000Z" } }));
+    const error = await guard(SALT)
+      .check(async () => true)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptItemError);
+    expect(error).toMatchObject({ tableName: table.tableName, key: piiSaltItemKey(tenant).pk });
+  });
+
+  it("throws a failed write as it is, not as another salt", async () => {
+    const { optionsOf, recorded } = setup();
+    const denied = Object.assign(new Error("not allowed"), { name: "AccessDeniedException" });
+    const doc = docWith((command) => (command instanceof PutCommand ? Promise.reject(denied) : undefined));
+    const error = await new PiiSaltGuard({ ...optionsOf(SALT), doc }).check(async () => false).catch((e: unknown) => e);
+    expect(error).toBe(denied);
+    expect(await recorded()).toBeUndefined();
+  });
+
+  it("names the secret, the table and the fingerprint item in its refusal, never the salt", async () => {
+    const { tenant, guard, record } = setup();
+    await record(OTHER);
+    const error = await guard(SALT)
+      .check(async () => true)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PiiSaltChangedError);
+    expect(error).toMatchObject({ secretId: "arn:secret:provider", tableName: table.tableName, key: piiSaltItemKey(tenant) });
+    const message = (error as Error).message;
+    expect(message).toContain(`secret arn:secret:provider`);
+    expect(message).toContain(`table ${table.tableName}`);
+    for (const salt of [SALT, OTHER]) expect(message).not.toContain(salt);
   });
 });
 
