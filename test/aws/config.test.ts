@@ -7,6 +7,8 @@ import {
   MIN_CYCLE_BUDGET_MS,
   MIN_POLLER_TIMEOUT_MS,
   REFRESH_TIMEOUT_MARGIN_MS,
+  SDK_CALL_MAX_MS,
+  SDK_TIMEOUTS,
   TOKEN_LEASE_TTL_MS,
   checkPollerTimeout,
   cycleDeadline,
@@ -366,6 +368,12 @@ describe("REFRESH_TIMEOUT_MARGIN_MS", () => {
     for (const timeoutMs of [MIN_POLLER_TIMEOUT_MS, 300_000]) {
       expect(timeoutMs - (cycleDeadline(0, timeoutMs) + DEFAULT_DEADLINE_GRACE_MS)).toBe(REFRESH_TIMEOUT_MARGIN_MS);
     }
+  });
+});
+
+describe("SDK_CALL_MAX_MS", () => {
+  it("outlasts every attempt of a call to a silent endpoint timing out, leaving the SDK's backoff between them a second", () => {
+    expect(SDK_CALL_MAX_MS - SDK_TIMEOUTS.maxAttempts * SDK_TIMEOUTS.requestTimeoutMs).toBe(1_000);
   });
 });
 
