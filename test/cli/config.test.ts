@@ -252,6 +252,15 @@ describe("readLocalSettings", () => {
     }
   });
 
+  it("refuses a refresh token holding a line break or another control character without echoing it", () => {
+    const token = "rt-never-printed-0123";
+    for (const bad of [`${token}\u0007`, `${token}\nx`]) {
+      const error = issuesOf({ ...valid, QASHIO_REFRESH_TOKEN: bad });
+      expect(error.issues.map((i) => i.setting)).toContain("QASHIO_REFRESH_TOKEN");
+      expect(error.message).not.toContain(token);
+    }
+  });
+
   it("refuses each C0 control character to the last (U+001F) and DEL, but takes a space and a tilde", () => {
     for (const character of ["\u0001", "\u001f", "\u007f"]) {
       expect(issuesOf({ ...valid, BRIDGE_TENANT: `ac${character}me` }).issues.map((i) => i.problem), JSON.stringify(character)).toEqual([
