@@ -293,7 +293,11 @@ describe("FileLock when the directory fsync after linking a lease fails (EIO)", 
     await expectNoLeaseLeftByFailedTake(() => (faults.dirFsync = { code: "EIO", skip: 0 }), /EIO/);
   });
 
-  it("leaves another's lease alone when its own creation lost the race to it and then failed there", async () => {
+  // Unreadable, the lease found there may be another's all the same: only one that shows this take's token is removed.
+  it.each([
+    ["readable", undefined],
+    ["unreadable (EACCES)", "EACCES"],
+  ])("leaves another's lease alone when its own creation lost the race to it and then failed there (that lease %s)", async (_how, code) => {
     const lock = new FileLock(dir);
     await (await lock.tryAcquire(LOCK, TTL))!.release();
     const other = path.join(dir, "locks", `${LOCK}.lock.1`);
@@ -303,9 +307,10 @@ describe("FileLock when the directory fsync after linking a lease fails (EIO)", 
       run: () => writeFileSync(other, JSON.stringify({ token: "other", pid: 1, expiresAt: Number.MAX_SAFE_INTEGER }), { flag: "wx" }),
     };
     faults.dirFsync = { code: "EIO", skip: 0 };
+    if (code !== undefined) faults.failedRead = { suffix: `${path.sep}${LOCK}.lock.1`, code };
     await expect(lock.tryAcquire(LOCK, TTL)).rejects.toThrow(/EIO/);
     expect(faults.beforeNaming).toBeUndefined();
-    faults.dirFsync = undefined;
+    clearFaults();
 
     expect(JSON.parse(readFileSync(other, "utf8"))).toMatchObject({ token: "other" });
     expect(await lock.tryAcquire(LOCK, TTL)).toBeUndefined();
