@@ -177,6 +177,18 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeDefined();
   });
 
+  it("takes a lease past its wall-clock expiry whose monotonic expiry is of another boot or time namespace: this clock cannot measure it", async () => {
+    const timeNamespace = existsSync("/proc/self/ns/time") ? readlinkSync("/proc/self/ns/time") : "";
+    for (const boot of ["5d1c9a4e-7f1b-4c8e-9a3d-2b6f0e8c1a77/" + timeNamespace, `${bootId}/time:[1]`]) {
+      await mkdir(path.join(dir, "locks"), { recursive: true });
+      await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "elsewhere", pid: 77, expiresAt: Date.now() - 1, steady: { boot, expiresAt: Number.MAX_SAFE_INTEGER } }));
+      const handle = await new FileLock(dir).tryAcquire(LOCK, 30_000);
+      expect(handle).toBeDefined();
+      await handle!.release();
+      await rm(path.join(dir, "locks"), { recursive: true });
+    }
+  });
+
   it("lets the holder renew its lease after the step, and refuses it to a contender meanwhile; released, it is free at once", async () => {
     let step = 0;
     const clock = { now: () => Date.now() + step };
