@@ -189,6 +189,12 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     }
   });
 
+  it("measures expiries on the wall clock alone when told not to use the monotonic clock, those of steady leases too", async () => {
+    await holderBeforeClockStep(60_000, 30_000);
+    expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeUndefined();
+    expect(await new FileLock(dir, { steady: false }).tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+
   it("lets the holder renew its lease after the step, and refuses it to a contender meanwhile; released, it is free at once", async () => {
     let step = 0;
     const clock = { now: () => Date.now() + step };
