@@ -590,6 +590,13 @@ describe("FileLock", () => {
     expect(JSON.parse(await readFile(contender, "utf8"))).toMatchObject({ token: "contender" });
   });
 
+  it("leaves a released lease free when the wall clock is then stepped back: release expires it for good, not as of now", async () => {
+    const clock = new FakeClock();
+    await (await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000))!.release();
+    clock.ms -= 60_000;
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
   it("keeps the highest generation on release (marked expired, not deleted), so generation numbers only grow", async () => {
     const clock = new FakeClock();
     const lock = new FileLock(dir, { clock });
