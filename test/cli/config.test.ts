@@ -977,7 +977,9 @@ describe("a state directory that is an ordinary directory of other files", () =>
     await fill(join(state, "locks"), ["cycle.lock.1.4242.0a1b2c3d.tmp"]);
     // Leases as the lock names them (a name URI-encoded; a later generation), not as this test spells them.
     const lock = new FileLock(state);
-    for (const name of ["cycle", "qashio-token-refresh", "cycle:acme/eu"]) await (await lock.tryAcquire(name, 60_000))?.release();
+    // "cycle" taken twice: released, its lease is taken again as the next generation (cycle.lock.1).
+    for (const name of ["cycle", "qashio-token-refresh", "cycle:acme/eu", "cycle"]) await (await lock.tryAcquire(name, 60_000))?.release();
+    expect(await readdir(join(state, "locks"))).toContain("cycle.lock.1");
     expect((await readdir(join(state, "locks"))).length).toBeGreaterThan(3);
     for (const sub of ["", "snapshots", "quarantine", "locks"]) await chmod(join(state, sub), 0o700);
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "state" })).toEqual([]);
