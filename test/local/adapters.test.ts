@@ -590,6 +590,15 @@ describe("FileLock", () => {
     expect(JSON.parse(await readFile(contender, "utf8"))).toMatchObject({ token: "contender" });
   });
 
+  it("frees a lease at its expiry to the millisecond, not a millisecond later", async () => {
+    const clock = new FakeClock();
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
+    clock.advance(9_999);
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeUndefined();
+    clock.advance(1);
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
   it("leaves a released lease free when the wall clock is then stepped back: release expires it for good, not as of now", async () => {
     const clock = new FakeClock();
     await (await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000))!.release();
