@@ -462,6 +462,15 @@ describe("FileLock when the locks directory cannot be listed", () => {
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
   });
 
+  it("throws a locks directory gone when listed (ENOENT) as it is: no lease is there, so none is unreadable", async () => {
+    faults.failedList = { suffix: `${path.sep}locks`, code: "ENOENT" };
+
+    const error = await new FileLock(dir).tryAcquire(LOCK, TTL).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ code: "ENOENT" });
+    expect((error as Error).name).not.toBe("LeaseUnreadableError");
+  });
+
   it("says a listing this user may not make (EACCES) is a permission problem, not one of now", async () => {
     await new FileLock(dir).tryAcquire(LOCK, TTL);
     faults.failedList = { suffix: `${path.sep}locks`, code: "EACCES" };
