@@ -132,6 +132,9 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     expect(await lock.holderOf(LOCK)).toBe(`pid 77 on another machine named ${hostname()} (or on this one before its last reboot)`);
     await writeLease(77);
     expect(await lock.holderOf(LOCK)).toBe("pid 77");
+    // No process has pid 0: a lease saying so (written by another tool) names nobody.
+    await writeLease(0);
+    expect(await lock.holderOf(LOCK)).toBeUndefined();
     await rm(path.join(dir, "locks"), { recursive: true });
     const handle = await lock.tryAcquire(LOCK, 30_000);
     await handle!.release();
