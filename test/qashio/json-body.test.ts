@@ -129,6 +129,11 @@ describe("parseDataPiecewise", () => {
     expect(parseDataPiecewise([Buffer.from('{"data":[\t]}')], 0)?.value).toStrictEqual({ data: [] });
   });
 
+  it("reads a carriage return as blank before data's bracket and inside it, as JSON.parse does", () => {
+    expect(parseDataPiecewise([Buffer.from('{"data":\r\n[1]}')], 0)?.value).toStrictEqual({ data: [1] });
+    expect(parseDataPiecewise([Buffer.from('{"data":[\r\n]}')], 0)?.value).toStrictEqual({ data: [] });
+  });
+
   it("reads a backslash ending one chunk as escaping the next chunk's first byte", () => {
     const text = '{"data":["a\\"],[b",{"k\\\\":"\\\\"}],"x":"]"}';
     const bytes = Buffer.from(text);
