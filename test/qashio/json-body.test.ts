@@ -134,6 +134,11 @@ describe("parseDataPiecewise", () => {
     expect(parseDataPiecewise([Buffer.from('{"data":[\r\n]}')], 0)?.value).toStrictEqual({ data: [] });
   });
 
+  it("takes only the key data itself for the data member, not one that starts with it", () => {
+    const text = '{"dat":[0],"datas":[1],"data":[2],"xdata":[3]}';
+    expect(parseDataPiecewise([Buffer.from(text)], 0)?.value).toStrictEqual(JSON.parse(text));
+  });
+
   it("reads a backslash ending one chunk as escaping the next chunk's first byte", () => {
     const text = '{"data":["a\\"],[b",{"k\\\\":"\\\\"}],"x":"]"}';
     const bytes = Buffer.from(text);
