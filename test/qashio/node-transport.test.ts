@@ -220,6 +220,16 @@ describe("nodeHttpFetch", () => {
     await expect(pending).rejects.toMatchObject({ name: "AbortError" });
   });
 
+  it("rejects with the signal's own reason when aborted with one", async () => {
+    const server = await loopback(() => undefined);
+    const controller = new AbortController();
+    const reason = new Error("attempt timed out");
+    const pending = nodeHttpFetch(server.url, { signal: controller.signal });
+    await receivedCount(server, 1);
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+  });
+
   it("rejects at once when the signal is already aborted, sending nothing", async () => {
     const server = await loopback((_request, res) => res.end());
     await expect(nodeHttpFetch(`${server.url}/aborted`, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
