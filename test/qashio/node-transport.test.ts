@@ -29,6 +29,8 @@ interface Loopback {
   readonly received: Received[];
   /** Connections the server accepted. */
   connections: number;
+  /** Of those, the ones closed since. */
+  closedConnections: number;
   close(): Promise<void>;
 }
 
@@ -53,13 +55,17 @@ async function loopback(handler: (request: Received, res: ServerResponse) => voi
     url: `http://127.0.0.1:${address.port}`,
     received,
     connections: 0,
+    closedConnections: 0,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
-  server.on("connection", () => (box.connections += 1));
+  server.on("connection", (socket) => {
+    box.connections += 1;
+    socket.on("close", () => (box.closedConnections += 1));
+  });
   opened.push(box);
   return box;
 }
@@ -228,6 +234,21 @@ describe("nodeHttpFetch", () => {
     await receivedCount(server, 1);
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
+  });
+
+  it("closes the connection when aborted before the response, not leaving it to wait for an answer", async () => {
+    const server = await loopback(() => undefined);
+    const controller = new AbortController();
+    const pending = nodeHttpFetch(server.url, { signal: controller.signal });
+    await receivedCount(server, 1);
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    // Without the close the server never sees it go: the test then ends at its timeout.
+    await new Promise<void>((resolve) => {
+      const poll = () => (server.closedConnections >= 1 ? resolve() : setImmediate(poll));
+      poll();
+    });
+    expect(server.closedConnections).toBe(1);
   });
 
   it("rejects at once when the signal is already aborted, sending nothing", async () => {
