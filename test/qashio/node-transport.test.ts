@@ -2,6 +2,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { getEventListeners } from "node:events";
 import { inspect } from "node:util";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
@@ -249,6 +250,18 @@ describe("nodeHttpFetch", () => {
       poll();
     });
     expect(server.closedConnections).toBe(1);
+  });
+
+  it("leaves no abort listener on the signal once the body is complete, kept to its head, or the request failed", async () => {
+    const server = await loopback((request, res) => {
+      if (request.url === "/error") res.writeHead(502).end(Buffer.alloc(MAX_ERROR_BODY_BYTES + 10, "e"));
+      else res.end("{}");
+    });
+    const { signal } = new AbortController();
+    await (await nodeHttpFetch(server.url, { signal })).text();
+    await (await nodeHttpFetch(`${server.url}/error`, { signal })).text();
+    await nodeHttpFetch(await closedPortUrl(), { signal }).catch(() => undefined);
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
   });
 
   it("rejects at once when the signal is already aborted, sending nothing", async () => {
