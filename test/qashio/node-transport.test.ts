@@ -154,6 +154,12 @@ describe("nodeHttpFetch", () => {
     expect(server.received[0]!.headers).toMatchObject({ "x-trace": "abc", "user-agent": "probe/1" });
   });
 
+  it("sends a GET when no method is given, with the user agent qashio-bridge when the caller names none", async () => {
+    const server = await loopback((_request, res) => res.end());
+    await (await nodeHttpFetch(server.url)).text();
+    expect(server.received[0]).toMatchObject({ method: "GET", headers: { "user-agent": "qashio-bridge" } });
+  });
+
   it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", (context) => {
     // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself). The list is taken
     // right after node:http, before the transport module, so a Headers use at its top level counts too.
