@@ -160,6 +160,13 @@ describe("nodeHttpFetch", () => {
     expect(server.received[0]).toMatchObject({ method: "GET", headers: { "user-agent": "qashio-bridge" } });
   });
 
+  it("asks for identity coding even when the caller asks for another: the body is never decompressed", async () => {
+    const server = await loopback((_request, res) => res.end());
+    await (await nodeHttpFetch(server.url, { headers: { "accept-encoding": "gzip" } })).text();
+    await (await nodeHttpFetch(server.url, { headers: { "Accept-Encoding": "br" } })).text();
+    expect(server.received.map((request) => request.headers["accept-encoding"])).toEqual(["identity", "identity"]);
+  });
+
   it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", (context) => {
     // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself). The list is taken
     // right after node:http, before the transport module, so a Headers use at its top level counts too.
