@@ -167,6 +167,14 @@ describe("nodeHttpFetch", () => {
     expect(server.received.map((request) => request.headers["accept-encoding"])).toEqual(["identity", "identity"]);
   });
 
+  it("reads a header sent several times as its values joined by a comma and a space, as fetch's Headers does", async () => {
+    const server = await loopback((_request, res) => {
+      res.setHeader("set-cookie", ["a=1", "b=2"]);
+      res.end();
+    });
+    expect((await nodeHttpFetch(server.url)).headers.get("Set-Cookie")).toBe("a=1, b=2");
+  });
+
   it("never loads Node's bundled undici for plain header records (its first load costs tens of ms of CPU)", (context) => {
     // A fresh process: this one has loaded undici long ago (the Headers test above, vitest itself). The list is taken
     // right after node:http, before the transport module, so a Headers use at its top level counts too.
