@@ -355,6 +355,13 @@ describe("nodeHttpFetch", () => {
     expect(await response.text()).toBe("e".repeat(MAX_ERROR_BODY_BYTES));
   });
 
+  it("keeps only the head of a 3xx answer's body too: only a 2xx answer is read whole", async () => {
+    const server = await loopback((_request, res) => res.writeHead(300).end(Buffer.alloc(MAX_ERROR_BODY_BYTES + 10, "r")));
+    const response = await nodeHttpFetch(server.url);
+    expect(response.status).toBe(300);
+    expect((await response.text()).length).toBe(MAX_ERROR_BODY_BYTES);
+  });
+
   it("reads an error answer within MAX_ERROR_BODY_BYTES whole", async () => {
     const body = JSON.stringify({ status_code: 400, message: "x".repeat(1000), errors: [] });
     const server = await loopback((_request, res) => {
