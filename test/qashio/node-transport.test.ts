@@ -382,6 +382,20 @@ describe("nodeHttpFetch", () => {
     expect(text.length).toBe(MAX_RESPONSE_BODY_BYTES);
   });
 
+  it("sends at most 8 requests at once to a host: the next waits for a free socket", async () => {
+    const held: ServerResponse[] = [];
+    const server = await loopback((_request, res) => held.push(res));
+    const pending = Array.from({ length: 9 }, (_, index) => nodeHttpFetch(`${server.url}/${index}`).then((response) => response.text()));
+    await receivedCount(server, 8);
+    // Long enough for a ninth request to arrive were it sent (loopback, tens of microseconds).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(server.received).toHaveLength(8);
+    held[0]!.end("{}");
+    await receivedCount(server, 9);
+    for (const res of held) res.end("{}");
+    await Promise.all(pending);
+  });
+
   it("fails with ECONNREFUSED and never quotes the URL or a header", async () => {
     const url = `${await closedPortUrl()}${SECRET_PATH}?token=${SECRET_QUERY}`;
     const error = await nodeHttpFetch(url, { headers: { authorization: `Bearer ${SECRET_TOKEN}` } }).catch((e: unknown) => e);
