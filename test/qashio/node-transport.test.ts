@@ -362,6 +362,25 @@ describe("nodeHttpFetch", () => {
     expect((await response.text()).length).toBe(MAX_ERROR_BODY_BYTES);
   });
 
+  it("lets a body nobody reads fail without an unhandled rejection", async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const server = await loopback((_request, res) => {
+        res.writeHead(200, { "content-length": MAX_RESPONSE_BODY_BYTES + 1 });
+        res.write("[");
+      });
+      // The body has failed (announced too large) by the time the response resolves; nobody reads it.
+      expect((await nodeHttpFetch(server.url)).status).toBe(200);
+      // Node reports an unhandled rejection once the microtasks have run: a timer later it would have.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("reads an error answer within MAX_ERROR_BODY_BYTES whole", async () => {
     const body = JSON.stringify({ status_code: 400, message: "x".repeat(1000), errors: [] });
     const server = await loopback((_request, res) => {
