@@ -424,6 +424,13 @@ describe("nodeHttpFetch", () => {
     expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|${SECRET_PATH}`));
   });
 
+  it("speaks TLS to an https URL: a plain HTTP server there fails the request with a TransportError, never answering it", async () => {
+    const server = await loopback((_request, res) => res.end("{}"));
+    const error = await nodeHttpFetch(server.url.replace("http:", "https:")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(server.received).toHaveLength(0);
+  });
+
   it("refuses a non-http(s) URL and a malformed one without quoting either", async () => {
     const ftp = await nodeHttpFetch(`ftp://user:${SECRET_TOKEN}@host/x?token=${SECRET_QUERY}`).catch((e: unknown) => e);
     expect(ftp).toMatchObject({ name: "TransportError", code: "ERR_UNSUPPORTED_PROTOCOL", message: "ftp: request failed (ERR_UNSUPPORTED_PROTOCOL)" });
