@@ -37,8 +37,11 @@ interface Loopback {
 
 const opened: Loopback[] = [];
 
-/** A loopback server that records each request (body included) and then lets `handler` answer, or not. */
-async function loopback(handler: (request: Received, res: ServerResponse) => void): Promise<Loopback> {
+/**
+ * A loopback server that records each request (body included) and then lets `handler` answer, or not; it keeps an idle
+ * connection `keepAliveTimeoutMs` (Node's default, 5 s, unless given).
+ */
+async function loopback(handler: (request: Received, res: ServerResponse) => void, keepAliveTimeoutMs?: number): Promise<Loopback> {
   const received: Received[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
@@ -49,6 +52,7 @@ async function loopback(handler: (request: Received, res: ServerResponse) => voi
       handler(request, res);
     });
   });
+  if (keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("no port");
@@ -237,6 +241,17 @@ describe("nodeHttpFetch", () => {
     }
     expect(server.received).toHaveLength(3);
     expect(server.connections).toBe(1);
+  });
+
+  it("closes an idle keep-alive socket within 5 s, before common server timeouts, even when the server would keep it longer", async () => {
+    const server = await loopback((_request, res) => res.end("{}"), 60_000);
+    await (await nodeHttpFetch(server.url)).text();
+    const idleFrom = Date.now();
+    await new Promise<void>((resolve) => {
+      const poll = () => (server.closedConnections >= 1 ? resolve() : setTimeout(poll, 10));
+      poll();
+    });
+    expect(Date.now() - idleFrom).toBeLessThan(5_000);
   });
 
   it("rejects with the signal's AbortError when aborted before the response", async () => {
