@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { TokenSetSchema, ValidateResponseSchema } from "../../shared/qashio/schemas/index.js";
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, createSandbox } from "../../sandbox/index.js";
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, SANDBOX_SCOPES, createSandbox } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, type Harness, type Row } from "./helpers.js";
 
 let h: Harness;
@@ -76,6 +76,12 @@ describe("POST /oauth2/token, authorization_code grant", () => {
   it("grants only the requested scopes", async () => {
     const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"));
     expect(body.scope).toBe("cards:read transactions:read");
+  });
+
+  it("grants every scope for a blank scope, and drops a repeated scope keeping the order asked", async () => {
+    expect((await exchange(code(h.companyId, REDIRECT_URI, " \t "))).body.scope).toBe(SANDBOX_SCOPES.join(" "));
+    const repeated = await exchange(code(h.companyId, REDIRECT_URI, "transactions:read  cards:read transactions:read"));
+    expect(repeated.body.scope).toBe("transactions:read cards:read");
   });
 
   it("refuses a code used twice with 401", async () => {
