@@ -168,6 +168,12 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(res.status).toBe(200);
   });
 
+  it("accepts a form-encoded request whose content type carries a charset", async () => {
+    const params = new URLSearchParams({ grant_type: "authorization_code", ...CLIENT, code: code(), redirect_uri: REDIRECT_URI });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded; charset=UTF-8" }, body: params.toString() });
+    expect(res.status).toBe(200);
+  });
+
   it("answers a form-encoded request 400 invalid_request for a repeated parameter, and reads an empty one as absent (RFC 6749 §3.2)", async () => {
     const post = (form: string) =>
       h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
