@@ -199,6 +199,15 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect((await exchangeWith(basic("sandbox%2Dclient", "sandbox%2Dsecret"))).status).toBe(200);
   });
 
+  it("reads the scheme name case-insensitively (RFC 7235 §2.1)", async () => {
+    expect((await exchangeWith(basic(CLIENT.client_id, CLIENT.client_secret).replace(/^Basic/, "basic"))).status).toBe(200);
+  });
+
+  it("challenges for Basic only a client that authenticated with it: a wrong secret in the body gets no WWW-Authenticate", async () => {
+    const res = await token({ grant_type: "authorization_code", client_id: CLIENT.client_id, client_secret: "nope", code: code(), redirect_uri: REDIRECT_URI });
+    expect([res.status, res.body.error, res.headers.get("www-authenticate")]).toEqual([401, "invalid_client", null]);
+  });
+
   it("takes the whole password after the first colon: a secret with a suffix is a wrong secret", async () => {
     const res = await exchangeWith(basic(CLIENT.client_id, `${CLIENT.client_secret}:extra`));
     expect(res.status).toBe(401);
