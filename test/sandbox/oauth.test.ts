@@ -559,6 +559,12 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(res.status).toBe(200);
   });
 
+  it("refuses an https loopback redirect_uri: the registered redirects are http only", async () => {
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ redirect_uri: "https://127.0.0.1:8765/callback" })}`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
   it("redirects with an error for a wrong response_type or an unknown scope", async () => {
     const wrongType = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ response_type: "token" })}`);
     expect(new URL(wrongType.headers.get("location") ?? "").searchParams.get("error")).toBe("unsupported_response_type");
