@@ -574,5 +574,6 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(new URL(missingType.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_request");
     const wrongScope = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ scope: "admin:all" })}`);
     expect(new URL(wrongScope.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_scope");
+    expect(new URL(wrongScope.headers.get("location") ?? "").searchParams.get("state")).toBe("xyz");
   });
 });
