@@ -198,16 +198,16 @@ class Reader {
   private readonly controlled = new Set<string>();
 
   /**
-   * Value with surrounding whitespace removed; undefined when unset or blank. One holding a control character is
-   * named (never shown) and still returned, so nothing else calls it missing: no setting holds one (the PII salt
-   * aside: CONTROL_CHARACTERS_TAKEN), and in .env a `\n` inside double quotes becomes a line break, so a secret with a
-   * backslash and an n was another one.
+   * Value with surrounding whitespace removed; undefined when unset or blank. One holding a control character (C0, DEL
+   * or C1: U+0085 is a line break to some readers) is named (never shown) and still returned, so nothing else calls
+   * it missing: no setting holds one (the PII salt aside: CONTROL_CHARACTERS_TAKEN), and in .env a `\n` inside double
+   * quotes becomes a line break, so a secret with a backslash and an n was another one.
    */
   raw(name: string): string | undefined {
     const value = this.env[name]?.trim();
     if (value === undefined || value === "") return undefined;
     // eslint-disable-next-line no-control-regex -- matching control characters is the point
-    if (/[\u0000-\u001f\u007f]/.test(value) && !this.controlled.has(name) && !CONTROL_CHARACTERS_TAKEN.has(name)) {
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(value) && !this.controlled.has(name) && !CONTROL_CHARACTERS_TAKEN.has(name)) {
       this.problem(name, "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)");
       // Refused outright: its other checks would only name the same value again.
       this.controlled.add(name);

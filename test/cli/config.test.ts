@@ -261,13 +261,14 @@ describe("readLocalSettings", () => {
     }
   });
 
-  it("refuses each C0 control character to the last (U+001F) and DEL, but takes a space and a tilde", () => {
-    for (const character of ["\u0001", "\u001f", "\u007f"]) {
+  it("refuses each C0 control character to the last (U+001F), DEL and each C1 control character, but takes a space, a tilde and a no-break space", () => {
+    // U+0085 is a line break (NEL) to some readers; U+009B a one-character CSI to some terminals.
+    for (const character of ["\u0001", "\u001f", "\u007f", "\u0080", "\u0085", "\u009b", "\u009f"]) {
       expect(issuesOf({ ...valid, BRIDGE_TENANT: `ac${character}me` }).issues.map((i) => i.problem), JSON.stringify(character)).toEqual([
         expect.stringMatching(/^holds a line break or another control character/),
       ]);
     }
-    expect(readLocalSettings({ ...valid, QASHIO_CLIENT_ID: "client id~" }, "/work").clientId).toBe("client id~");
+    expect(readLocalSettings({ ...valid, QASHIO_CLIENT_ID: "client id~\u00a0é" }, "/work").clientId).toBe("client id~\u00a0é");
   });
 
   it("names each invalid setting without echoing its value", () => {
