@@ -162,13 +162,18 @@ async function authorizeDecision(c: SandboxContext): Promise<Response> {
   const form = await decisionForm(c);
   // A request the screen cannot read is the caller's mistake: a 400 page, as for any other it cannot go on with.
   if (form === undefined) return c.html(errorPage("The form could not be read."), 400);
-  const field = (name: string): string | undefined => form(name)[0];
   const params = paramsFrom(form);
   const invalid = checkRequest(c, params);
   if (invalid) return invalid;
-  if (field("decision") !== "approve") return redirectWith(c, params.redirectUri, { error: "access_denied", state: params.state });
+  // The screen's buttons send one decision: two are no explicit approval, whichever comes first.
+  const decisions = form("decision");
+  if (decisions.length !== 1 || decisions[0] !== "approve") {
+    return redirectWith(c, params.redirectUri, { error: "access_denied", state: params.state });
+  }
+  const companyIds = form("company_id");
+  if (companyIds.length > 1) return c.html(errorPage("Pick one company."), 400);
   const state = c.get("state");
-  const companyId = field("company_id") ?? "";
+  const companyId = companyIds[0] ?? "";
   if (!state.company(companyId)) {
     return c.html(errorPage("Pick a company."), 400);
   }

@@ -478,6 +478,27 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
+  it("takes no approval from a decision sent twice, whichever comes first: a denial, issuing no code", async () => {
+    for (const decisions of [["approve", "deny"], ["deny", "approve"], ["approve", "approve"]]) {
+      const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-6", company_id: h.companyId });
+      for (const decision of decisions) form.append("decision", decision);
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+      const location = new URL(res.headers.get("location") ?? "");
+      expect(location.searchParams.get("error"), decisions.join()).toBe("access_denied");
+      expect(location.searchParams.has("code")).toBe(false);
+    }
+  });
+
+  it("answers an approval naming two companies 400 on the page, issuing no code: the grant's company is in doubt", async () => {
+    const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-7", decision: "approve" });
+    form.append("company_id", h.companyId);
+    form.append("company_id", h.otherCompanyId);
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+    expect(await res.text()).toContain("Pick one company.");
+  });
+
   it("answers an approval naming no company of the sandbox 400 on the page, issuing no code", async () => {
     for (const companyId of [undefined, "nope"]) {
       const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, state: "s-5", decision: "approve" });
