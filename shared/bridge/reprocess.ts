@@ -101,7 +101,10 @@ export interface ReprocessedChunk {
    * body is unchanged, so no second record) and acknowledged, as a pulled page's invalid items are.
    */
   readonly invalid: ReadonlySet<string>;
-  /** Ids not read before the deadline (the report's outcome is then `deadline`). */
+  /**
+   * Ids not read before the deadline, and those found nowhere by an unconfirmed qashio_id whose snapshot could not be
+   * checked by then (see settledBySnapshot); the report's outcome is then `deadline`.
+   */
   readonly unreached: readonly string[];
   /**
    * Of `delivered`, those shown delivered by their snapshot alone: a state as new as their records' reached the bus,
@@ -242,7 +245,7 @@ class RedriveRun extends TransactionRun {
       next += window.length;
     }
     if (stopped) this.report.outcome = "deadline";
-    const shownBySnapshot = new Set(stopped ? [] : await this.settledBySnapshot(toRead, [missing, listsOthers, refused]));
+    const shownBySnapshot = new Set(await this.settledBySnapshot(toRead, [missing, listsOthers, refused], unreached, stopped));
     deliveredBefore.push(...shownBySnapshot);
     // Within the calls' grace: what was read before the deadline is published and its records go.
     if (!(await flush())) this.report.outcome = "deadline";
@@ -253,23 +256,42 @@ class RedriveRun extends TransactionRun {
    * Of the refs read by an unconfirmed qashio_id (TransactionRef.unconfirmed) that found them nowhere, listed only
    * others, or were refused for that reference (`unfound`), the ids whose snapshot shows them delivered (see
    * shownDelivered), taken out of those sets: a glitched reference finds nothing run after run (or is refused as odd),
-   * where the snapshot of the transaction's id can tell. None when the snapshot read runs out of time (they stay).
+   * where the snapshot of the transaction's id can tell. When that check cannot be made in time (`stopped` already, or
+   * past the deadline, or its read runs out of time), they move to `unreached` and the outcome is `deadline`: what
+   * became of them is not known yet, and a record kept as found nowhere would send someone looking for it.
    */
-  private async settledBySnapshot(refs: readonly TransactionRef[], unfound: readonly Set<string>[]): Promise<string[]> {
+  private async settledBySnapshot(
+    refs: readonly TransactionRef[],
+    unfound: readonly Set<string>[],
+    unreached: string[],
+    stopped: boolean,
+  ): Promise<string[]> {
     const candidates = refs.filter((ref) => ref.unconfirmed?.changedAt !== undefined && unfound.some((ids) => ids.has(ref.id)));
-    if (candidates.length === 0 || this.pastDeadline()) return [];
-    let snapshots: Map<SnapshotKey, Snapshot>;
-    try {
-      snapshots = await this.read("read snapshots of transactions not found by an unconfirmed qashio_id", (call) =>
-        this.deps.snapshots.getMany(candidates.map((ref) => transactionKey(ref.id)), call),
-      );
-    } catch (err) {
-      if (!this.outOfTime(err)) throw err;
+    if (candidates.length === 0) return [];
+    const snapshots = stopped || this.pastDeadline() ? undefined : await this.snapshotsInTime(candidates);
+    if (snapshots === undefined) {
+      for (const { id } of candidates) {
+        for (const ids of unfound) ids.delete(id);
+        unreached.push(id);
+      }
+      this.report.outcome = "deadline";
       return [];
     }
     const settled = candidates.filter((ref) => shownDelivered(snapshots.get(transactionKey(ref.id)), ref.unconfirmed as UnconfirmedRef)).map((ref) => ref.id);
     for (const id of settled) for (const ids of unfound) ids.delete(id);
     return settled;
+  }
+
+  /** The snapshots of `refs`' transactions; undefined when their read runs out of time. */
+  private async snapshotsInTime(refs: readonly TransactionRef[]): Promise<Map<SnapshotKey, Snapshot> | undefined> {
+    try {
+      return await this.read("read snapshots of transactions not found by an unconfirmed qashio_id", (call) =>
+        this.deps.snapshots.getMany(refs.map((ref) => transactionKey(ref.id)), call),
+      );
+    } catch (err) {
+      if (!this.outOfTime(err)) throw err;
+      return undefined;
+    }
   }
 
   /**

@@ -428,7 +428,7 @@ describe("redriveQuarantined", () => {
     expect(rig.quarantine.records.size).toBe(0);
   });
 
-  it("keeps such a record, as not found by an unconfirmed qashio_id, when the read of its transaction's snapshot runs out of time", async () => {
+  it("keeps such a record as not reached, the run ending with deadline, when the read of its transaction's snapshot runs out of time", async () => {
     const rig = await glitchedRecordOfDelivered();
     rig.clock.advance(60_000);
     // The only store read of this run: the snapshot that would show the record's state delivered.
@@ -437,7 +437,10 @@ describe("redriveQuarantined", () => {
 
     const report = await redriveQuarantined(rig.deps, { deadline });
     expect(report.redriven).toEqual([]);
-    expect(report.keptByWhy).toEqual({ "not found by its qashio_id, which no publish record confirms": 1 });
+    // Not "not found by its qashio_id": whether its state was delivered is not known yet, and the walk had ended.
+    expect(report.keptByWhy).toEqual({ "not reached before the deadline": 1 });
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(report.notScanned).toBeUndefined();
     expect(rig.quarantine.records.size).toBe(1);
   });
 
@@ -451,6 +454,8 @@ describe("redriveQuarantined", () => {
 
     const report = await redriveQuarantined(rig.deps, { deadline });
     expect(report.redriven).toEqual([]);
+    expect(report.keptByWhy).toEqual({ "not reached before the deadline": 1 });
+    expect(report.cycle.outcome).toBe("deadline");
     expect(rig.quarantine.records.size).toBe(1);
   });
 
