@@ -1,10 +1,10 @@
 /** The card walk cursor as stored and read back: what a resumed walk starts from. */
 import { describe, expect, it } from "vitest";
-import { WalkCursorStore, walkCursorKey, type WalkCursor, type WalkCursorPorts } from "../../shared/bridge/card-cursor.js";
+import { WalkCursorStore, walkCursorKey, type CardCycleMode, type WalkCursor, type WalkCursorPorts } from "../../shared/bridge/card-cursor.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 
-/** A cursor store over an in-memory table, on a clock standing at `now`. */
-function memoryCursors(now: number): { store: WalkCursorStore; data: Map<SnapshotKey, Snapshot> } {
+/** A cursor store of `mode` over an in-memory table, on a clock standing at `now`. */
+function memoryCursors(now: number, mode: CardCycleMode = "full"): { store: WalkCursorStore; data: Map<SnapshotKey, Snapshot> } {
   const data = new Map<SnapshotKey, Snapshot>();
   const ports: WalkCursorPorts = {
     clock: { now: () => now },
@@ -13,7 +13,7 @@ function memoryCursors(now: number): { store: WalkCursorStore; data: Map<Snapsho
       for (const snapshot of snapshots) data.set(snapshot.key, snapshot);
     },
   };
-  return { store: new WalkCursorStore(ports, "full"), data };
+  return { store: new WalkCursorStore(ports, mode), data };
 }
 
 /** `cursor` written over what the store holds, then read back (without the snapshot it was read from). */
@@ -48,5 +48,14 @@ describe("card walk cursor", () => {
     data.set(key, stored);
     await store.write(await store.read(), { offset: 20, total: 30 });
     expect(data.get(key)).toBe(stored);
+  });
+
+  it("resumes from the cursor stored under `card:~walk-cursor:<mode>`, the key walks before this release wrote it under", async () => {
+    // A key renamed would leave every tenant's walk cut short starting afresh after a deploy, and the old cursor behind.
+    const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"), "suspended-only");
+    const key = "card:~walk-cursor:suspended-only";
+    data.set(key, { key, hash: "stored", object: { next_offset: 40, total_records: 90 }, updatedAt: "2025-01-15T09:00:00.000Z" });
+    const { snapshot: _snapshot, ...read } = await store.read();
+    expect(read).toEqual({ offset: 40, total: 90 });
   });
 });
