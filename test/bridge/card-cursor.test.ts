@@ -58,4 +58,17 @@ describe("card walk cursor", () => {
     const { snapshot: _snapshot, ...read } = await store.read();
     expect(read).toEqual({ offset: 40, total: 90 });
   });
+
+  it("keeps nothing but the offset of a cursor at 0, written or read: a walk starting afresh carries nothing of the last", async () => {
+    const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"));
+    const key = walkCursorKey("full");
+    data.set(key, { key, hash: "stored", object: { next_offset: 20 }, updatedAt: "2025-01-15T09:00:00.000Z" });
+    await store.write(await store.read(), { offset: 0, total: 5, servedSize: 10, unsure: { offset: 0, total: 5, size: 10 } });
+    expect(data.get(key)?.object).toEqual({ next_offset: 0 });
+    const stale = { next_offset: 0, total_records: 5, page_size: 10, unsure: { next_offset: 0, total_records: 5, page_size: 10 } };
+    data.set(key, { key, hash: "stored", object: stale, updatedAt: "2025-01-15T09:00:00.000Z" });
+    const { snapshot: _snapshot, ...read } = await store.read();
+    expect(read).toEqual({ offset: 0 });
+  });
 });
+
