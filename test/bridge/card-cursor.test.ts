@@ -70,5 +70,14 @@ describe("card walk cursor", () => {
     const { snapshot: _snapshot, ...read } = await store.read();
     expect(read).toEqual({ offset: 0 });
   });
+
+  it("drops a stored page size of 0, the walk's or its unsure start's: a resumed walk asks no pages of no cards", async () => {
+    const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"));
+    const key = walkCursorKey("full");
+    const object = { next_offset: 20, total_records: 90, page_size: 0, unsure: { next_offset: 10, page_size: 0 } };
+    data.set(key, { key, hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+    const { snapshot: _snapshot, ...read } = await store.read();
+    expect(read).toEqual({ offset: 20, total: 90 });
+  });
 });
 
