@@ -1,6 +1,7 @@
 /** The card walk cursor as stored and read back: what a resumed walk starts from. */
 import { describe, expect, it } from "vitest";
 import { WalkCursorStore, walkCursorKey, type CardCycleMode, type WalkCursor, type WalkCursorPorts } from "../../shared/bridge/card-cursor.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 
 /** A cursor store of `mode` over an in-memory table, on a clock standing at `now`. */
@@ -78,6 +79,14 @@ describe("card walk cursor", () => {
     data.set(key, { key, hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
     const { snapshot: _snapshot, ...read } = await store.read();
     expect(read).toEqual({ offset: 20, total: 90 });
+  });
+
+  it("stores the cursor under the content hash of the object it stores, as every snapshot is (ports.ts)", async () => {
+    const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"));
+    await store.write(await store.read(), { offset: 40, total: 90, servedSize: 10 });
+    const written = data.get(walkCursorKey("full"));
+    expect(written?.object).toEqual({ next_offset: 40, total_records: 90, page_size: 10 });
+    expect(written?.hash).toBe(contentHash({ next_offset: 40, total_records: 90, page_size: 10 }));
   });
 });
 
