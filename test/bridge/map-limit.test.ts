@@ -28,4 +28,14 @@ describe("mapLimit", () => {
     expect(started).toEqual([0, 1]);
     expect(ended).toBe(2);
   });
+
+  it("fails when a call rejects with undefined, as with any other reason", async () => {
+    // The failure is held in a wrapper: a bare `undefined` reason would read as "no failure" and the map would resolve.
+    const run = mapLimit([0, 1], 2, async (item) => {
+      if (item === 1) return Promise.reject(undefined);
+      return item;
+    });
+    await expect(run).rejects.toBeUndefined();
+  });
 });
+
