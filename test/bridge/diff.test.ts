@@ -120,6 +120,11 @@ describe("jsonEqual", () => {
     expect(jsonEqual({ a: 1 }, { a: 1, b: 0 })).toBe(false);
   });
 
+  it("tells an array from an object holding its elements and a matching length", () => {
+    expect(jsonEqual(["a"], { 0: "a", length: 1 })).toBe(false);
+    expect(diffObjects({ tags: ["a"] }, { tags: { 0: "a", length: 1 } })).toEqual([{ path: "/tags", before: ["a"], after: { 0: "a", length: 1 } }]);
+  });
+
   it("sees only own members, never inherited ones", () => {
     expect(jsonEqual({}, { toString: "x" })).toBe(false);
     expect(jsonEqual({ constructor: "x" }, {})).toBe(false);
