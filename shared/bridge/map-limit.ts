@@ -10,6 +10,8 @@
  * next cycle wrote).
  */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  // Below 1 no call would start and every result be missing: a snapshot read finding nothing, a write doing nothing.
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`mapLimit's limit must be an integer of 1 or more, got ${limit}`);
   const results = new Array<R>(items.length);
   let next = 0;
   let failure: { readonly error: unknown } | undefined;

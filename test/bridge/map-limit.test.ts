@@ -2,6 +2,15 @@ import { describe, expect, it } from "vitest";
 import { mapLimit } from "../../shared/bridge/map-limit.js";
 
 describe("mapLimit", () => {
+  it("refuses a limit below 1 or not an integer, calling nothing: no call would start, and every result be missing", async () => {
+    for (const limit of [0, -1, 0.5, Number.NaN]) {
+      let calls = 0;
+      await expect(mapLimit([1, 2], limit, async () => (calls += 1)), String(limit)).rejects.toThrow(`mapLimit's limit must be an integer of 1 or more, got ${limit}`);
+      expect(calls).toBe(0);
+    }
+    expect(await mapLimit([1, 2], 1, async (item) => item * 2)).toEqual([2, 4]);
+  });
+
   it("keeps input order with at most `limit` calls in flight", async () => {
     let inFlight = 0;
     let most = 0;
