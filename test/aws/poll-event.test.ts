@@ -199,6 +199,8 @@ describe("cardModeOf", () => {
     [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
     [{ mode: 7 }, "mode"],
     [{ mode: "constructor" }, "mode"],
+    [{ mode: null }, "mode"],
+    [{ detail: { mode: null } }, "detail.mode"],
     [{ mode: "suspended-only-SECRET", detail: { mode: "suspended-only" } }, "mode"],
   ])("refuses a mode it does not know (%j), naming the field without echoing the value", (event, field) => {
     const error = thrown(() => cardModeOf(event as PollEvent));
