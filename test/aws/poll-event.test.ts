@@ -120,6 +120,13 @@ describe("a field that is none of the poll event's", () => {
     });
   });
 
+  it("is refused quoting a name of up to 64 characters, as long as a field name it takes", () => {
+    const key = "x".repeat(64);
+    const error = thrown(() => pollActionOf({ [key]: 1 } as never, "transactions"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: key, message: `Poll event field ${key} is no field; a poll event has kind, tenant, mode, detail, action, cursor (and a schedule's scheduledTime)` });
+  });
+
   it("is refused without quoting a name that is no plausible field name (it may hold a value)", () => {
     for (const key of ['cursor:"eyJwayI6IngifQ-SECRET"', "x".repeat(65), "a\nb"]) {
       const error = thrown(() => pollActionOf({ [key]: 1 } as never, "transactions"));
