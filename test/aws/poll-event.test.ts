@@ -127,6 +127,18 @@ describe("a field that is none of the poll event's", () => {
     expect(error).toMatchObject({ field: key, message: `Poll event field ${key} is no field; a poll event has kind, tenant, mode, detail, action, cursor (and a schedule's scheduledTime)` });
   });
 
+  it.each([
+    // A schedule's or a rule event's own member is a field too: the one meant may be among them.
+    [{ scheduledtime: "t" }, "scheduledtime", "scheduledTime"],
+    [{ regoin: "r" }, "regoin", "region"],
+    // Of equally near ones, the poll event's own field comes first (detai starts both detail and detail-type).
+    [{ detai: {} }, "detai", "detail"],
+  ])("is refused naming the nearest of all the fields an event may have (%o)", (event, field, meant) => {
+    const error = thrown(() => cardModeOf(event as never));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field, message: `Poll event field ${field} is no field; did you mean ${meant}?` });
+  });
+
   it("is refused without quoting a name that is no plausible field name (it may hold a value)", () => {
     for (const key of ['cursor:"eyJwayI6IngifQ-SECRET"', "x".repeat(65), "a\nb"]) {
       const error = thrown(() => pollActionOf({ [key]: 1 } as never, "transactions"));
