@@ -121,6 +121,17 @@ describe("PowertoolsMetricsAdapter", () => {
     metrics.publishStoredMetrics();
     expect(lines).toEqual([expect.objectContaining({ TokenFamilyRevoked: 0, tenant: "acme" })]);
   });
+
+  it("publishes each metric in the unit it was reported in, dimensioned or not", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("CycleDurationMs", 10, "Milliseconds", { type: "list" });
+    adapter.flush();
+    adapter.add("SyncLagSeconds", 30, "Seconds");
+    metrics.publishStoredMetrics();
+    const units = lines.map((l) => (l._aws as { CloudWatchMetrics: { Metrics: { Name: string; Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics);
+    expect(units).toEqual([[{ Name: "CycleDurationMs", Unit: "Milliseconds" }], [{ Name: "SyncLagSeconds", Unit: "Seconds" }]]);
+  });
 });
 
 describe("nameFailedCalls", () => {
