@@ -132,6 +132,14 @@ describe("PowertoolsMetricsAdapter", () => {
     const units = lines.map((l) => (l._aws as { CloudWatchMetrics: { Metrics: { Name: string; Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics);
     expect(units).toEqual([[{ Name: "CycleDurationMs", Unit: "Milliseconds" }], [{ Name: "SyncLagSeconds", Unit: "Seconds" }]]);
   });
+
+  it("adds a data point given an empty dimension set to the invocation's buffer, as one given none", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("EventsPublished", 2, "Count", {});
+    metrics.publishStoredMetrics();
+    expect(lines).toEqual([expect.objectContaining({ EventsPublished: 2, tenant: "acme" })]);
+  });
 });
 
 describe("nameFailedCalls", () => {
