@@ -140,6 +140,20 @@ describe("PowertoolsMetricsAdapter", () => {
     metrics.publishStoredMetrics();
     expect(lines).toEqual([expect.objectContaining({ EventsPublished: 2, tenant: "acme" })]);
   });
+
+  it("adds a state gauge only at the flush of an invocation that reported it: the next one's flush adds no stale value", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("TokenHeldInTable", 1, "Count");
+    adapter.flush();
+    metrics.publishStoredMetrics();
+    adapter.add("TokenRefreshes", 1, "Count");
+    adapter.flush();
+    metrics.publishStoredMetrics();
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatchObject({ TokenRefreshes: 1, tenant: "acme" });
+    expect(lines[1]).not.toHaveProperty("TokenHeldInTable");
+  });
 });
 
 describe("nameFailedCalls", () => {
