@@ -1,9 +1,10 @@
+import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BatchGetItemCommand, BatchWriteItemCommand, DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
+import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -204,5 +205,26 @@ describe("nameFailedCalls", () => {
     expect(awsCallOf(await dynamo.send(write).catch((e: unknown) => e))).toEqual({ awsCall: "DynamoDB BatchWriteItem", table: "bridge-acme" });
     const read = new BatchGetItemCommand({ RequestItems: { "bridge-acme": { Keys: [{ pk: { S: "x" } }] }, "bridge-globex": { Keys: [{ pk: { S: "y" } }] } } });
     expect(awsCallOf(await dynamo.send(read).catch((e: unknown) => e))).toEqual({ awsCall: "DynamoDB BatchGetItem", table: "bridge-acme,bridge-globex" });
+  });
+});
+
+describe("PowertoolsLoggerAdapter", () => {
+  it("logs each entry at the level it was given, with its attributes merged into the entry", () => {
+    vi.stubEnv("POWERTOOLS_DEV", "true");
+    const entries: Record<string, unknown>[] = [];
+    for (const method of ["debug", "info", "warn", "error", "log"] as const) {
+      vi.spyOn(console, method).mockImplementation((line: unknown) => void entries.push(JSON.parse(String(line)) as Record<string, unknown>));
+    }
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    adapter.debug("page read", { page: 1 });
+    adapter.info("cycle done", { pulled: 2 });
+    adapter.warn("lease taken", { holder: "other" });
+    adapter.error("cycle failed", { awsCall: "DynamoDB GetItem" });
+    expect(entries.map(({ level, message, page, pulled, holder, awsCall }) => ({ level, message, page, pulled, holder, awsCall }))).toEqual([
+      { level: "DEBUG", message: "page read", page: 1 },
+      { level: "INFO", message: "cycle done", pulled: 2 },
+      { level: "WARN", message: "lease taken", holder: "other" },
+      { level: "ERROR", message: "cycle failed", awsCall: "DynamoDB GetItem" },
+    ]);
   });
 });
