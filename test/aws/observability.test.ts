@@ -198,6 +198,16 @@ describe("nameFailedCalls", () => {
     expect(awsCallOf(new Error("no call", { cause: "a string" }))).toBeUndefined();
   });
 
+  it("names a call of a client that gives no client or command name as an AWS call, and no table where none was named", async () => {
+    type Handler = (args: { input: unknown }) => Promise<unknown>;
+    let named: ((next: Handler, context: object) => Handler) | undefined;
+    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const failure = new Error("Service unavailable");
+    const error = await named?.(() => Promise.reject(failure), {})({ input: { Key: "x" } }).catch((e: unknown) => e);
+    expect(error).toBe(failure);
+    expect(awsCallOf(error)).toStrictEqual({ awsCall: "AWS call" });
+  });
+
   it("names the table of a batch call, which gives it as the key of RequestItems (no TableName)", async () => {
     const dynamo = failing((config) => new DynamoDBClient(config));
     nameFailedCalls(dynamo);
