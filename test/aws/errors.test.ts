@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { revokedFamilyMessage } from "../../shared/aws/errors.js";
+
+describe("revokedFamilyMessage", () => {
+  const secretId = "arn:aws:secretsmanager:eu-west-1:1:secret:qashio-bridge/acme";
+
+  it("tells to re-authorize with the tenant's secret when the provider named the grant", () => {
+    expect(revokedFamilyMessage({ clientMayBeRefused: false }, 'for tenant "acme"', secretId)).toBe(
+      `The provider revoked the bridge's token family for tenant "acme": re-authorize the integration (npm run bridge -- authorize --secret-id ${secretId})`,
+    );
+  });
+
+  it("tells to check the secret's client credentials first, keeping its other fields, when the refusal may have been of them", () => {
+    const message = revokedFamilyMessage({ clientMayBeRefused: true }, 'for tenant "acme"', secretId);
+    expect(message).toMatch(/^The provider refused the bridge's refresh token or its client credentials for tenant "acme" \(a 401 without an OAuth error code/);
+    expect(message).toContain("check the secret's client_id and client_secret first");
+    expect(message).toContain("refresh_token and pii_salt kept");
+    expect(message).toContain(`; else re-authorize the integration (npm run bridge -- authorize --secret-id ${secretId})`);
+  });
+});
