@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { revokedFamilyMessage } from "../../shared/aws/errors.js";
+import { isConditionFailure, revokedFamilyMessage } from "../../shared/aws/errors.js";
 
 describe("revokedFamilyMessage", () => {
   const secretId = "arn:aws:secretsmanager:eu-west-1:1:secret:qashio-bridge/acme";
@@ -16,5 +16,14 @@ describe("revokedFamilyMessage", () => {
     expect(message).toContain("check the secret's client_id and client_secret first");
     expect(message).toContain("refresh_token and pii_salt kept");
     expect(message).toContain(`; else re-authorize the integration (npm run bridge -- authorize --secret-id ${secretId})`);
+  });
+});
+
+describe("isConditionFailure", () => {
+  it("is true only for an error named ConditionalCheckFailedException", () => {
+    expect(isConditionFailure(Object.assign(new Error("The conditional request failed"), { name: "ConditionalCheckFailedException" }))).toBe(true);
+    expect(isConditionFailure(Object.assign(new Error("Transaction cancelled"), { name: "TransactionCanceledException" }))).toBe(false);
+    // Not an Error (a plain object that a mock or a wrapper might throw) is no DynamoDB answer.
+    expect(isConditionFailure({ name: "ConditionalCheckFailedException" })).toBe(false);
   });
 });
