@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isConditionFailure, revokedFamilyMessage } from "../../shared/aws/errors.js";
+import { decodeCause, isConditionFailure, revokedFamilyMessage } from "../../shared/aws/errors.js";
 
 describe("revokedFamilyMessage", () => {
   const secretId = "arn:aws:secretsmanager:eu-west-1:1:secret:qashio-bridge/acme";
@@ -25,5 +25,12 @@ describe("isConditionFailure", () => {
     expect(isConditionFailure(Object.assign(new Error("Transaction cancelled"), { name: "TransactionCanceledException" }))).toBe(false);
     // Not an Error (a plain object that a mock or a wrapper might throw) is no DynamoDB answer.
     expect(isConditionFailure({ name: "ConditionalCheckFailedException" })).toBe(false);
+  });
+});
+
+describe("decodeCause", () => {
+  it("keeps a decode failure other than JSON.parse's, which quotes nothing", () => {
+    const gzip = Object.assign(new Error("incorrect header check"), { code: "Z_DATA_ERROR" });
+    expect(decodeCause(gzip)).toBe(gzip);
   });
 });
