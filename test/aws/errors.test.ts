@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { decodeCause, isConditionFailure, revokedFamilyMessage } from "../../shared/aws/errors.js";
+import {
+  decodeCause,
+  isConditionFailure,
+  revokedFamilyMessage,
+  SecretVersionQuotaError,
+} from "../../shared/aws/errors.js";
 
 describe("revokedFamilyMessage", () => {
   const secretId = "arn:aws:secretsmanager:eu-west-1:1:secret:qashio-bridge/acme";
@@ -32,5 +37,20 @@ describe("decodeCause", () => {
   it("keeps a decode failure other than JSON.parse's, which quotes nothing", () => {
     const gzip = Object.assign(new Error("incorrect header check"), { code: "Z_DATA_ERROR" });
     expect(decodeCause(gzip)).toBe(gzip);
+  });
+});
+
+describe("SecretVersionQuotaError", () => {
+  it("says when a postponed refresh goes ahead: once older versions age out, or, for one ahead of expiry, once the token expires", () => {
+    const late = new SecretVersionQuotaError("qashio-bridge/acme", 95, 90);
+    expect(late).toMatchObject({ name: "SecretVersionQuotaError", secretId: "qashio-bridge/acme", recentVersions: 95, limit: 90, early: false });
+    expect(late.message).toBe(
+      "Token refresh postponed: the provider secret has 95 versions created in the last 24 hours (the bridge refreshes only below 90, " +
+        "Secrets Manager keeps at most about 100 such versions); the refresh token is kept unspent and the refresh goes ahead once older " +
+        "versions are a day old (docs/runbook.md)",
+    );
+    const early = new SecretVersionQuotaError("qashio-bridge/acme", 85, 80, true);
+    expect(early.message).toContain("(the bridge refreshes ahead of the access token's expiry only below 80,");
+    expect(early.message).toContain("the refresh goes ahead once the access token expires (docs/runbook.md)");
   });
 });
