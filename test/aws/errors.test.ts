@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   decodeCause,
   isConditionFailure,
+  PiiSaltChangedError,
   revokedFamilyMessage,
   SecretVersionQuotaError,
 } from "../../shared/aws/errors.js";
@@ -52,5 +53,13 @@ describe("SecretVersionQuotaError", () => {
     const early = new SecretVersionQuotaError("qashio-bridge/acme", 85, 80, true);
     expect(early.message).toContain("(the bridge refreshes ahead of the access token's expiry only below 80,");
     expect(early.message).toContain("the refresh goes ahead once the access token expires (docs/runbook.md)");
+  });
+});
+
+describe("PiiSaltChangedError", () => {
+  it("names the secret, its pii_salt field and the table's item, under its own name", () => {
+    const error = new PiiSaltChangedError("qashio-bridge/acme", "bridge-acme", { pk: "PII#acme", sk: "SALT" });
+    expect(error).toMatchObject({ name: "PiiSaltChangedError", field: "pii_salt", secretId: "qashio-bridge/acme", tableName: "bridge-acme" });
+    expect(error.message).toMatch(/^The pii_salt in secret qashio-bridge\/acme is not the salt the pseudonyms in table bridge-acme were made with \(the item pk=PII#acme sk=SALT records/);
   });
 });
