@@ -3,6 +3,7 @@ import {
   decodeCause,
   isConditionFailure,
   PiiSaltChangedError,
+  ProviderClientChangedError,
   revokedFamilyMessage,
   SecretVersionQuotaError,
 } from "../../shared/aws/errors.js";
@@ -61,5 +62,14 @@ describe("PiiSaltChangedError", () => {
     const error = new PiiSaltChangedError("qashio-bridge/acme", "bridge-acme", { pk: "PII#acme", sk: "SALT" });
     expect(error).toMatchObject({ name: "PiiSaltChangedError", field: "pii_salt", secretId: "qashio-bridge/acme", tableName: "bridge-acme" });
     expect(error.message).toMatch(/^The pii_salt in secret qashio-bridge\/acme is not the salt the pseudonyms in table bridge-acme were made with \(the item pk=PII#acme sk=SALT records/);
+  });
+});
+
+describe("ProviderClientChangedError", () => {
+  it("names the secret whose client changed", () => {
+    expect(new ProviderClientChangedError("qashio-bridge/acme")).toMatchObject({
+      name: "ProviderClientChangedError",
+      message: "The provider client in secret qashio-bridge/acme changed since this container started; the next invocation uses the new one",
+    });
   });
 });
