@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   decodeCause,
+  FunctionTimeoutTooShortError,
   isConditionFailure,
   PiiSaltChangedError,
   ProviderClientChangedError,
@@ -71,5 +72,15 @@ describe("ProviderClientChangedError", () => {
       name: "ProviderClientChangedError",
       message: "The provider client in secret qashio-bridge/acme changed since this container started; the next invocation uses the new one",
     });
+  });
+});
+
+describe("FunctionTimeoutTooShortError", () => {
+  it("refuses a cycle unless told otherwise, and keeps the cause it is given", () => {
+    const cause = new Error("context");
+    const error = new FunctionTimeoutTooShortError(29_500, 60_000, 40_000, undefined, { cause });
+    expect(error).toMatchObject({ name: "FunctionTimeoutTooShortError", action: "cycle", cause });
+    // Seconds as they are, not rounded: a timeout of 29.5 s reads as no 30 s one.
+    expect(error.message).toMatch(/^The function's timeout is too short: 29\.5 s or less, where a poller needs at least 60 s, a cycle of 40 s \(MIN_CYCLE_BUDGET_MS/);
   });
 });
