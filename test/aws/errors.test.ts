@@ -6,6 +6,7 @@ import {
   PiiSaltChangedError,
   ProviderClientChangedError,
   revokedFamilyMessage,
+  SecretStoreError,
   SecretVersionQuotaError,
 } from "../../shared/aws/errors.js";
 
@@ -82,5 +83,12 @@ describe("FunctionTimeoutTooShortError", () => {
     expect(error).toMatchObject({ name: "FunctionTimeoutTooShortError", action: "cycle", cause });
     // Seconds as they are, not rounded: a timeout of 29.5 s reads as no 30 s one.
     expect(error.message).toMatch(/^The function's timeout is too short: 29\.5 s or less, where a poller needs at least 60 s, a cycle of 40 s \(MIN_CYCLE_BUDGET_MS/);
+  });
+});
+
+describe("SecretStoreError", () => {
+  it("keeps the cause of the failed call", () => {
+    const cause = Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" });
+    expect(new SecretStoreError("GetSecretValue kept failing", "qashio-bridge/acme", "GetSecretValue", 3, { cause })).toMatchObject({ name: "SecretStoreError", attempts: 3, cause });
   });
 });
