@@ -261,6 +261,22 @@ describe("QashioClient request checks (no network call on bad input)", () => {
   it("rejects an invitation without addresses", async () => {
     await rejected((c) => c.inviteUsers([]));
   });
+
+  it("refuses a blank statement account id: the empty segment would read the statements list instead", async () => {
+    for (const id of ["", " \t"]) expect((await rejected((c) => c.getStatementsByAccount(id))).fields).toEqual(["statementAccountId"]);
+  });
+
+  it.each([
+    ["a transaction id", (c: QashioClient) => c.getTransaction("CT10023456"), "path", "GET", "/public/v1/erp/transactions"],
+    ["an ERP card id", (c: QashioClient) => c.readErpCard("12345"), "path", "GET", "/public/v1/erp/cards"],
+    ["a statements-by-account query", (c: QashioClient) => c.getStatementsByAccount(CARD_ID, { to_month: "April" }), "query", "GET", "/public/v1/erp/statements"],
+    ["the card id of an update", (c: QashioClient) => c.updateCard("12345", { nickname: "x" }), "path", "PUT", "/public/v1/core/cards"],
+    ["the card id of a velocity limit", (c: QashioClient) => c.updateVelocityLimit("12345", { spend_limit_active: true }), "path", "POST", "/public/v1/core/cards"],
+  ])("names the operation's method and path, not the bad value, when it refuses %s", async (_what, run, part, method, path) => {
+    const error = await rejected(run);
+    expect(error).toMatchObject({ method, path });
+    expect(error.message.startsWith(`invalid ${part} for ${method} ${path}, not sent: `)).toBe(true);
+  });
 });
 
 describe("QashioClient writes", () => {
