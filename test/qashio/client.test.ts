@@ -146,6 +146,17 @@ describe("QashioClient reads", () => {
     expect(fetch.calls[0]!.url.pathname).toBe(`/public/v1/erp/statements/${CARD_ID}`);
   });
 
+  it.each([
+    ["readErpCard", (c: QashioClient) => c.readErpCard(CARD_ID), erpCardDetailFixture()],
+    ["getStatementsByAccount", (c: QashioClient) => c.getStatementsByAccount(CARD_ID), statementsByAccountFixture()],
+    ["suspendCard", (c: QashioClient) => c.suspendCard(CARD_ID), { message: "Status change is being processed" }],
+    ["updateCard", (c: QashioClient) => c.updateCard(CARD_ID, { nickname: "x" }), { card: coreCardWriteFixture() }],
+    ["updateVelocityLimit", (c: QashioClient) => c.updateVelocityLimit(CARD_ID, { spend_limit_active: true }), { card: coreCardWriteFixture() }],
+  ])("%s gives the answer's request id", async (_name, call, data) => {
+    const { client } = clientWith(scriptedFetch(ok(data, { meta: { request_id: "req-read-7", timestamp: "2025-01-15T12:00:00Z" } })));
+    expect((await call(client)).requestId).toBe("req-read-7");
+  });
+
   it("reads the company summary as received (shape not in the spec)", async () => {
     const fetch = scriptedFetch(ok({ total_balance: 10, currency: "AED" }));
     const { client } = clientWith(fetch);
@@ -376,6 +387,28 @@ describe("QashioClient writes", () => {
     }
   });
 
+  it("acknowledges without a warning when the answer has the standard envelope, giving its request id", async () => {
+    const { client, logger } = clientWith(scriptedFetch(ok({})));
+    expect(await client.acknowledgeTransactions([TRANSACTION_ID])).toEqual({ acknowledged: 1, requestId: "req-0001" });
+    expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+  });
+
+  it("names the path, status and request id in the warning of an acknowledgement answered without the envelope", async () => {
+    const fetch = scriptedFetch(new Response("Accepted", { status: 202, headers: { "content-type": "text/plain", "x-request-id": "req-ack-2" } }));
+    const { client, logger } = clientWith(fetch);
+    expect(await client.acknowledgeTransactions([TRANSACTION_ID])).toEqual({ acknowledged: 1, requestId: "req-ack-2" });
+    expect(logger.lines.filter((l) => l.level === "warn")).toEqual([
+      { level: "warn", message: "acknowledge answered 2xx without the standard envelope", attributes: { path: "/public/v1/erp/transactions/acknowledge", status: 202, requestId: "req-ack-2" } },
+    ]);
+  });
+
+  it("sends no acknowledgement once its stop signal has aborted", async () => {
+    const fetch = scriptedFetch(ok({}));
+    const { client } = clientWith(fetch);
+    await expect(client.acknowledgeTransactions([TRANSACTION_ID], { stop: AbortSignal.abort() })).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("still refuses a read answered 2xx with a body that is not JSON", async () => {
     const fetch = scriptedFetch(new Response("OK", { status: 200 }));
     const { client } = clientWith(fetch);
@@ -410,6 +443,13 @@ describe("QashioClient writes", () => {
     expect(fetch.calls[0]!.url.pathname).toBe("/public/v1/core/cards");
     expect(fetch.calls[0]!.body).toEqual({ nickname: "New card" });
     expect(result.card?.id).toBe(CARD_ID);
+  });
+
+  it("returns an issued card's whole answer: the card, data as received, the message and the request id", async () => {
+    const data = { card: coreCardFixture(), funding: { source: "pool" } };
+    const fetch = scriptedFetch(json(201, { status_code: 201, success: true, message: "Resource created", data, meta: { request_id: "req-issue-1", timestamp: "2025-01-15T12:00:00Z" } }));
+    const { client } = clientWith(fetch);
+    expect(await client.issueCard({ nickname: "New card" })).toEqual({ card: expect.objectContaining({ id: CARD_ID }), data, message: "Resource created", requestId: "req-issue-1" });
   });
 
   it("updates a card with PUT and returns data.card", async () => {
