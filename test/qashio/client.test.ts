@@ -6,7 +6,7 @@ import { DeadlineExceededError, InvalidRequestError, InvalidResponseError, RateL
 import type { DriftReport } from "../../shared/qashio/schemas/index.js";
 import { issuesOf } from "../../shared/qashio/parse.js";
 import type { RetryEvent } from "../../shared/qashio/http.js";
-import { pagesByHasNext } from "../../shared/qashio/pagination.js";
+import { pagesByHasNext, type WalkOptions } from "../../shared/qashio/pagination.js";
 import * as z from "zod";
 import {
   CARD_ID,
@@ -708,19 +708,26 @@ describe("QashioClient iterators", () => {
     expect(setAside).toEqual([1]);
   });
 
-  it.each([
-    ["iterateTransactions", (c: QashioClient) => c.iterateTransactions({ client_sync_status: "not_synced", page_size: 1 }), "/public/v1/erp/transactions", transactionFixture],
-    ["iterateErpCards", (c: QashioClient) => c.iterateErpCards({ status: "active", page_size: 1 }), "/public/v1/erp/cards", erpCardFixture],
-    ["iteratePoolAccounts", (c: QashioClient) => c.iteratePoolAccounts({ status: "all", page_size: 1 }), "/public/v1/erp/pool_accounts", poolAccountFixture],
-    ["iterateBankAccounts", (c: QashioClient) => c.iterateBankAccounts({ remote_name: "emirates", page_size: 1 }), "/public/v1/erp/bank_accounts", bankAccountFixture],
-    ["iterateChartOfAccounts", (c: QashioClient) => c.iterateChartOfAccounts({ account_currency: "AED", page_size: 1 }), "/public/v1/erp/chart_of_accounts", chartOfAccountFixture],
-    ["iterateTaxRates", (c: QashioClient) => c.iterateTaxRates({ remote_name: "vat", page_size: 1 }), "/public/v1/erp/tax_rates", taxRateFixture],
-    ["iterateSuppliers", (c: QashioClient) => c.iterateSuppliers({ remote_name: "careem", page_size: 1 }), "/public/v1/erp/suppliers", supplierFixture],
-    ["iterateStatements", (c: QashioClient) => c.iterateStatements({ month: "2024-04", page_size: 1 }), "/public/v1/erp/statements", statementSummaryFixture],
-  ])("%s walks its list with the query on every page and yields the items of each", async (_name, walk, path, fixture) => {
+  const walks = [
+    ["iterateTransactions", (c: QashioClient, options?: WalkOptions) => c.iterateTransactions({ client_sync_status: "not_synced", page_size: 1 }, options), "/public/v1/erp/transactions", transactionFixture],
+    ["iterateErpCards", (c: QashioClient, options?: WalkOptions) => c.iterateErpCards({ status: "active", page_size: 1 }, options), "/public/v1/erp/cards", erpCardFixture],
+    ["iteratePoolAccounts", (c: QashioClient, options?: WalkOptions) => c.iteratePoolAccounts({ status: "all", page_size: 1 }, options), "/public/v1/erp/pool_accounts", poolAccountFixture],
+    ["iterateBankAccounts", (c: QashioClient, options?: WalkOptions) => c.iterateBankAccounts({ remote_name: "emirates", page_size: 1 }, options), "/public/v1/erp/bank_accounts", bankAccountFixture],
+    ["iterateChartOfAccounts", (c: QashioClient, options?: WalkOptions) => c.iterateChartOfAccounts({ account_currency: "AED", page_size: 1 }, options), "/public/v1/erp/chart_of_accounts", chartOfAccountFixture],
+    ["iterateTaxRates", (c: QashioClient, options?: WalkOptions) => c.iterateTaxRates({ remote_name: "vat", page_size: 1 }, options), "/public/v1/erp/tax_rates", taxRateFixture],
+    ["iterateSuppliers", (c: QashioClient, options?: WalkOptions) => c.iterateSuppliers({ remote_name: "careem", page_size: 1 }, options), "/public/v1/erp/suppliers", supplierFixture],
+    ["iterateStatements", (c: QashioClient, options?: WalkOptions) => c.iterateStatements({ month: "2024-04", page_size: 1 }, options), "/public/v1/erp/statements", statementSummaryFixture],
+  ] as const;
+
+  /** A second item told apart by its id where it has one (the walks that yield each id once). */
+  const secondOf = (fixture: (overrides?: Readonly<Record<string, unknown>>) => object): object => {
+    const first: Readonly<Record<string, unknown>> = { ...fixture() };
+    return "id" in first ? fixture({ id: String(first.id).replace(/.$/, (last) => (last === "2" ? "3" : "2")) }) : fixture();
+  };
+
+  it.each(walks)("%s walks its list with the query on every page and yields the items of each", async (_name, walk, path, fixture) => {
     const first = fixture();
-    // A second item told apart by its id where it has one (the walks that yield each id once).
-    const second = "id" in first ? fixture({ id: String(first.id).replace(/.$/, (last) => (last === "2" ? "3" : "2")) }) : fixture();
+    const second = secondOf(fixture);
     const fetch = routedFetch((call) => {
       const page = Number(call.url.searchParams.get("page"));
       return ok([page === 1 ? first : second], { pagination: pagination(page, 2, 1) });
@@ -734,6 +741,34 @@ describe("QashioClient iterators", () => {
     expect(queryOf(fetch.calls[1]!)).toEqual(queryOf(fetch.calls[0]!));
     expect(queryOf(fetch.calls[0]!)).toContainEqual(["page_size", "1"]);
     expect(queryOf(fetch.calls[0]!)).toHaveLength(2);
+  });
+
+  it.each(walks.filter(([name]) => name !== "iterateStatements"))(
+    "%s yields an item once when an arrival shifts it onto the next page",
+    async (_name, walk, _path, fixture) => {
+      const [first, second] = [fixture(), secondOf(fixture)];
+      const fetch = routedFetch((call) => {
+        const page = Number(call.url.searchParams.get("page"));
+        return ok(page === 1 ? [first] : [first, second], { pagination: pagination(page, 2) });
+      });
+      const items: unknown[] = [];
+      for await (const item of walk(clientWith(fetch).client)) items.push(item);
+      expect(items).toHaveLength(2);
+    },
+  );
+
+  it.each(walks)("%s names its own list in a walk's errors, whatever list the options carry", async (_name, walk, path) => {
+    const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000));
+    const run = async () => {
+      for await (const _ of walk(clientWith(fetch).client, { maxPages: 1, list: { method: "GET", path: "/elsewhere" } })) void _;
+    };
+    await expect(run()).rejects.toMatchObject({ message: `GET ${path}: pagination did not end within 1 pages`, path });
+  });
+
+  it("keeps the walk's page over a page in a plain-JS caller's query", async () => {
+    const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 2));
+    for await (const _ of clientWith(fetch).client.iterateTransactions({ page: 7 } as Parameters<QashioClient["iterateTransactions"]>[0])) void _;
+    expect(fetch.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2"]);
   });
 
   it("sends the walk's query with every page of the ERP cards, core cards and statements by account", async () => {
