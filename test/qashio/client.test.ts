@@ -186,6 +186,37 @@ describe("QashioClient reads", () => {
     expect([...fetch.calls[0]!.url.searchParams]).toEqual([["last_four", "4821"]]);
   });
 
+  it("sends the statements-by-account and core cards queries as checked: a key the read does not take is not sent", async () => {
+    const fetch = scriptedFetch(ok(statementsByAccountFixture()), ok({ cards: [], page_info: { current_page: 1, per_page: 20, total_entries: 0, total_pages: 1, next_page: null, previous_page: null, offset: 0 } }));
+    const { client } = clientWith(fetch);
+    await client.getStatementsByAccount(CARD_ID, { from_month: "2024-01", month: "2024-02" } as Parameters<QashioClient["getStatementsByAccount"]>[1]);
+    await client.listCoreCards({ limit: 5, status: "active" } as Parameters<QashioClient["listCoreCards"]>[0]);
+    expect(fetch.calls.map((c) => [...c.url.searchParams])).toEqual([[["from_month", "2024-01"]], [["limit", "5"]]]);
+  });
+
+  it("retries a read on a 5xx (spec §7 rule 2)", async () => {
+    const fetch = scriptedFetch(fail(503), listOf([transactionFixture()]));
+    const { client } = clientWith(fetch);
+    expect((await client.listTransactions()).data).toHaveLength(1);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("parses bank accounts with their own schema: a non-boolean reconciliation_account is set aside", async () => {
+    const { client } = clientWith(scriptedFetch(listOf([bankAccountFixture({ reconciliation_account: "yes" })])));
+    expect((await client.listBankAccounts()).invalid.map((each) => each.index)).toEqual([0]);
+  });
+
+  it("validates with the client's retry settings and logger", async () => {
+    const fetch = scriptedFetch(json(503, { error: "temporarily_unavailable" }), json(200, { active: true }));
+    const logger = captureLogger();
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider("access-1"), fetch, clock: fakeClock(), logger, retry: { maxAttempts: 1 } });
+    await expect(client.validate()).rejects.toBeInstanceOf(ServerError);
+    expect(fetch.calls).toHaveLength(1);
+    const retried = clientWith(scriptedFetch(json(503, { error: "temporarily_unavailable" }), json(200, { active: true })));
+    await retried.client.validate();
+    expect(retried.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", attributes: expect.objectContaining({ path: "/oauth2/validate" }) }));
+  });
+
   it("validates the current token at /oauth2/validate", async () => {
     const fetch = scriptedFetch(json(200, { active: true }));
     const { client } = clientWith(fetch);
@@ -462,6 +493,26 @@ describe("QashioClient writes", () => {
     expect(result.card.id).toBe(CARD_ID);
   });
 
+  it("sends a card update and a velocity limit as checked: a key the write does not take (a plain-JS caller's) is not sent", async () => {
+    const fetch = scriptedFetch(ok({ card: coreCardWriteFixture() }, { message: "Resource updated" }));
+    const { client } = clientWith(fetch);
+    const update = await client.updateCard(CARD_ID, { nickname: "x", status: "terminated" } as Parameters<QashioClient["updateCard"]>[1]);
+    await client.updateVelocityLimit(CARD_ID, { spend_limit_active: true, card_id: "CA0" } as Parameters<QashioClient["updateVelocityLimit"]>[1]);
+    expect(fetch.calls.map((c) => c.body)).toEqual([{ nickname: "x" }, { spend_limit_active: true }]);
+    expect(update.message).toBe("Resource updated");
+  });
+
+  it.each([
+    ["updateVelocityLimit", (c: QashioClient) => c.updateVelocityLimit(CARD_ID, { spend_limit_active: true }), ok({ card: coreCardWriteFixture() })],
+    ["inviteUsers", (c: QashioClient) => c.inviteUsers(["new.hire@example.com"]), json(201, { status_code: 201, success: true, data: invitationResultFixture() })],
+  ])("%s retries a 429 after its Retry-After: the provider did not process it", async (_name, call, reply) => {
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "1" }), reply);
+    const { client, clock } = clientWith(fetch);
+    await call(client);
+    expect(fetch.calls).toHaveLength(2);
+    expect(clock.sleeps).toEqual([1000]);
+  });
+
   it("suspends a card through change_status with status suspended", async () => {
     const fetch = scriptedFetch(ok({ message: "Status change is being processed" }, { message: "Resource updated" }));
     const { client } = clientWith(fetch);
@@ -575,12 +626,12 @@ describe("QashioClient response handling", () => {
     expect(error.issues.map((i) => i.path)).toContain("pagination");
   });
 
-  it("puts the answer's request id on the InvalidResponseError of a body that does not match its schema", async () => {
+  it("puts the answer's request id, status, method and path on the InvalidResponseError of a body that does not match its schema", async () => {
     const fetch = scriptedFetch(json(200, { success: true, data: [], meta: { request_id: "req-schema-1" } }));
     const { client } = clientWith(fetch);
     const error = (await client.listTransactions().catch((e: unknown) => e)) as InvalidResponseError;
     expect(error).toBeInstanceOf(InvalidResponseError);
-    expect(error.requestId).toBe("req-schema-1");
+    expect(error).toMatchObject({ requestId: "req-schema-1", status: 200, method: "GET", path: "/public/v1/erp/transactions" });
   });
 
   it("reports the drift of a single read, parsed whole, to onDrift too", async () => {
