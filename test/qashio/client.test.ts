@@ -304,6 +304,15 @@ describe("QashioClient request checks (no network call on bad input)", () => {
     await rejected((c) => c.inviteUsers([]));
   });
 
+  it("names each refused field with its code and message, and joins the messages with semicolons", async () => {
+    const path = await rejected((c) => c.getTransaction("CT10023456"));
+    expect(path.errors).toEqual([{ field: "transactionId", code: "INVALID_FORMAT", message: "transactionId is malformed" }]);
+    const query = await rejected((c) => c.listTransactions({ page: 0, card_last_four: "12" }));
+    expect(query.errors).toHaveLength(2);
+    expect(query.message).toBe(`invalid query for GET /public/v1/erp/transactions, not sent: ${query.errors.map((e) => e.message).join("; ")}`);
+    expect(query.errors.every((e) => e.message.length > 0)).toBe(true);
+  });
+
   it("refuses a blank statement account id: the empty segment would read the statements list instead", async () => {
     for (const id of ["", " \t"]) expect((await rejected((c) => c.getStatementsByAccount(id))).fields).toEqual(["statementAccountId"]);
   });
