@@ -184,8 +184,11 @@ export class QashioClient {
     return this.listPage(PATHS.erpCards, ErpCardsQuerySchema, query, ErpCardSchema, options);
   }
 
-  /** `GET /public/v1/erp/cards/{cardId}`: one card with its configuration objects; the committed card state. */
-  getErpCard(cardId: string): Promise<ErpCardDetail> {
+  /**
+   * `GET /public/v1/erp/cards/{cardId}`: one card with its configuration objects; the committed card state. Async so a
+   * malformed id rejects the promise, as every other call's does, rather than throwing before one exists.
+   */
+  async getErpCard(cardId: string): Promise<ErpCardDetail> {
     return this.getData(this.erpCardPath(cardId), ErpCardDetailSchema);
   }
 

@@ -304,6 +304,15 @@ describe("QashioClient request checks (no network call on bad input)", () => {
     await rejected((c) => c.inviteUsers([]));
   });
 
+  it("refuses a malformed ERP card id by rejecting, not by throwing before a promise exists", async () => {
+    const fetch = scriptedFetch(ok(erpCardDetailFixture()));
+    const { client } = clientWith(fetch);
+    let call: Promise<unknown> | undefined;
+    expect(() => (call = client.getErpCard("12345"))).not.toThrow();
+    await expect(call).rejects.toMatchObject({ name: "InvalidRequestError", fields: ["cardId"], method: "GET", path: "/public/v1/erp/cards" });
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("names each refused field with its code and message, and joins the messages with semicolons", async () => {
     const path = await rejected((c) => c.getTransaction("CT10023456"));
     expect(path.errors).toEqual([{ field: "transactionId", code: "INVALID_FORMAT", message: "transactionId is malformed" }]);
