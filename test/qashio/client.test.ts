@@ -501,6 +501,11 @@ describe("QashioClient writes", () => {
     expect(await client.issueCard({ nickname: "New card" })).toEqual({ card: expect.objectContaining({ id: CARD_ID }), data, message: "Resource created", requestId: "req-issue-1" });
   });
 
+  it("names POST and the cards path on an issued card's answer without the envelope", async () => {
+    const { client } = clientWith(scriptedFetch(json(201, ["not", "an", "envelope"])));
+    await expect(client.issueCard({ nickname: "New card" })).rejects.toMatchObject({ name: "InvalidResponseError", method: "POST", path: "/public/v1/core/cards", status: 201 });
+  });
+
   it("updates a card with PUT and returns data.card", async () => {
     const fetch = scriptedFetch(ok({ card: coreCardWriteFixture() }, { message: "Resource updated" }));
     const { client } = clientWith(fetch);
