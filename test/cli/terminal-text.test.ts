@@ -13,3 +13,9 @@ describe("printable", () => {
     expect(printable(spoofed)).toBe(String.raw`\u2067gnp.exe\u2069 \u2066a\u2068b\u061cc\u200ed\u200fe`);
   });
 });
+
+describe("printable: the ends of the control ranges", () => {
+  it("escapes NUL, a tab, DEL and the first and last C1 controls, and leaves the printable characters next to them as they are", () => {
+    expect(printable("\u0000a\tb\u001fc d~\u007fe\u0080f\u009f\u00a0g")).toBe(String.raw`\u0000a\tb\u001fc d~\u007fe\u0080f\u009f` + "\u00a0g");
+  });
+});
