@@ -23,6 +23,11 @@ describe("openerCommand", () => {
     expect((args.at(-1) as string).replace(/\^(.)/g, "$1")).toBe(URL_WITH_QUERY);
   });
 
+  it("escapes every other metacharacter of cmd too (| < > and parentheses), which a URL's query may hold", () => {
+    const url = "http://127.0.0.1:4711/cb?q=a|b<c>d(e)";
+    expect(openerCommand(url, "win32").args.at(-1)).toBe("http://127.0.0.1:4711/cb?q=a^|b^<c^>d^(e^)");
+  });
+
   it.each([
     ["darwin", "open"],
     ["linux", "xdg-open"],
