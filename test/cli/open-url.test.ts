@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { openerCommand, openInBrowser } from "../../shared/cli/open-url.js";
+import { browserEnvironment, openerCommand, openInBrowser } from "../../shared/cli/open-url.js";
 
 const URL_WITH_QUERY = "http://127.0.0.1:4711/oauth2/authorize?response_type=code&client_id=c&scope=a%20b&state=x^y";
 
@@ -33,6 +33,13 @@ describe("openerCommand", () => {
     ["linux", "xdg-open"],
   ] as const)("hands the URL unchanged to the %s opener", (platform, command) => {
     expect(openerCommand(URL_WITH_QUERY, platform)).toEqual({ command, args: [URL_WITH_QUERY], verbatim: false });
+  });
+});
+
+describe("browserEnvironment", () => {
+  it("withholds the bridge's and AWS's variables whatever their case (Windows names ignore it), and only those that start so", () => {
+    const env = { qashio_client_secret: "s", Bridge_Pii_Salt: "p", aws_session_token: "t", MY_AWS_PROFILE_NAME: "kept", PATH: "/usr/bin" };
+    expect(browserEnvironment(env)).toEqual({ MY_AWS_PROFILE_NAME: "kept", PATH: "/usr/bin" });
   });
 });
 
