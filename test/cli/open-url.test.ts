@@ -1,7 +1,8 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
+import { ROOT, spawnScript } from "./helpers.js";
 import { browserEnvironment, openerCommand, openInBrowser } from "../../shared/cli/open-url.js";
 
 const URL_WITH_QUERY = "http://127.0.0.1:4711/oauth2/authorize?response_type=code&client_id=c&scope=a%20b&state=x^y";
@@ -81,4 +82,32 @@ describe("openInBrowser", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("lets the command end while the browser it started stays open: the opener leads a session of its own and holds none of the command's output", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qashio-open-url-"));
+    const seen = join(dir, "seen");
+    try {
+      // A stand-in xdg-open that stays open as a browser does: it writes down its session id and pid, then sleeps.
+      writeFileSync(join(dir, "xdg-open"), `#!/bin/sh\n{ cut -d' ' -f6 /proc/$$/stat; echo $$; } > "${seen}.tmp" && mv "${seen}.tmp" "${seen}"\nexec sleep 20\n`);
+      chmodSync(join(dir, "xdg-open"), 0o755);
+      const script = join(dir, "open.mts");
+      writeFileSync(script, `import { openInBrowser } from ${JSON.stringify(join(ROOT, "shared/cli/open-url.ts"))};\nconsole.log(await openInBrowser(${JSON.stringify(URL_WITH_QUERY)}, "linux"));\n`);
+      const started = Date.now();
+      // The outcome waits for the command's exit and for its output pipes to close: neither may wait for the browser.
+      const { code, stdout } = await spawnScript(script, [], { PATH: `${dir}:${process.env.PATH ?? ""}` }).outcome;
+      expect(Date.now() - started).toBeLessThan(12_000);
+      expect({ code, stdout }).toEqual({ code: 0, stdout: "true\n" });
+      // Detached: Ctrl-C on the command (its process group) does not close the browser.
+      const [session, pid] = (await vi.waitFor(() => readFileSync(seen, "utf8"), { timeout: 5_000 })).trim().split("\n");
+      expect(session).toBe(pid);
+    } finally {
+      const pid = existsSync(seen) ? Number(readFileSync(seen, "utf8").trim().split("\n")[1]) : 0;
+      try {
+        if (pid > 0) process.kill(pid);
+      } catch {
+        // It ended by itself (a failed run waited for it): nothing to stop.
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
