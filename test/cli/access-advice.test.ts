@@ -1,5 +1,8 @@
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { looseAccessProblem } from "../../shared/cli/access-advice.js";
+import { deniedAccessOf, looseAccessProblem, shellWord, uncheckedProblem } from "../../shared/cli/access-advice.js";
 
 describe("looseAccessProblem", () => {
   const dirStats = (mode: number, uid: number) => ({ mode: 0o040000 | mode, uid });
@@ -29,5 +32,39 @@ describe("looseAccessProblem", () => {
     expect(looseAccessProblem("/s/tokens.json", { mode: 0o101620, uid: 1000 }, 1000, false)).toBe(
       "is writable by its group (mode 1620): /s/tokens.json; another local user could rewrite it, so the bridge will not use it: run `chmod 600 /s/tokens.json`",
     );
+  });
+});
+
+describe("deniedAccessOf and its words", () => {
+  it.runIf(process.geteuid?.() === 0)("names a directory's special bits, the need of all of rwx and a recursive chown when another user owns it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "access-advice-"));
+    try {
+      // Root enters every directory: the path's own mode and owner are what is left to name.
+      const shared = join(dir, "shared");
+      mkdirSync(shared);
+      chmodSync(shared, 0o1750);
+      chownSync(shared, 1001, 1001);
+      expect(deniedAccessOf(shared, "read")).toBe(
+        `this user may not read and write ${shared} (mode 1750, owned by uid 1001); run as its owner, or give it to this user (\`sudo chown -R 0 ${shared}\`)`,
+      );
+      const file = join(dir, "events.jsonl");
+      writeFileSync(file, "");
+      chmodSync(file, 0o200);
+      chownSync(file, 1001, 1001);
+      expect(deniedAccessOf(file, "read and write")).toBe(
+        `this user may not read and write ${file} (mode 0200, owned by uid 1001); run as its owner, or give it to this user (\`sudo chown 0 ${file}\`)`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names an error without a code as an error, and adds nothing for a code other than EACCES", () => {
+    expect(uncheckedProblem("/s", new Error("odd"))).toBe("cannot be checked by this user (error): /s");
+    expect(uncheckedProblem("/s", Object.assign(new Error("loop"), { code: "ELOOP" }))).toBe("cannot be checked by this user (ELOOP): /s");
+  });
+
+  it("quotes a path with a single quote as one shell word, closing, escaping and reopening the quote", () => {
+    expect(shellWord("/home/o'brien/state")).toBe("'/home/o'\\''brien/state'");
   });
 });
