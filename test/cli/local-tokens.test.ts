@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TokenFileError } from "../../shared/cli/errors.js";
 import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { FileTokenStore } from "../../shared/local/index.js";
+import { CorruptStateError, FileTokenStore } from "../../shared/local/index.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -64,5 +64,54 @@ describe("LocalTokenStore's words to the person", () => {
     rmSync(files.file);
     // The file is gone again, but the store held its tokens: the spent seed does not stand in.
     expect(await store.usesSeed()).toBe(false);
+  });
+
+  it("stops the seed standing in once the store saved tokens itself, so a file removed afterwards is an error, not the spent seed", async () => {
+    const files = new FileTokenStore(dir);
+    const store = new LocalTokenStore(files, "rt-seed");
+    await store.save({ accessToken: "at-1", refreshToken: "rt-1" });
+    rmSync(files.file);
+    expect(await store.usesSeed()).toBe(false);
+    await expect(store.load()).rejects.toBeInstanceOf(TokenFileError);
+  });
+
+  it("loads the seed as the refresh token while the file holds none, and nothing when no seed is set either", async () => {
+    const files = new FileTokenStore(dir);
+    expect(await new LocalTokenStore(files, "rt-seed").load()).toEqual({ refreshToken: "rt-seed" });
+    const unseeded = new LocalTokenStore(files);
+    expect(await unseeded.load()).toBeUndefined();
+    expect(await unseeded.usesSeed()).toBe(false);
+  });
+
+  it("keeps the adapter's error of a corrupt file as the cause", async () => {
+    const files = new FileTokenStore(dir);
+    await writeFile(files.file, "{ not json");
+    const error = await new LocalTokenStore(files).load().catch((e: unknown) => e as Error);
+    expect(error.cause).toBeInstanceOf(CorruptStateError);
+  });
+
+  it("says a removed file's copy is still good when only another token file's tokens are held unsaved", async () => {
+    const files = new FileTokenStore(dir);
+    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
+    const store = new LocalTokenStore(files);
+    await store.load();
+    rmSync(files.file);
+    const untrack = spendingRefreshes.track({ holdsUnsavedTokens: true, heldTokensFailure: undefined, saveHeldTokens: async () => false }, join(dir, "other", "tokens.json"));
+    try {
+      await expect(store.load()).rejects.toThrow("put it back if you have a copy, the tokens it held are still good");
+    } finally {
+      untrack();
+    }
+  });
+
+  it("words the way to sign in again as its caller gave it (the demo's), for a corrupt file and a removed one", async () => {
+    const files = new FileTokenStore(dir);
+    const store = new LocalTokenStore(files, undefined, { words: "start a new demo", sameState: false });
+    await writeFile(files.file, "{ not json");
+    await expect(store.load()).rejects.toThrow(/\): start a new demo$/);
+    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
+    await store.load();
+    rmSync(files.file);
+    await expect(store.load()).rejects.toThrow(/\): start a new demo$/);
   });
 });
