@@ -88,6 +88,8 @@ describe("LocalTokenStore's words to the person", () => {
     await writeFile(files.file, "{ not json");
     const error = await new LocalTokenStore(files).load().catch((e: unknown) => e as Error);
     expect(error.cause).toBeInstanceOf(CorruptStateError);
+    // Asked whether the seed stands in, it says the same, not the adapter's bare error.
+    await expect(new LocalTokenStore(files, "rt-seed").usesSeed()).rejects.toBeInstanceOf(TokenFileError);
   });
 
   it("says a removed file's copy is still good when only another token file's tokens are held unsaved", async () => {
