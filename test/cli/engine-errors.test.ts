@@ -217,6 +217,20 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
     expect(error.message).not.toContain("move it aside");
   });
 
+  it("names a corrupt state file (exit 2) under a heading that blames the file, with what to do", () => {
+    const corrupt = new CorruptStateError("Snapshot segment header is unreadable", { file: "/state/snapshots/seg-1.log" });
+    const error = stateErrorOf(new CycleAbortedError("stopped", { report: emptyReport("transactions") }, { cause: corrupt }), state);
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toBe(
+      "A file in the state directory (/state) cannot be used:\n  - BRIDGE_STATE_DIR: Snapshot segment header is unreadable (/state/snapshots/seg-1.log); restore it or move it aside",
+    );
+    // One that names no file, denied or not, is named as a file in the state directory.
+    const denied = Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
+    expect(stateErrorOf(new CorruptStateError("Quarantine is unreadable", {}, { cause: denied }), state).message).toContain(
+      "BRIDGE_STATE_DIR: Quarantine is unreadable (a file in it); restore it or move it aside",
+    );
+  });
+
   it("words any other failure with its name (exit 1), and a thrown non-Error as its text", () => {
     const error = stateErrorOf(new TypeError("boom"), state);
     expect(error).toBeInstanceOf(CycleFailedError);
