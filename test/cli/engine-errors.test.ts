@@ -8,6 +8,7 @@ import { CorruptStateError, LeaseUnreadableError, TokenFileUnwritableError } fro
 import { cliErrorOf, leaseUnreadableProblem, stateErrorOf } from "../../shared/cli/engine-errors.js";
 import { AUTHORIZE_AGAIN, AuthorizeAgainError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge, LocalState } from "../../shared/cli/local-bridge.js";
+import { spendingRefreshes } from "../../shared/cli/token-spending.js";
 import { NetworkError, ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 
 /**
@@ -200,6 +201,30 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
       `whether another process holds the lease is unknown: the lease file /state/locks/cycle.lock could not be read now (${code}), so the run stopped ` +
         `without touching the token; this sign-in was not stored; ${advice}`,
     );
+  });
+
+  it("says a lease file of another user's is to be removed only once no bridge runs, with what the command left undone, exit 2", () => {
+    const error = leaseUnreadableProblem(new LeaseUnreadableError("/state/locks/cycle.lock", "EACCES"), "/state", "; this sign-in was not stored");
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toContain(
+      "; a bridge run by another user may hold it: run every bridge on this state directory as the same user; remove the file only once none runs; this sign-in was not stored",
+    );
+  });
+
+  it("says a lease that could not be read, while new tokens are held unsaved, touched no token but that those in every file are held", () => {
+    const holder = { holdsUnsavedTokens: true, heldTokensFailure: undefined, saveHeldTokens: async () => false };
+    const untrack = [spendingRefreshes.track(holder, "/state/tokens.json")];
+    try {
+      const lease = new LeaseUnreadableError("/state/locks/cycle.lock", "EMFILE");
+      expect(leaseUnreadableProblem(lease, "/state").message).toContain("(the refresh token stored in /state/tokens.json is spent)");
+      untrack.push(spendingRefreshes.track({ ...holder }, "/other/tokens.json"));
+      const message = leaseUnreadableProblem(lease, "/state").message;
+      expect(message).toMatch(/^whether another process holds the lease is unknown: the lease file \/state\/locks\/cycle\.lock could not be read now \(EMFILE\), so the run stopped; try again; meanwhile/);
+      expect(message).toContain("(the refresh token stored in /state/tokens.json and /other/tokens.json is spent)");
+      expect(message).not.toContain("without touching the token");
+    } finally {
+      for (const stop of untrack) stop();
+    }
   });
 
   it("says a locks directory of another user's is to be given to this user (exit 2), not a file to remove", () => {
