@@ -20,6 +20,16 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A store that loaded the file's tokens, and the file removed afterwards (as a person may, under a running loop). */
+async function storeOfRemovedFile(): Promise<{ files: FileTokenStore; store: LocalTokenStore }> {
+  const files = new FileTokenStore(dir);
+  await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
+  const store = new LocalTokenStore(files);
+  await store.load();
+  rmSync(files.file);
+  return { files, store };
+}
+
 describe("LocalTokenStore's words to the person", () => {
   it("names the ignored QASHIO_REFRESH_TOKEN only when one is set, in a corrupt file's error too, never its value", async () => {
     const files = new FileTokenStore(dir);
@@ -35,11 +45,7 @@ describe("LocalTokenStore's words to the person", () => {
   });
 
   it("says a removed token file's copy is still good, unless this process holds unsaved tokens for that file", async () => {
-    const files = new FileTokenStore(dir);
-    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
-    const store = new LocalTokenStore(files);
-    await store.load();
-    rmSync(files.file);
+    const { files, store } = await storeOfRemovedFile();
     const removed = () => store.load().then(() => new Error("expected a failure"), (e: unknown) => e as Error);
     expect((await removed()).message).toContain("put it back if you have a copy, the tokens it held are still good");
 
@@ -93,11 +99,7 @@ describe("LocalTokenStore's words to the person", () => {
   });
 
   it("says a removed file's copy is still good when only another token file's tokens are held unsaved", async () => {
-    const files = new FileTokenStore(dir);
-    await files.save({ accessToken: "at-1", refreshToken: "rt-1" });
-    const store = new LocalTokenStore(files);
-    await store.load();
-    rmSync(files.file);
+    const { store } = await storeOfRemovedFile();
     const untrack = spendingRefreshes.track({ holdsUnsavedTokens: true, heldTokensFailure: undefined, saveHeldTokens: async () => false }, join(dir, "other", "tokens.json"));
     try {
       await expect(store.load()).rejects.toThrow("put it back if you have a copy, the tokens it held are still good");
