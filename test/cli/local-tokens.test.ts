@@ -92,8 +92,7 @@ describe("LocalTokenStore's words to the person", () => {
   it("keeps the adapter's error of a corrupt file as the cause", async () => {
     const files = new FileTokenStore(dir);
     await writeFile(files.file, "{ not json");
-    const error = await new LocalTokenStore(files).load().catch((e: unknown) => e as Error);
-    expect(error.cause).toBeInstanceOf(CorruptStateError);
+    await expect(new LocalTokenStore(files).load()).rejects.toHaveProperty("cause", expect.any(CorruptStateError));
     // Asked whether the seed stands in, it says the same, not the adapter's bare error.
     await expect(new LocalTokenStore(files, "rt-seed").usesSeed()).rejects.toBeInstanceOf(TokenFileError);
   });
