@@ -81,6 +81,27 @@ describe("parseMainArgs", () => {
   it("refuses an option given twice, as the bridge does, rather than listen where the last one says", () => {
     expect(() => parseMainArgs(["--port", "4010", "--port=4011"])).toThrow(new SandboxUsageError("--port is given 2 times; give it once"));
   });
+
+  it("takes each option's largest value and refuses one past it", () => {
+    expect(parseMainArgs(["--port", "65535", "--seed", "4294967295", "--latency-ms", "60000"])).toMatchObject({ port: 65_535, seed: 4_294_967_295, latencyMs: 60_000 });
+    expect(() => parseMainArgs(["--port", "65536"])).toThrow(new SandboxUsageError('--port must be an integer from 0 to 65535, got "65536"'));
+    expect(() => parseMainArgs(["--latency-ms", "60001"])).toThrow(new SandboxUsageError('--latency-ms must be an integer from 0 to 60000, got "60001"'));
+  });
+
+  it("answers a blank value with the rule, not with advice to write 0, and quotes a value as given, blanks included", () => {
+    expect(() => parseMainArgs(["--seed", "  "])).toThrow(new SandboxUsageError('--seed must be an integer from 0 to 4294967295, got "  "'));
+    expect(() => parseMainArgs(["--port", " 70000 "])).toThrow(new SandboxUsageError('--port must be an integer from 0 to 65535, got " 70000 "'));
+  });
+
+  it("names the unknown option or the stray argument it refuses", () => {
+    expect(() => parseMainArgs(["--verbose"])).toThrow(/^Unknown option '--verbose'/);
+    expect(() => parseMainArgs(["extra"])).toThrow(/^Unexpected argument 'extra'/);
+  });
+
+  it("reads --help and -h as asking for the usage", () => {
+    expect(parseMainArgs(["--help"]).help).toBe(true);
+    expect(parseMainArgs(["-h"]).help).toBe(true);
+  });
 });
 
 describe("parseMainArgs under npm", () => {
