@@ -56,6 +56,30 @@ describe("streamLogger", () => {
     streamLogger(out, "error").error("cycle 1 failed: \u001b[2Jgone");
     expect(out.lines).toEqual([String.raw`error cycle 1 failed: \u001b[2Jgone` + "\n"]);
   });
+
+  it("prints every level from its own up, each under its own name", () => {
+    const levels = ["debug", "info", "warn", "error"] as const;
+    for (const [i, level] of levels.entries()) {
+      const out = sink();
+      const logger = streamLogger(out, level);
+      for (const each of levels) logger[each]("m");
+      expect(out.lines, level).toEqual(["debug m\n", "info  m\n", "warn  m\n", "error m\n"].slice(i));
+    }
+  });
+
+  it("hides passwords, authorization and salts too, and only an attribute named code, not every name holding it", () => {
+    const out = sink();
+    streamLogger(out, "debug").debug("call", { password: "p", Authorization: "Bearer x", piiSalt: "s", statusCode: 502, errorCode: "E1" });
+    expect(out.lines).toEqual(["debug call password=[hidden] Authorization=[hidden] piiSalt=[hidden] statusCode=502 errorCode=E1\n"]);
+  });
+
+  it("prints an error as its name and message, other values as JSON (null too), and no blank after a message whose attributes have no value", () => {
+    const out = sink();
+    const logger = streamLogger(out, "info");
+    logger.info("failed", { lastError: new TypeError("fetch failed"), reasons: ["a", "b"], retry: { afterSeconds: 5 }, status: null });
+    logger.info("stopped", { lastError: undefined });
+    expect(out.lines).toEqual(['info  failed lastError=TypeError: fetch failed reasons=["a","b"] retry={"afterSeconds":5} status=null\n', "info  stopped\n"]);
+  });
 });
 
 describe("MemoryMetrics", () => {
@@ -66,6 +90,10 @@ describe("MemoryMetrics", () => {
     metrics.add("Acknowledged", 5);
     expect(metrics.get("Acknowledged")).toBe(5);
     expect(metrics.totals.get("EventsPublished:transaction.created")).toBe(3);
+  });
+
+  it("reads 0 for a metric never added", () => {
+    expect(new MemoryMetrics().get("Acknowledged")).toBe(0);
   });
 
   it("keeps a gauge at its latest value instead of summing it", () => {
