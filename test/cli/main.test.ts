@@ -197,6 +197,27 @@ describe("bridge.ts main", () => {
     expect(stopNotice("authorize", { refreshUnsaved: true })).toBeUndefined();
   });
 
+  it("answers help help with the whole usage and settings, as help alone", async () => {
+    const whole = await runInProcess(["help"], {});
+    const { code, stdout } = await runInProcess(["help", "help"], {});
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toBe(whole.stdout);
+  });
+
+  it.each([[["help"]], [["run", "--help"]]])("lines up the settings of %j in columns", async (argv) => {
+    const { stdout } = await runInProcess(argv, {});
+    const rows = stdout.slice(stdout.indexOf("\n\nSettings ")).split("\n").filter((l) => /^ {2}(QASHIO|BRIDGE)_/.test(l));
+    expect(rows.length).toBeGreaterThan(10);
+    // Where each column after the name starts: the need, then (in the whole list) the commands reading it.
+    const starts = rows.map((row) => [...row.matchAll(/ {2}(?=\S)/g)].slice(1).map((m) => m.index + 2));
+    expect(new Set(starts.map((s) => s.join(","))).size, rows.join("\n")).toBe(1);
+  });
+
+  it("says on a first Ctrl-C that demo stops after the page in hand, and that other commands stop once they finish", () => {
+    expect(stopNotice("demo")).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    for (const command of ["bench", "version", "help", undefined]) expect(stopNotice(command)).toBe("stopping cleanly once this finishes; Ctrl-C again stops at once");
+  });
+
   it("rejects an unknown command with exit 2 and a pointer to help", async () => {
     const { code, stderr } = await runInProcess(["sync"], {});
     expect(code).toBe(EXIT.usage);
