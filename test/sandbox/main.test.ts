@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -141,6 +142,9 @@ describe("npm run sandbox", () => {
     expect(out).toContain("client_id=sandbox-client");
     expect(out).toContain("client_secret=sandbox-secret");
     expect(out).toContain("3f6c1a52-8d4e-4b7a-9c21-5e0f7d9a1b01");
+    expect(out).toContain("(seed 3, latency 0 ms)");
+    // Only the company whose API access is off is marked so.
+    expect(out.split("\n").filter((l) => l.includes("(API access disabled: 403)"))).toEqual([expect.stringContaining("c4e5f6a7-b8c9-4dae-9f01-2b3c4d5e6f03")]);
     const companies = (await (await fetch(`${url}/_sandbox/companies`)).json()) as { data: unknown[] };
     expect(companies.data).toHaveLength(3);
     child.kill("SIGTERM");
@@ -210,9 +214,12 @@ describe("npm run sandbox", () => {
   it("stops cleanly on SIGINT too", async () => {
     const child = start(["--port", "0"]);
     const exited = exitOf(child);
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("http://127.0.0.1:") && resolve()));
     child.kill("SIGINT");
     expect(await exited).toBe(0);
+    expect(out).toContain("\nsandbox: SIGINT received, stopping\n");
   });
 
   it.each([
@@ -276,7 +283,38 @@ describe("npm run sandbox", () => {
     let err = "";
     child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
     expect(await exitOf(child)).toBe(2);
-    expect(err).toContain('--port must be an integer from 0 to 65535, got "nope"');
-    expect(err).toContain("Usage:");
+    expect(err).toMatch(/^sandbox: --port must be an integer from 0 to 65535, got "nope"\nUsage: npm run sandbox -- /);
+  });
+
+  it("prints its usage on stdout for --help and exits 0 without listening", async () => {
+    const child = start(["--help", "--port", "0"]);
+    try {
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+      const ended = await Promise.race([exitOf(child), new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5_000))]);
+      expect(ended).toBe(0);
+      expect(out).toMatch(/^Usage: npm run sandbox -- /);
+      expect(out).not.toContain("listening");
+      expect(err).toBe("");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("exits 1 naming the address when its port is taken", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const child = start(["--port", String(port)]);
+      let err = "";
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+      expect(await exitOf(child)).toBe(1);
+      expect(err).toMatch(new RegExp(`^sandbox: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });
