@@ -4,16 +4,24 @@ import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_PORT, parseMainArgs } from "../../sandbox/main.js";
 import { SandboxUsageError } from "../../sandbox/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
+/** Every sandbox a test started: one a failed assertion left running is killed after it, not left listening. */
+const started: ReturnType<typeof spawn>[] = [];
+afterEach(() => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
 /** `preload`: a module of test/sandbox/support run first. */
 function start(args: string[], entry = "sandbox/main.ts", preload?: string) {
   const imports = ["--import", "tsx", ...(preload === undefined ? [] : ["--import", pathToFileURL(join(ROOT, "test/sandbox/support", preload)).href])];
-  return spawn(process.execPath, [...imports, entry, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...imports, entry, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  started.push(child);
+  return child;
 }
 
 /**
@@ -229,18 +237,14 @@ describe("npm run sandbox", () => {
     ["SIGTERM", "SIGTERM"],
   ] as const)("a second stop signal of any kind ends it at once, killed by SIGINT, when the clean stop hangs: %s then %s", async (first, second) => {
     const { child, exited, err } = await startHanging();
-    try {
-      child.kill(first);
-      await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("stopping") && resolve()));
-      // A person's second press: well after the first (closer, it is the first one delivered again).
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      child.kill(second);
-      const signal = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5_000))]);
-      expect(signal).toBe("SIGINT");
-      expect(err()).toContain("stopped at once");
-    } finally {
-      child.kill("SIGKILL");
-    }
+    child.kill(first);
+    await new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("stopping") && resolve()));
+    // A person's second press: well after the first (closer, it is the first one delivered again).
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    child.kill(second);
+    const signal = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5_000))]);
+    expect(signal).toBe("SIGINT");
+    expect(err()).toContain("stopped at once");
   });
 
   it.each([
@@ -250,20 +254,16 @@ describe("npm run sandbox", () => {
   ] as const)("takes one stop delivered twice a few ms apart (a terminal's Ctrl-C then npm relaying it, or a kill of the job) for one: %s then %s", async (first, second) => {
     // The clean stop hangs, so the process is still there to show what the second signal did.
     const { child, exited, err } = await startHanging();
-    try {
-      child.kill(first);
-      // Not at once: two pending signals of a kind are one; the relay comes once the wrapper's handler ran.
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      child.kill(second);
-      const early = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("running"), 500))]);
-      expect({ early, err: err() }).toEqual({ early: "running", err: "" });
-      // A person's second press, later, still ends it at once.
-      child.kill("SIGINT");
-      expect(await exited).toBe("SIGINT");
-      expect(err()).toContain("stopped at once");
-    } finally {
-      child.kill("SIGKILL");
-    }
+    child.kill(first);
+    // Not at once: two pending signals of a kind are one; the relay comes once the wrapper's handler ran.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill(second);
+    const early = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("running"), 500))]);
+    expect({ early, err: err() }).toEqual({ early: "running", err: "" });
+    // A person's second press, later, still ends it at once.
+    child.kill("SIGINT");
+    expect(await exited).toBe("SIGINT");
+    expect(err()).toContain("stopped at once");
   });
 
   it("stops cleanly when its stdout was closed (`npm run sandbox | head -3`), instead of dying of EPIPE", async () => {
@@ -288,19 +288,15 @@ describe("npm run sandbox", () => {
 
   it("prints its usage on stdout for --help and exits 0 without listening", async () => {
     const child = start(["--help", "--port", "0"]);
-    try {
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-      const ended = await Promise.race([exitOf(child), new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5_000))]);
-      expect(ended).toBe(0);
-      expect(out).toMatch(/^Usage: npm run sandbox -- /);
-      expect(out).not.toContain("listening");
-      expect(err).toBe("");
-    } finally {
-      child.kill("SIGKILL");
-    }
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    // One that listened would not end by itself: the test would time out.
+    expect(await exitOf(child)).toBe(0);
+    expect(out).toMatch(/^Usage: npm run sandbox -- /);
+    expect(out).not.toContain("listening");
+    expect(err).toBe("");
   });
 
   it("exits 1 naming the address when its port is taken", async () => {
