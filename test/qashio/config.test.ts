@@ -25,6 +25,26 @@ describe("resolveBaseUrl", () => {
     expect(() => resolveBaseUrl("eu", {})).toThrow(/QASHIO_EU_URL/);
   });
 
+  it("names the deployment and its variable when the variable is missing or blank", () => {
+    for (const urls of [{}, { QASHIO_EU_URL: " \t" }]) {
+      const error = errorOf(() => resolveBaseUrl(" EU ", urls));
+      expect(error).toBeInstanceOf(ClientConfigurationError);
+      expect(error.message).toBe('deployment "eu" needs QASHIO_EU_URL to be set to its base URL');
+    }
+  });
+
+  it.each([
+    ["a scheme in capitals", "HTTPS://api.example/base", "https://api.example/base"],
+    ["no-break spaces a paste left around it", "\u00a0https://api.example/base\u00a0", "https://api.example/base"],
+    ["trailing slashes", "https://api.example/base//", "https://api.example/base"],
+  ])("takes a literal URL with %s", (_what, target, expected) => {
+    expect(resolveBaseUrl(target, {})).toBe(expected);
+  });
+
+  it.each(["constructor", "__proto__"])("takes no member every object has, %s, for a deployment", (target) => {
+    expect(() => resolveBaseUrl(target, env)).toThrow("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
+  });
+
   it("names where a bad value came from and what is wrong, never the value", () => {
     expect(() => resolveBaseUrl("staging", env)).toThrow(ClientConfigurationError);
     expect(() => resolveBaseUrl("staging", env)).toThrow("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
@@ -34,6 +54,12 @@ describe("resolveBaseUrl", () => {
 
   it("refuses credentials in a URL without repeating them", () => {
     expect(() => resolveBaseUrl("https://user:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
+    expect(() => resolveBaseUrl("https://:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
+  });
+
+  it("names no host for a refused value that has none", () => {
+    const error = errorOf(() => resolveBaseUrl("eu", { QASHIO_EU_URL: "urn:example:api" }));
+    expect(error.message).toBe("QASHIO_EU_URL must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)");
   });
 
   it.each([
@@ -101,12 +127,16 @@ describe("https", () => {
 
   it("accepts https, and http for a loopback host as the URL parser writes it", () => {
     for (const host of ["localhost", "127.0.0.1", "127.255.0.9", "[::1]"]) expect(isLoopbackHost(host)).toBe(true);
-    for (const host of ["localhost.", "128.0.0.1", "[::ffff:7f00:1]", "example.localhost", "0.0.0.0"]) expect(isLoopbackHost(host)).toBe(false);
+    for (const host of ["localhost.", "128.0.0.1", "[::ffff:7f00:1]", "example.localhost", "0.0.0.0", "a127.0.0.1", "127.0.0.1000"]) expect(isLoopbackHost(host)).toBe(false);
     const accepted = ["http://localhost:4010", "http://LOCALHOST:4010/", "http://127.0.0.1:9", "http://127.1.2.3", "http://127.1:4010", "http://[::1]:4010"];
     for (const url of [...accepted, "http://[0:0:0:0:0:0:0:1]", "https://api.example"]) {
       expect(baseUrlProblem(url)).toBeUndefined();
       expect(resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toBe(new URL(url).href.replace(/\/+$/, ""));
     }
+  });
+
+  it.each(["ftp://localhost", "ws://127.0.0.1:4010", "wss://[::1]:4010"])("refuses %s: a loopback host is taken over http alone", (url) => {
+    expect(baseUrlProblem(url)).toBe(HTTPS_REQUIRED);
   });
 });
 
@@ -119,13 +149,14 @@ describe("the API's own paths", () => {
     "https://api.example/public/v1/erp/transactions",
     "https://gw.example/qashio/Public/V1",
     "https://api.example/oauth2/token",
+    "https://api.example/oauth2/token/",
   ])("refuses %s, which every request path would then repeat (each call a 404)", (url) => {
     expect(baseUrlProblem(url)).toBe(OWN_PATH);
     expect(() => resolveBaseUrl(url, {})).toThrow(OWN_PATH);
   });
 
   it("takes a base URL with a path of its own (a gateway's prefix)", () => {
-    for (const url of ["https://gw.example/qashio", "https://gw.example/public/v10", "https://gw.example/oauth2-proxy"]) expect(baseUrlProblem(url)).toBeUndefined();
+    for (const url of ["https://gw.example/qashio", "https://gw.example/public/v10", "https://gw.example/oauth2-proxy", "https://gw.example/oauth2/token-proxy"]) expect(baseUrlProblem(url)).toBeUndefined();
   });
 });
 
@@ -145,6 +176,7 @@ describe("sign-in addresses", () => {
   it("takes them as the authorize screen's address except one ending /oauth2/authorize, which is refused in its own words", () => {
     expect(resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://auth.example/oauth2" })).toBe("https://auth.example/oauth2");
     expect(authorizeUrlProblem("https://auth.example/oauth2/validate")).toBeUndefined();
+    expect(authorizeUrlProblem("https://auth.example/oauth2/authorize/sso")).toBeUndefined();
     const problem = "ends with /oauth2/authorize, which authorize appends itself: give the address before it";
     expect(authorizeUrlProblem("https://auth.example/sso/OAuth2/Authorize/")).toBe(problem);
     expect(() => resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://auth.example/oauth2/authorize" })).toThrow(`QASHIO_AUTHORIZE_URL (host auth.example) ${problem}`);
@@ -158,5 +190,16 @@ describe("resolveAuthorizeUrl", () => {
     expect(resolveAuthorizeUrl("https://a.test/", {})).toBe("https://a.test");
     expect(resolveAuthorizeUrl(undefined, { QASHIO_AUTHORIZE_URL: "https://b.test" })).toBe("https://b.test");
     expect(() => resolveAuthorizeUrl(undefined, {})).toThrow(/QASHIO_AUTHORIZE_URL/);
+  });
+
+  it("takes QASHIO_AUTHORIZE_URL for a blank explicit URL, and says which is missing when both are blank", () => {
+    for (const explicit of ["", " \t"]) expect(resolveAuthorizeUrl(explicit, { QASHIO_AUTHORIZE_URL: " https://b.test " })).toBe("https://b.test");
+    expect(() => resolveAuthorizeUrl(" ", { QASHIO_AUTHORIZE_URL: " " })).toThrow(new ClientConfigurationError("authorize URL needs QASHIO_AUTHORIZE_URL to be set"));
+  });
+
+  it("names the explicit URL when it is refused", () => {
+    expect(() => resolveAuthorizeUrl("http://a.test", { QASHIO_AUTHORIZE_URL: "https://b.test" })).toThrow(
+      "authorize URL (host a.test) must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)",
+    );
   });
 });
