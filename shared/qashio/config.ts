@@ -172,7 +172,9 @@ export function resolveBaseUrl(target: string, env: Env = process.env): string {
  * ```
  */
 export function resolveAuthorizeUrl(explicit: string | undefined, env: Env = process.env): string {
-  const value = explicit?.trim() || env[AUTHORIZE_URL_ENV_VAR]?.trim();
+  const given = explicit?.trim();
+  const value = given || env[AUTHORIZE_URL_ENV_VAR]?.trim();
   if (!value) throw new ClientConfigurationError(`authorize URL needs ${AUTHORIZE_URL_ENV_VAR} to be set`);
-  return normaliseBaseUrl(value, explicit ? "authorize URL" : AUTHORIZE_URL_ENV_VAR, authorizeUrlProblem);
+  // A blank explicit URL gives way to the variable, which the error must then name.
+  return normaliseBaseUrl(value, given ? "authorize URL" : AUTHORIZE_URL_ENV_VAR, authorizeUrlProblem);
 }

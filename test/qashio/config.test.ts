@@ -197,9 +197,9 @@ describe("resolveAuthorizeUrl", () => {
     expect(() => resolveAuthorizeUrl(" ", { QASHIO_AUTHORIZE_URL: " " })).toThrow(new ClientConfigurationError("authorize URL needs QASHIO_AUTHORIZE_URL to be set"));
   });
 
-  it("names the explicit URL when it is refused", () => {
-    expect(() => resolveAuthorizeUrl("http://a.test", { QASHIO_AUTHORIZE_URL: "https://b.test" })).toThrow(
-      "authorize URL (host a.test) must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)",
-    );
+  it("names the explicit URL when it is refused, and QASHIO_AUTHORIZE_URL when the explicit one was blank", () => {
+    const problem = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
+    expect(() => resolveAuthorizeUrl("http://a.test", { QASHIO_AUTHORIZE_URL: "https://b.test" })).toThrow(`authorize URL (host a.test) ${problem}`);
+    expect(() => resolveAuthorizeUrl(" ", { QASHIO_AUTHORIZE_URL: "http://b.test" })).toThrow(`QASHIO_AUTHORIZE_URL (host b.test) ${problem}`);
   });
 });
