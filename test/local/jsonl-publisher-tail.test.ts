@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promi
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope } from "../../shared/local/index.js";
+import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 
 let dir: string;
@@ -76,6 +76,21 @@ describe("JsonlEventPublisher after a power loss tore a line", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
     expect((await readFile(`${first}.100`)).equals(torn)).toBe(true);
     for (const name of taken) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
+  });
+
+  it("cuts a tear as far back as the most it writes between two fsyncs, not only a nearer one", async () => {
+    const good = `${lineOf(1)}\n`;
+    const after: string[] = [];
+    for (let n = 10, bytes = 0; bytes < 0.75 * TORN_REGION_BYTES; n += 1) {
+      after.push(`${lineOf(n)}\n`);
+      bytes += Buffer.byteLength(after.at(-1) as string);
+    }
+    const torn = Buffer.concat([Buffer.from(lineOf(2).slice(0, 40)), Buffer.alloc(512), Buffer.from(`${lineOf(2).slice(60)}\n${after.join("")}`)]);
+    expect(torn.length).toBeLessThan(TORN_REGION_BYTES);
+    await writeFile(file, Buffer.concat([Buffer.from(good), torn]));
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    expect((await readFile(`${file}.cut-${Buffer.byteLength(good)}`)).equals(torn)).toBe(true);
   });
 
   it("counts the last line, cut short without its newline, among the lines it says it cut", async () => {
