@@ -180,6 +180,16 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
+  it("reads no more than the last byte of a file its own last append left so: none of it can hold a tear to look for", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish(Array.from({ length: 200 }, (_, n) => sampleEvent(n)));
+    const before = (await readFile(file)).length;
+    faults.mostInOneCall = 0;
+    await publisher.publish([sampleEvent(200)]);
+    // The most in one call is the appended line's write; the region a power loss could tear would be the whole file.
+    expect(faults.mostInOneCall).toBe((await readFile(file)).length - before);
+  });
+
   it("writes nothing when it cannot cut off the lines a power loss tore, and says how to cut them", async () => {
     await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
     const line = await readFile(file);
