@@ -272,6 +272,14 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
+  it("takes a FIFO at a recovery name for one holding other bytes, at once, without waiting for a writer", async () => {
+    const { kept, cut } = await tornFile(file);
+    execFileSync("mkfifo", [`${file}.cut-${kept.length}`]);
+    expect(publishInChild(file, 3)).toBe("published");
+    expect((await readFile(`${file}.cut-${kept.length}.2`)).equals(cut)).toBe(true);
+    expect(await detailIds()).toEqual([1, 0, 1, 2].map((n) => sampleEvent(n).detail.id));
+  });
+
   it("refuses to cut when every recovery name holds other bytes, and leaves all the files", async () => {
     const { kept } = await tornFile(file);
     const before = await readFile(file);
@@ -417,6 +425,26 @@ describe("JsonlEventPublisher and a last line without its newline", () => {
   });
 });
 
+/**
+ * Publishes sampleEvent(0) to sampleEvent(count - 1) to `target` in a child process, as a blocked synchronous open or
+ * write would hang this test's worker too; returns what it printed: "published", or "refused: " and the error's message.
+ */
+function publishInChild(target: string, count: number): string {
+  const script = `
+    const { JsonlEventPublisher } = await import(${JSON.stringify(new URL("../../shared/local/index.ts", import.meta.url).href)});
+    const { sampleEvent } = await import(${JSON.stringify(new URL("../bridge/contract/index.ts", import.meta.url).href)});
+    const events = Array.from({ length: ${count} }, (_, n) => sampleEvent(n));
+    await new JsonlEventPublisher({ file: ${JSON.stringify(target)}, newId: () => "env" }).publish(events).then(
+      () => console.log("published"),
+      (err) => console.log("refused: " + err.message),
+    );
+  `;
+  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+  expect(child.signal).toBeNull();
+  expect(child.stderr).toBe("");
+  return child.stdout.trim();
+}
+
 describe("JsonlEventPublisher when its path is no longer a regular file", () => {
   it("refuses a FIFO put in the file's place without writing to it, at once, instead of blocking the process", () => {
     // A FIFO nobody reads: a write larger than the pipe's buffer (64 KiB on Linux) used to block the whole process
@@ -424,18 +452,6 @@ describe("JsonlEventPublisher when its path is no longer a regular file", () => 
     // failed at the fsync. Run in a child, as a blocked synchronous write would hang this test's worker too.
     const fifo = path.join(dir, "events.jsonl");
     execFileSync("mkfifo", [fifo]);
-    const script = `
-      const { JsonlEventPublisher } = await import(${JSON.stringify(new URL("../../shared/local/index.ts", import.meta.url).href)});
-      const { sampleEvent } = await import(${JSON.stringify(new URL("../bridge/contract/index.ts", import.meta.url).href)});
-      const events = Array.from({ length: 400 }, (_, n) => sampleEvent(n));
-      await new JsonlEventPublisher({ file: ${JSON.stringify(fifo)} }).publish(events).then(
-        () => console.log("published"),
-        (err) => console.log("refused: " + err.message),
-      );
-    `;
-    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
-    expect(child.signal).toBeNull();
-    expect(child.stderr).toBe("");
-    expect(child.stdout.trim()).toBe(`refused: ${fifo} is not a regular file (a pipe): nothing was written; put a regular file there, or remove it`);
+    expect(publishInChild(fifo, 400)).toBe(`refused: ${fifo} is not a regular file (a pipe): nothing was written; put a regular file there, or remove it`);
   });
 });
