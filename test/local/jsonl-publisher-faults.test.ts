@@ -224,6 +224,8 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(error).toContain("EACCES");
     expect(error).toContain(`${file}.cut-${kept.length}`);
     expect(error).toContain(`truncate -s ${kept.length}`);
+    // The cut's first byte, counted from 1 as tail does.
+    expect(error).toContain(`tail -c +${kept.length + 1} ${file} > <a file of your own>`);
     expect((await readFile(file)).equals(before)).toBe(true);
     expect(await readdir(dir)).toEqual(["events.jsonl"]);
   });
@@ -285,7 +287,9 @@ describe("JsonlEventPublisher and a power loss", () => {
     const before = await readFile(file);
     const names = Array.from({ length: 100 }, (_, i) => `${file}.cut-${kept.length}${i === 0 ? "" : `.${i + 1}`}`);
     for (const name of names) await writeFile(name, "an earlier cut\n");
-    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(`${names[0]} and ${names[0]}.2 to .100 already hold other bytes`);
+    await expect(new JsonlEventPublisher({ file }).publish([sampleEvent(2)])).rejects.toThrow(
+      `${names[0]} and ${names[0]}.2 to .100 already hold other bytes (earlier cuts); move them away, or nothing was written; save them and cut them yourself (tail -c +${kept.length + 1} `,
+    );
     expect((await readFile(file)).equals(before)).toBe(true);
     for (const name of names) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
     expect(await readdir(dir)).toHaveLength(101);
