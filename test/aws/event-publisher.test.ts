@@ -60,6 +60,10 @@ describe("entrySize", () => {
     expect(entrySize({ Source: "ab", DetailType: "c" })).toBe(3);
     expect(entrySize({ Source: "é", DetailType: "c" })).toBe(3);
   });
+
+  it("counts each Resources entry in its UTF-8 bytes, not its UTF-16 length", () => {
+    expect(entrySize({ Source: "s", DetailType: "t", Resources: ["arn:é", "€"] })).toBe(1 + 1 + 6 + 3);
+  });
 });
 
 describe("EventBridgePublisher", () => {
