@@ -895,6 +895,17 @@ describe("reduceDetail", () => {
     expect(reduceDetail(detail, indented, entrySize(indented(changesCut)))).toEqual(changesCut);
   });
 
+  it("leaves whole an array whose cut saves exactly the bytes its trim's record adds: the cut gains no room", () => {
+    const changes = [
+      { path: "/amount", before: 1, after: 2 },
+      { path: "/memo", before: "a".repeat(2_000), after: "b" },
+    ];
+    // Emptying `x` saves 60 bytes (`["a…a"]` to `[]`), what `,"_truncated":[{"path":"/data/object/x","total":1,"kept":0}]` adds.
+    const detail = event("ev", { id: "tx", x: ["a".repeat(58)] }, changes).detail;
+    const changesCut = { ...detail, data: { object: { ...detail.data.object, _truncated: [{ path: "/data/changes", total: 2, kept: 1 }] }, changes: changes.slice(0, 1) } };
+    expect(reduceDetail(detail, toEntry, entrySize(toEntry(changesCut)))).toEqual(changesCut);
+  });
+
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
     // Long enough that emptying it saves more than its trim's record takes: cut first, it would be emptied.
     const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`);
