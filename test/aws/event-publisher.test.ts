@@ -906,6 +906,17 @@ describe("reduceDetail", () => {
     expect(reduceDetail(detail, toEntry, entrySize(toEntry(changesCut)))).toEqual(changesCut);
   });
 
+  it("sends an entry not written as compact JSON within the limit at every byte, its trims measured whole where their sizing misjudges them", () => {
+    const indented = (value: unknown) => ({ ...toEntry(value), Detail: JSON.stringify(value, null, 2) });
+    const items = Array.from({ length: 10 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(100) }));
+    const detail = event("ev", { id: "tx", line_items: items }).detail;
+    const whole = entrySize(indented(detail));
+    for (let limit = whole - 1; limit > whole - 400; limit -= 1) {
+      const reduced = reduceDetail(detail, indented, limit);
+      expect(entrySize(indented(reduced)), `limit ${limit}`).toBeLessThanOrEqual(limit);
+    }
+  });
+
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
     // Long enough that emptying it saves more than its trim's record takes: cut first, it would be emptied.
     const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`);
