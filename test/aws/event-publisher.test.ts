@@ -917,6 +917,19 @@ describe("reduceDetail", () => {
     }
   });
 
+  it("keeps the longest prefix that fits to the very byte around an object with no members (the marker then adds no comma)", () => {
+    const before = Array.from({ length: 10 }, (_, i) => ({ id: `s${i}`, v: "x".repeat(100) }));
+    const detail = event("ev", {}, [{ path: "/segments", before, after: null }]).detail;
+    const keeping = (kept: number) => ({
+      ...detail,
+      data: {
+        object: { _truncated: [{ path: "/data/changes/0/before", total: 10, kept }] },
+        changes: [{ path: "/segments", before: before.slice(0, kept), after: null }],
+      },
+    });
+    expect(reduceDetail(detail, toEntry, entrySize(toEntry(keeping(5))))).toEqual(keeping(5));
+  });
+
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
     // Long enough that emptying it saves more than its trim's record takes: cut first, it would be emptied.
     const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`);
