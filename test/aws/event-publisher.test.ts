@@ -930,6 +930,19 @@ describe("reduceDetail", () => {
     expect(reduceDetail(detail, toEntry, entrySize(toEntry(keeping(5))))).toEqual(keeping(5));
   });
 
+  it("sizes the trials of an array of multi-byte text in UTF-8 bytes, keeping the longest prefix that fits without measuring them whole", () => {
+    const items = Array.from({ length: 10 }, (_, i) => ({ id: `li${i}`, v: "é".repeat(100) }));
+    const detail = event("ev", { id: "tx", line_items: items }).detail;
+    const keeping = (kept: number) => ({ ...detail, data: { object: { ...detail.data.object, line_items: items.slice(0, kept), _truncated: [{ path: "/data/object/line_items", total: 10, kept }] } } });
+    let measured = 0;
+    const counted = (d: unknown) => {
+      measured += 1;
+      return toEntry(d);
+    };
+    expect(reduceDetail(detail, counted, entrySize(toEntry(keeping(5))))).toEqual(keeping(5));
+    expect(measured).toBe(2);
+  });
+
   it("trims the largest array first, leaving a smaller one listed before it whole when that is enough", () => {
     // Long enough that emptying it saves more than its trim's record takes: cut first, it would be emptied.
     const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`);
