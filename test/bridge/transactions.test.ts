@@ -774,12 +774,15 @@ describe("pollTransactions", () => {
     expect((await rig.quarantine.list())).toHaveLength(1);
   });
 
-  it("quarantines each of two records with an empty id apart: an empty id is no key, so they are not taken for copies of one", async () => {
+  it.each([
+    ["an empty id", ""],
+    ["the same numeric id", 42],
+  ])("quarantines each of two records with %s apart: only a non-empty string id is a key, so they are not taken for copies of one", async (_, id) => {
     const rig = makeRig();
     const [one, two] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
     rig.provider.addTransaction();
-    rig.provider.rawOverrides.set(one.id, { id: "", qashio_id: "CT-broken-1" });
-    rig.provider.rawOverrides.set(two.id, { id: "", qashio_id: "CT-broken-2" });
+    rig.provider.rawOverrides.set(one.id, { id, qashio_id: "CT-broken-1" });
+    rig.provider.rawOverrides.set(two.id, { id, qashio_id: "CT-broken-2" });
     const report = await pollTransactions(rig.deps);
     expect(report.quarantined).toBe(2);
     expect(rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"))).toEqual([]);
