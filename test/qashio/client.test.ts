@@ -782,6 +782,16 @@ describe("QashioClient iterators", () => {
     expect(setAside).toEqual([1]);
   });
 
+  it("carries the failing item's schema issues on the error that ends a walk without onInvalid", async () => {
+    const fetch = routedFetch(() => listOf([transactionFixture(), transactionFixture({ id: null })]));
+    const walk = async () => {
+      for await (const _ of clientWith(fetch).client.iterateTransactions()) void _;
+    };
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as InvalidResponseError).issues).toContainEqual(expect.objectContaining({ path: "id" }));
+  });
+
   const walks = [
     ["iterateTransactions", (c: QashioClient, options?: WalkOptions) => c.iterateTransactions({ client_sync_status: "not_synced", page_size: 1 }, options), "/public/v1/erp/transactions", transactionFixture],
     ["iterateErpCards", (c: QashioClient, options?: WalkOptions) => c.iterateErpCards({ status: "active", page_size: 1 }, options), "/public/v1/erp/cards", erpCardFixture],
