@@ -748,6 +748,25 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("stops a core card walk whose answer names another page than the one asked for, though its next_page advances", async () => {
+    // Asked for page 2, the provider answers page 1's cards (current_page 1) with next_page 3: page 2's cards would go unread.
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      return ok({
+        cards: [coreCardFixture({ id: "CA1" })],
+        page_info: { current_page: 1, per_page: 1, total_entries: 3, total_pages: 3, next_page: page + 1, previous_page: null, offset: 0 },
+      });
+    });
+    const seen: string[] = [];
+    const walk = async () => {
+      for await (const card of clientWith(fetch).client.iterateCoreCards({}, { maxPages: 5 })) seen.push(card.id);
+    };
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as Error).message).toBe("GET /public/v1/core/cards: asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging");
+    expect(seen).toEqual(["CA1"]);
+  });
+
   it("walks statements by account by the inner page and total_pages", async () => {
     const fetch = routedFetch((call) => {
       const page = Number(call.url.searchParams.get("page"));
