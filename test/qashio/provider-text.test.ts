@@ -73,4 +73,31 @@ describe("provider free text in errors", () => {
       errors: [`${NAME} <${EMAIL}> has no such transaction (bearer ***)`],
     });
   });
+
+  it("keeps the first 200 characters of the message, cut after redacting so no part of a secret is left at the cut", async () => {
+    const bearer = "at_0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    const message = `${"x".repeat(190)} ${bearer} ${"y".repeat(100)}`;
+    const client = new QashioClient({
+      baseUrl: "https://api.example.test",
+      tokenProvider: new StaticTokenProvider(bearer),
+      fetch: scriptedFetch(json(400, { status_code: 400, message, errors: [] })),
+      clock: fakeClock(),
+    });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.providerText?.message).toBe(`${"x".repeat(190)} *** ${"y".repeat(5)}`);
+  });
+
+  it("keeps no message on providerText when the envelope's message is empty", async () => {
+    const client = new QashioClient({
+      baseUrl: "https://api.example.test",
+      tokenProvider: new StaticTokenProvider(BEARER),
+      fetch: scriptedFetch(json(400, { status_code: 400, message: "", errors: [] })),
+      clock: fakeClock(),
+    });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.providerText).not.toHaveProperty("message");
+    expect(error.providerText).toEqual({ errors: [] });
+  });
 });
