@@ -55,6 +55,25 @@ describe("OAuth error codes", () => {
     expect(isRejectedGrant(await refreshAnswered(400, { code: "invalid_grant" }))).toBe(true);
     expect(isRejectedGrant(await refreshAnswered(400, { error: REFRESH_TOKEN }))).toBe(false);
   });
+
+  it("reports the RFC 6750 §3.1 codes and access_denied (the sandbox's 403 on validate) as they are", async () => {
+    for (const code of ["invalid_token", "insufficient_scope", "access_denied"]) {
+      const error = await refreshAnswered(403, { error: code });
+      expect(error.message).toBe(`POST /oauth2/token answered 403 (${code})`);
+      expect(error.errors).toEqual([{ field: null, code, message: "" }]);
+    }
+  });
+
+  it("reports no code for an empty one: the answer names none", async () => {
+    const error = await refreshAnswered(400, { error: "" });
+    expect(error.message).toBe("POST /oauth2/token answered 400");
+    expect(error.errors).toEqual([]);
+  });
+
+  it("keeps none of a token endpoint's free text, not even on providerText", async () => {
+    const error = await refreshAnswered(400, { error: "invalid_grant", error_description: `refresh token ${REFRESH_TOKEN} revoked`, message: `refresh token ${REFRESH_TOKEN} revoked` });
+    expect(error.providerText).toBeUndefined();
+  });
 });
 
 describe("envelope errors[] field and code", () => {
