@@ -150,6 +150,18 @@ describe("envelope errors[] field and code", () => {
       ["page", "?"],
     ]);
   });
+
+  it("reads a broken envelope's errors[] entries that are objects only: a missing code as UNKNOWN, a missing message as empty text", async () => {
+    const body = { message: "rejected", errors: [{ field: "page", message: "too big" }, "oops", null, 7, { code: "OUT_OF_RANGE", message: 7 }] };
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.errors).toEqual([
+      { field: "page", code: "UNKNOWN", message: "" },
+      { field: null, code: "OUT_OF_RANGE", message: "" },
+    ]);
+    expect(error.providerText?.errors).toEqual(["too big", ""]);
+  });
 });
 
 describe("secretsOf", () => {
