@@ -183,4 +183,9 @@ describe("codingNote", () => {
     expect(codingNote(headers("gzip"))).toBe(": it came in Content-Encoding gzip, though identity was asked for (a proxy compressing on its own?)");
     expect(codingNote(headers("<script>"))).toContain("it came in a Content-Encoding, though");
   });
+
+  it("quotes a list of up to four codings, and no longer one", () => {
+    expect(codingNote(headers("gzip, br, deflate, zstd"))).toContain("it came in Content-Encoding gzip, br, deflate, zstd, though");
+    expect(codingNote(headers("gzip, br, deflate, zstd, gzip"))).toContain("it came in a Content-Encoding, though");
+  });
 });
