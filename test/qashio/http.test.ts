@@ -568,6 +568,20 @@ describe("HttpCore retries", () => {
     expect(error.path).toBe("/public/v1/erp/transactions");
   });
 
+  it("names a failure by its own code when its cause has none, else by the error's name", async () => {
+    const failures: [Error, string][] = [
+      [Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), "ECONNRESET"],
+      [new TypeError("fetch failed"), "TypeError"],
+    ];
+    for (const [failure, reason] of failures) {
+      const { http } = core(scriptedFetch(failure), { retry: { maxAttempts: 1 } });
+      const error = (await http.request(read()).catch((e: unknown) => e)) as NetworkError;
+      expect(error).toBeInstanceOf(NetworkError);
+      expect(error.reason).toBe(reason);
+      expect(error.message).toBe(`GET /public/v1/erp/transactions failed before a response (${reason})`);
+    }
+  });
+
   it("times out a request that gets no answer, then retries it", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const fetch = scriptedFetch(hangingReply(), ok([]));
