@@ -97,6 +97,25 @@ describe("HttpCore after a 429", () => {
     expect(tokens).toBe(4);
   });
 
+  it("ends a retry as out of time, not retried, when another request's 429 leaves it no whole attempt before its deadline", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const { http, clock } = core(fetch);
+    const retried = track(http.request({ ...read("Q1"), deadline: clock.now() + 14_000 }));
+    const other = track(http.request(read("Q2")));
+    await turns();
+    expect(inFlight()).toEqual(["Q1", "Q2"]);
+    // Q1 meets a 503 (its retry waits 125 ms); meanwhile Q2 meets a 429 asking 5 s: 5 s and a 10 s attempt exceed 14 s.
+    answer("Q1", fail(503));
+    answer("Q2", fail(429, [], { "retry-after": "5" }));
+    await clock.advance(125);
+    expect(retried.outcome).toBeInstanceOf(DeadlineExceededError);
+    expect((retried.outcome as Error).message).toMatch(/was not retried: the provider's rate limit leaves no whole attempt before its deadline \(last attempt: .*503/);
+    await clock.advance(5_000);
+    answer("Q2", ok([]));
+    await clock.advance(0);
+    expect(other.outcome).toMatchObject({ status: 200 });
+  });
+
   it("ends a request as out of time, unsent, when the wait leaves no whole attempt before its deadline", async () => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "5" }), ok([]));
     const { http, clock } = core(fetch);
