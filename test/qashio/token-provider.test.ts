@@ -1254,6 +1254,15 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toThrow('token refresh lock "qashio-token-refresh" still held by another process (pid 4242 on this machine) after 0 ms');
   });
 
+  it("takes the lease under the lockName it is given, not the default one", async () => {
+    const { lock, log } = fakeLock(0);
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch: rotatingTokenEndpoint(clock, []), clock, lock, lockName: "acme-token-refresh" });
+    await provider.getAccessToken();
+    expect(log).toEqual(["try:acme-token-refresh:30000", "acquired", "released"]);
+  });
+
   it("releases the lock when the refresh fails", async () => {
     const { lock, log } = fakeLock(0);
     const clock = fakeClock();
