@@ -1254,6 +1254,14 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toThrow('token refresh lock "qashio-token-refresh" still held by another process (pid 4242 on this machine) after 0 ms');
   });
 
+  it("still gives up with TokenUnavailableError, naming no holder, when asking the lock who holds it fails", async () => {
+    const lock: RefreshLock = { tryAcquire: async () => undefined, holderOf: async () => Promise.reject(new Error("EACCES reading the lease file")) };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore({ refreshToken: "rt-1" }), fetch: scriptedFetch(), clock: fakeClock(), lock, lockWaitMs: 0 });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenUnavailableError);
+    expect((error as Error).message).toBe('token refresh lock "qashio-token-refresh" still held by another process after 0 ms');
+  });
+
   it("takes the lease under the lockName it is given, not the default one", async () => {
     const { lock, log } = fakeLock(0);
     const clock = fakeClock();
