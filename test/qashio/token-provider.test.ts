@@ -1254,6 +1254,16 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toThrow('token refresh lock "qashio-token-refresh" still held by another process (pid 4242 on this machine) after 0 ms');
   });
 
+  it("waits 20 s by default for a busy lock, trying every 250 ms, before giving up", async () => {
+    const clock = fakeClock();
+    const fetch = scriptedFetch();
+    const lock: RefreshLock = { tryAcquire: async () => undefined };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore({ refreshToken: "rt-1" }), fetch, clock, lock });
+    await expect(provider.getAccessToken()).rejects.toThrow(/still held by another process after 20000 ms$/);
+    expect(clock.sleeps).toEqual(Array.from({ length: 80 }, () => DEFAULT_LOCK_POLL_MS));
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("still gives up with TokenUnavailableError, naming no holder, when asking the lock who holds it fails", async () => {
     const lock: RefreshLock = { tryAcquire: async () => undefined, holderOf: async () => Promise.reject(new Error("EACCES reading the lease file")) };
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore({ refreshToken: "rt-1" }), fetch: scriptedFetch(), clock: fakeClock(), lock, lockWaitMs: 0 });
