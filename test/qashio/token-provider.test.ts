@@ -1382,7 +1382,10 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     const lock: RefreshLock = { tryAcquire: async () => (++tries > 1_000 ? { renew: async () => true, release: async () => undefined } : undefined) };
     const { provider, fetch, clock } = setup({ lock, refreshWithinCallDeadline: true });
     const deadline = clock.now() + TTL_MS + 2_000;
-    await expect(provider.getAccessToken({ deadline })).rejects.toBeInstanceOf(DeadlineExceededError);
+    const error = await provider.getAccessToken({ deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    // The call's own deadline (a cycle compares it with its own to tell that it ran out of time), and why, in words.
+    expect(error).toMatchObject({ deadline, message: "token refresh not started: its 30000 ms lease would end after the calling request's deadline" });
     expect(fetch.calls).toHaveLength(0);
     // It waited about the 2 s the deadline left, not the 20 s a wait takes otherwise.
     expect(clock.now()).toBeGreaterThanOrEqual(deadline - TTL_MS);
