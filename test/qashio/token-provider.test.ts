@@ -1297,6 +1297,19 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(ReauthorizationRequiredError);
     expect(log).toEqual(["try:qashio-token-refresh:30000", "acquired", "released"]);
   });
+
+  it("hands the token out only once the lease is released: a Lambda frozen after the call would leave it held", async () => {
+    let finishRelease: (() => void) | undefined;
+    const lock: RefreshLock = { tryAcquire: async () => ({ renew: async () => true, release: () => new Promise<void>((resolve) => (finishRelease = resolve)) }) };
+    const { provider, store } = setup({ lock });
+    let handedOut = false;
+    const pending = provider.getAccessToken().then((token) => ((handedOut = true), token));
+    await turns(10);
+    expect(finishRelease, "the lease's release never began").toBeDefined();
+    expect(handedOut, "handed out while the lease's release was still under way").toBe(false);
+    finishRelease?.();
+    expect(await pending).toBe(store.saves[0]?.accessToken);
+  });
   it("counts the refresh deadline from when the lease was asked for, so a slow acquire cannot let it lapse mid-save", async () => {
     const clock = manualClock();
     const ttlMs = 30_000;
