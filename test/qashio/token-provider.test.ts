@@ -1375,6 +1375,15 @@ describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDea
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("still tries a free lease once when the call's deadline leaves exactly the lease's length, and refreshes under it", async () => {
+    const log: string[] = [];
+    const lock: RefreshLock = { tryAcquire: async () => (log.push("try"), { renew: async () => true, release: async () => void log.push("released") }) };
+    const { provider, fetch, clock } = setup({ lock, refreshWithinCallDeadline: true });
+    await provider.getAccessToken({ deadline: clock.now() + TTL_MS });
+    expect(fetch.calls).toHaveLength(1);
+    expect(log).toEqual(["try", "released"]);
+  });
+
   it("checks the deadline again after the store's re-read before spending the refresh token: a slow read leaves no room, nothing is sent", async () => {
     const { provider, fetch, clock, store } = setup({ refreshWithinCallDeadline: true });
     const load = store.load.bind(store);
