@@ -2065,6 +2065,44 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
+  it("waits for the kept lease's renewal in flight before a re-save renews and releases it: a late write cannot take it back", async () => {
+    const clock = manualClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 });
+    // A lease that checks its owner, then writes (as the file lock does); its first renewal takes 5 s to write.
+    let lease: { owner: number; expiresAt: number } | undefined;
+    let owners = 0;
+    let renewals = 0;
+    const lock: RefreshLock = {
+      async tryAcquire(_name, ttlMs) {
+        if (lease !== undefined && lease.expiresAt > clock.now()) return undefined;
+        const owner = ++owners;
+        lease = { owner, expiresAt: clock.now() + ttlMs };
+        return {
+          renew: async (ttl) => {
+            if (lease?.owner !== owner) return false;
+            if ((renewals += 1) === 1) await clock.sleep(5_000);
+            lease = { owner, expiresAt: clock.now() + ttl };
+            return true;
+          },
+          release: async () => {
+            if (lease?.owner === owner) lease = undefined;
+          },
+        };
+      },
+    };
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch: rotatingTokenEndpoint(clock, []), clock, lock, lockTtlMs: TTL });
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(TTL / 3); // the kept lease's renewal is writing
+    expect(renewals).toBe(1);
+    const resaved = provider.getAccessToken();
+    await clock.advance(5_000);
+    await resaved;
+    await clock.advance(5_000);
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+    expect(lease, "a renewal in flight wrote the lease back after its release").toBeUndefined();
+  });
+
   it("does not wait on its own kept lease when the tokens it saved again need a refresh at once", async () => {
     // Tokens past half their 30 s life (the refresh skew is capped at half), the kept lease (30 s) still held: the
     // call that saves them again must refresh them too.
