@@ -2065,6 +2065,38 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined();
   });
 
+  it("cuts the kept lease's hung renewal short when the next call re-saves, instead of waiting on it for ever", async () => {
+    // The kept lease's first renewal hangs (a silent endpoint) until its signal aborts, as the DynamoDB lease's does.
+    let hung = false;
+    const { clock, store, spawn } = processes();
+    const { lock } = leaseLock(clock);
+    const hangingFirstRenewal: RefreshLock = {
+      async tryAcquire(name, ttlMs) {
+        const handle = await lock.tryAcquire(name, ttlMs);
+        if (handle === undefined) return undefined;
+        return {
+          renew: (ttl, signal) => {
+            if (hung) return handle.renew(ttl, signal);
+            hung = true;
+            return new Promise<boolean>((_resolve, reject) => signal?.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" }))));
+          },
+          release: () => handle.release(),
+        };
+      },
+    };
+    const provider = spawn({ lock: hangingFirstRenewal });
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    await clock.advance(TTL / 3); // the kept lease's renewal hangs
+    expect(hung).toBe(true);
+    let resaved = false;
+    const pending = provider.getAccessToken().then(() => (resaved = true));
+    await clock.advance(1_000);
+    expect(resaved, "the re-save waited on the hung renewal").toBe(true);
+    await pending;
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+  });
+
   it("waits for the kept lease's renewal in flight before a re-save renews and releases it: a late write cannot take it back", async () => {
     const clock = manualClock();
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "expired-access", accessTokenExpiresAt: clock.now() - 1 });
