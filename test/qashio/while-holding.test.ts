@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { acquireTimed, whileHolding } from "../../shared/lease-keep-alive.js";
+import { acquireTimed, acquireWithin, whileHolding } from "../../shared/lease-keep-alive.js";
 import { TOKEN_SAVE_MESSAGES as MESSAGES } from "../../shared/qashio/auth/token-provider.js";
 import type { Clock } from "../../shared/qashio/http.js";
 import { captureLogger, fakeClock, manualClock, turns } from "./helpers.js";
@@ -300,5 +300,45 @@ describe("acquireTimed", () => {
   it("gives undefined when the lease stays held", async () => {
     const clock = fakeClock();
     expect(await acquireTimed({ tryAcquire: async () => undefined }, "lease", TTL, { waitMs: 1_000, pollMs: 250 }, clock)).toBeUndefined();
+  });
+});
+
+describe("acquireWithin", () => {
+  const busy = () => {
+    const tries: number[] = [];
+    return { tries, tryAcquire: async () => void tries.push(1) };
+  };
+
+  it("tells that it waits once, as soon as the first try finds the lease held and it may wait, and never when it may not", async () => {
+    const waits: string[] = [];
+    const clock = fakeClock();
+    const lock = busy();
+    expect(await acquireWithin(lock, "lease", TTL, { waitMs: 1_000, pollMs: 250, onWait: () => waits.push(`waiting after ${lock.tries.length} try`) }, clock)).toBeUndefined();
+    expect(lock.tries).toHaveLength(5);
+    expect(waits).toEqual(["waiting after 1 try"]);
+    expect(await acquireWithin(busy(), "lease", TTL, { waitMs: 0, pollMs: 250, onWait: () => waits.push("not waiting") }, clock)).toBeUndefined();
+    expect(waits).toEqual(["waiting after 1 try"]);
+  });
+
+  it("tries nothing once its signal has aborted (Ctrl-C before the lease was taken)", async () => {
+    const lock = busy();
+    const stop = new AbortController();
+    stop.abort();
+    expect(await acquireWithin(lock, "lease", TTL, { waitMs: 20_000, pollMs: 250, signal: stop.signal }, fakeClock())).toBeUndefined();
+    expect(lock.tries).toEqual([]);
+  });
+
+  it("stops its wait between two tries at once when its signal aborts, without waiting out the poll", async () => {
+    const clock = manualClock();
+    const lock = busy();
+    const stop = new AbortController();
+    let outcome: unknown = "still waiting";
+    void acquireWithin(lock, "lease", TTL, { waitMs: 20_000, pollMs: 250, signal: stop.signal }, clock).then((handle) => (outcome = handle));
+    await turns(3);
+    expect(lock.tries).toHaveLength(1);
+    stop.abort();
+    await turns(3);
+    expect(outcome).toBeUndefined();
+    expect(lock.tries).toHaveLength(1);
   });
 });
