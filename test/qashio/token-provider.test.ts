@@ -1304,8 +1304,9 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     const { provider, store } = setup({ lock });
     let handedOut = false;
     const pending = provider.getAccessToken().then((token) => ((handedOut = true), token));
+    // Waits for the release to begin however many turns the refresh takes, then holds it there.
+    await vi.waitFor(() => expect(finishRelease, "the lease's release never began").toBeDefined());
     await turns(10);
-    expect(finishRelease, "the lease's release never began").toBeDefined();
     expect(handedOut, "handed out while the lease's release was still under way").toBe(false);
     finishRelease?.();
     expect(await pending).toBe(store.saves[0]?.accessToken);
