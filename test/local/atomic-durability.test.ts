@@ -1,10 +1,11 @@
 /**
  * writeFileAtomic's durability order, seen through node:fs: the temp file's data is fsynced before the rename makes it
  * the target, and the directory is fsynced after, so a crash leaves the old file or the new one, never an empty one.
- * And createFileOnce, whose created file must count as created even when its temp file cannot be removed.
+ * And createFileOnce, whose created file must count as created even when its temp file cannot be removed. And the
+ * descriptors these and the snapshot segments' reads open, released whatever fails.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -24,6 +25,10 @@ const journal = vi.hoisted(() => ({
   linkTookEffectThen: undefined as string | undefined,
   /** errno code the fsync of a directory fails with. */
   failDirFsync: undefined as string | undefined,
+  /** errno code opening a directory fails with (Windows opens none). */
+  failDirOpen: undefined as string | undefined,
+  /** Descriptors opened and not closed yet. */
+  openFds: new Set<number>(),
   /** Most bytes one writeSync call writes (a short write past it), as a pipe or a signal-interrupted write may. */
   maxWrite: Number.POSITIVE_INFINITY,
   /** errno code the writes and fsyncs of files whose name matches `failFile.of` fail with (a disk that fills up). */
@@ -43,7 +48,10 @@ function fault(code: string, call: string): Error {
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    const dirCode = journal.failDirOpen;
+    if (dirCode !== undefined && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw fault(dirCode, "open");
     const fd = (fs.openSync as (file: nodeFs.PathLike, ...rest: unknown[]) => number)(file, ...rest);
+    journal.openFds.add(fd);
     journal.opened.set(fd, String(file));
     journal.written.set(fd, 0);
     return fd;
@@ -84,6 +92,7 @@ vi.mock("node:fs", async (importOriginal) => {
   const closeSync = ((fd: number) => {
     const file = journal.opened.get(fd) ?? "";
     fs.closeSync(fd);
+    journal.openFds.delete(fd);
     if (journal.failCloseOf?.test(file)) throw fault("EIO", "close");
   }) as typeof fs.closeSync;
   const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync, closeSync };
@@ -98,6 +107,8 @@ beforeEach(async () => {
   journal.failLink = false;
   journal.linkTookEffectThen = undefined;
   journal.failDirFsync = undefined;
+  journal.failDirOpen = undefined;
+  journal.openFds.clear();
   journal.maxWrite = Number.POSITIVE_INFINITY;
   journal.failFile = undefined;
   journal.roomPerFile = Number.POSITIVE_INFINITY;
@@ -115,11 +126,25 @@ describe("writeFileAtomic durability", () => {
     await expect(writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 })).rejects.toMatchObject({ code: "EIO" });
   });
 
-  it.each(["EINVAL", "ENOTSUP", "EISDIR"])("goes on when a directory cannot be fsynced at all (%s: a platform or filesystem without it)", async (code) => {
+  const DIR_FSYNC_UNSUPPORTED = ["EISDIR", "EPERM", "EACCES", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "EBADF"];
+
+  it.each(DIR_FSYNC_UNSUPPORTED)("goes on when a directory cannot be fsynced at all (%s: a platform or filesystem without it)", async (code) => {
     const file = path.join(dir, "tokens.json");
     journal.failDirFsync = code;
     await writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 });
     expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+
+  it.each(DIR_FSYNC_UNSUPPORTED)("goes on when a directory cannot even be opened to fsync it (%s: Windows opens none)", async (code) => {
+    const file = path.join(dir, "tokens.json");
+    journal.failDirOpen = code;
+    await writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 });
+    expect(await readFile(file, "utf8")).toBe('{"refreshToken":"rt"}\n');
+  });
+
+  it("fails when opening the directory to fsync it fails with an I/O error: the rename may not be on disk", async () => {
+    journal.failDirOpen = "EIO";
+    await expect(writeFileAtomic(path.join(dir, "tokens.json"), '{"refreshToken":"rt"}\n', { mode: 0o600 })).rejects.toMatchObject({ code: "EIO" });
   });
 
   it("fsyncs the temp file before renaming it over the target, then fsyncs the directory", async () => {
@@ -153,6 +178,37 @@ describe("writeFileAtomic durability", () => {
     journal.maxWrite = 7;
     await writeFileAtomic(file, [Buffer.from(text.slice(0, 50)), Buffer.from(text.slice(50))], { mode: 0o600 });
     expect(await readFile(file, "utf8")).toBe(text);
+  });
+});
+
+describe("descriptors", () => {
+  // A descriptor left open per failed write or per segment read runs a long-lived loop out of them (EMFILE).
+  it("releases the temp file's descriptor when its write fails", async () => {
+    journal.failFile = { of: /tokens\.json\.\d+\.[0-9a-f]+\.tmp$/, write: "ENOSPC" };
+    await expect(writeFileAtomic(path.join(dir, "tokens.json"), '{"refreshToken":"rt"}\n')).rejects.toThrow("ENOSPC: write failed");
+    expect(journal.openFds.size).toBe(0);
+  });
+
+  it("releases the directory's descriptor when its fsync fails", () => {
+    journal.failDirFsync = "EIO";
+    expect(() => fsyncDirSync(dir)).toThrow("EIO: fsync failed");
+    expect(journal.openFds.size).toBe(0);
+  });
+
+  it("releases the descriptors of the segments a store reads and compacts, and of one whose header is unreadable", async () => {
+    const snapshot = (hash: string) => ({ key: "transaction:t1", hash, object: { id: "t1" }, updatedAt: "2024-01-01T00:00:00.000Z" }) as const;
+    const stateDir = path.join(dir, "state");
+    const store = new FileSnapshotStore(stateDir);
+    await store.putMany([snapshot("h1"), { ...snapshot("h1"), key: "transaction:t2" }]);
+    await store.putMany([snapshot("h2")]);
+    await store.vacuum();
+    const reopened = new FileSnapshotStore(stateDir);
+    expect((await reopened.getMany(["transaction:t1"])).get("transaction:t1")?.hash).toBe("h2");
+    expect((await reopened.scan({ limit: 10 })).snapshots).toHaveLength(2);
+    expect(journal.openFds.size).toBe(0);
+    await writeFile(path.join(stateDir, "snapshots", "seg-000000000009-deadbeef.log"), "not json\n");
+    await expect(new FileSnapshotStore(stateDir).size()).rejects.toMatchObject({ name: "CorruptStateError" });
+    expect(journal.openFds.size).toBe(0);
   });
 });
 
