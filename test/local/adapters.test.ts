@@ -50,6 +50,22 @@ describe("writeFileAtomic", () => {
     expect(await readdir(dir)).toEqual(["state.json"]);
   });
 
+  it("writes text as UTF-8 and bytes as they are (a quarantined body may hold any character)", async () => {
+    const text = path.join(dir, "record.json");
+    await writeFileAtomic(text, '{"merchant":"Café 🚀"}\n');
+    expect(await readFile(text)).toEqual(Buffer.from('{"merchant":"Café 🚀"}\n', "utf8"));
+    const bytes = path.join(dir, "bytes.bin");
+    await writeFileAtomic(bytes, Uint8Array.of(0x00, 0xff, 0x0a, 0xc3));
+    expect(await readFile(bytes)).toEqual(Buffer.from([0x00, 0xff, 0x0a, 0xc3]));
+  });
+
+  it("resolves to the identity of the file it wrote, exact (a 64-bit inode number is not rounded to a double)", async () => {
+    const file = path.join(dir, "state.json");
+    const identity = await writeFileAtomic(file, "new");
+    const { dev, ino } = await stat(file, { bigint: true });
+    expect(identity).toEqual({ dev, ino });
+  });
+
   it("leaves no temp file behind when the rename fails", async () => {
     const target = path.join(dir, "state.json");
     await mkdir(target);
@@ -148,6 +164,45 @@ describe("FileSnapshotStore", () => {
     const found = await new FileSnapshotStore(dir).getMany(["card:A", "card:B"]);
     expect(found.get("card:A")).toEqual(big);
     expect(found.get("card:B")).toEqual(snap("card:B", 1));
+  });
+
+  it("writes a page larger than the buffer an earlier page of the same store took whole", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1)]);
+    // 3 MB: past the 2 MiB the first page's buffer took, so it must grow for this one.
+    const big = { key: "card:B" as const, hash: "h", object: { pad: "x".repeat(3_000_000) }, updatedAt: "2025-01-15T10:00:00.000Z" };
+    await store.putMany([big]);
+    expect((await new FileSnapshotStore(dir).getMany(["card:B"])).get("card:B")).toEqual(big);
+  });
+
+  it("writes a key put twice in one putMany once, its last version: the replaced one is not kept on disk", async () => {
+    // A snapshot holds card holders' names: a replaced version left in a segment outlives what vacuum promises.
+    await new FileSnapshotStore(dir).putMany([snap("card:A", 1), snap("card:A", 2)]);
+    const [name] = await readdir(path.join(dir, "snapshots"));
+    const text = await readFile(path.join(dir, "snapshots", name as string), "utf8");
+    expect(text).not.toContain('"h1"');
+    expect(JSON.parse(text.slice(0, text.indexOf("\n"))).entries).toHaveLength(1);
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h2");
+  });
+
+  it("reads two segments of one sequence number (writers racing without the lock) in name order, as every process does", async () => {
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    for (const [tag, n] of [["aaaaaaaa", 1], ["bbbbbbbb", 2]] as const) {
+      const line = JSON.stringify(snap("card:A", n));
+      const header = JSON.stringify({ v: 1, entries: [["card:A", 0, Buffer.byteLength(line)]] });
+      await writeFile(path.join(dir, "snapshots", `seg-000000000001-${tag}.log`), `${header}\n${line}\n`);
+    }
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h2");
+  });
+
+  it("neither reads nor deletes a file named as a segment but with a sequence number of other than 12 digits", async () => {
+    const folder = path.join(dir, "snapshots");
+    await mkdir(folder, { recursive: true });
+    await writeFile(path.join(folder, "seg-1-deadbeef.log"), "not a segment\n");
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:A", 1)]);
+    expect((await new FileSnapshotStore(dir).getMany(["card:A"])).get("card:A")?.hash).toBe("h1");
+    expect(await readdir(folder)).toContain("seg-1-deadbeef.log");
   });
 
   it("writes nothing for an empty putMany: no segment, no directory", async () => {
