@@ -253,6 +253,7 @@ describe("FileSnapshotStore", () => {
   it.each([
     ["another key than its header names", { ...entry, key: "card:B" }, "Snapshot segment entry does not hold the key its header names"],
     ["no key at all", { ...entry, key: null }, "Snapshot segment entry does not hold the key its header names"],
+    ["no key field", { ...entry, key: undefined }, "Snapshot segment entry does not hold the key its header names"],
     ['a sequence of "2"', { ...entry, sequence: "2" }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
     ["a sequence of -1", { ...entry, sequence: -1 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
     ["a sequence of 1.5", { ...entry, sequence: 1.5 }, "Snapshot segment entry has a sequence that is not a whole number of at least 0"],
