@@ -555,6 +555,24 @@ describe("local bridge cycle lease", () => {
     expect((await new FileSnapshotStore(settings.stateDir).getMany(["card:c9"])).get("card:c9")).toEqual(snapshotOf("card:c9", 3, 100));
   });
 
+  it("fails a cycle whose reload of the snapshots under the lease fails, before any provider call: stale snapshots would publish changes again", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const sent: string[] = [];
+    const fetch: FetchLike = (url, init) => {
+      sent.push(url);
+      return nodeHttpFetch(url, init);
+    };
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    sent.length = 0;
+    vi.spyOn(bridge.snapshots, "reload").mockRejectedValueOnce(new Error("EIO: i/o error, read"));
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect((error as Error).message).toContain("EIO: i/o error, read");
+    expect(sent).toEqual([]);
+    expect(existsSync(harness.eventsFile)).toBe(false);
+  });
+
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
     harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
