@@ -430,6 +430,32 @@ describe("local bridge cycle lease", () => {
     expect(waits).toHaveLength(1);
   });
 
+  it("takes the lease anew once a cycle released the one it renewed, rather than renewing a released lease", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    let takes = 0;
+    let renewals = 0;
+    let releases = 0;
+    const handle: LockHandle = {
+      renew: async () => {
+        renewals += 1;
+        return true;
+      },
+      release: async () => {
+        // Only the first release fails (a full disk, freed since).
+        if ((releases += 1) === 1) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    };
+    const tryAcquire = async () => {
+      takes += 1;
+      return handle;
+    };
+    const bridge = { ...opened, lock: { tryAcquire } };
+
+    for (const cycle of ["first", "second", "third"]) expect(await withCycleLock(bridge, async () => cycle)).toBe(cycle);
+    expect({ takes, renewals, releases }).toEqual({ takes: 2, renewals: 1, releases: 3 });
+  });
+
   it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
