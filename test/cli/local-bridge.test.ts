@@ -430,6 +430,19 @@ describe("local bridge cycle lease", () => {
     expect(waits).toHaveLength(1);
   });
 
+  it("takes the lease docs/spec-gaps.md names, <state>/locks/cycle.lock for 30 s, so processes of other versions on the directory never overlap with it", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const taken: [string, number][] = [];
+    const handle: LockHandle = { renew: async () => true, release: async () => undefined };
+    const tryAcquire = async (name: string, ttlMs: number) => {
+      taken.push([name, ttlMs]);
+      return handle;
+    };
+    expect(await withCycleLock({ ...opened, lock: { tryAcquire } }, async () => "done")).toBe("done");
+    expect(taken).toEqual([["cycle", 30_000]]);
+  });
+
   it("takes the lease anew once a cycle released the one it renewed, rather than renewing a released lease", async () => {
     harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
