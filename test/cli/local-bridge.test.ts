@@ -469,6 +469,24 @@ describe("local bridge cycle lease", () => {
     expect({ takes, renewals, releases }).toEqual({ takes: 2, renewals: 1, releases: 3 });
   });
 
+  it("warns of a release the state directory refused by its system error code, and returns what the cycle did", async () => {
+    harness = await startHarness();
+    const warnings: [string, unknown][] = [];
+    const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    const handle: LockHandle = {
+      renew: async () => true,
+      release: async () => {
+        throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    };
+    const tryAcquire = async () => handle;
+    expect(await withCycleLock({ ...opened, lock: { tryAcquire } }, async () => "done")).toBe("done");
+    expect(warnings).toEqual([
+      ["releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", { code: "ENOSPC" }],
+    ]);
+  });
+
   it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
