@@ -487,6 +487,25 @@ describe("local bridge cycle lease", () => {
     ]);
   });
 
+  it("takes the lease anew when the one an earlier cycle could not release was lost meanwhile, rather than refusing the cycle", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const kept: LockHandle = {
+      renew: async () => false,
+      release: async () => {
+        throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    };
+    const fresh: LockHandle = { renew: async () => true, release: async () => undefined };
+    const handles = [kept, fresh];
+    const tryAcquire = async () => handles.shift();
+    const bridge = { ...opened, lock: { tryAcquire } };
+
+    expect(await withCycleLock(bridge, async () => "first")).toBe("first");
+    expect(await withCycleLock(bridge, async () => "second")).toBe("second");
+    expect(handles).toEqual([]);
+  });
+
   it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
