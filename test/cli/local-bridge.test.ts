@@ -684,6 +684,13 @@ describe("local bridge after a PII mode change", () => {
     expect(reads()).toBe(1);
   });
 
+  it("supersedes the pass before a re-drive too, when it is the open bridge's first run under the lease", async () => {
+    const { bridge, reads, stored } = await bridgeAfterPassUnderRedact();
+    await runRedrive(bridge);
+    expect(reads()).toBe(1);
+    expect(await stored()).toEqual({ pass: expect.not.stringMatching(/^0123456789abcdef$/), mode: "full" });
+  });
+
   it("fails the cycle whose read of the pass id fails, before anything is written; the bridge's next cycle reads it again", async () => {
     const { bridge, passReads, reads, stored } = await bridgeAfterPassUnderRedact();
     passReads.mockRejectedValueOnce(new Error("EIO: i/o error, read"));
