@@ -44,6 +44,16 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("sets the quarantine gauge after a re-drive to the records still held", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    await runRedrive(bridge);
+    expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["held"]);
+    expect(bridge.metrics.get("QuarantineSize")).toBe(1);
+  });
+
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
     harness = await startHarness();
     let stepBack = 0;
