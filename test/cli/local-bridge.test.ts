@@ -54,6 +54,20 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("counts in a cycle's events those of both walks, as published to the events file", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    await runCycle(bridge);
+    const before = (await readEvents(harness.eventsFile)).length;
+    const card = harness.sandbox.control.company(harness.companyId)?.cards.find((c) => c.status === "Active");
+    await harness.control("POST", `/companies/{company}/cards/${card?.id ?? "none"}/status`, { status: "Suspended" });
+    await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
+    const result = await runCycle(bridge);
+    const published = (await readEvents(harness.eventsFile)).slice(before);
+    expect(published.map((e) => e.detail.subject.type).sort()).toEqual(["card", "transaction"]);
+    expect(result.events).toBe(2);
+  });
+
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
     harness = await startHarness();
     let stepBack = 0;
