@@ -68,6 +68,14 @@ describe("local bridge cycle", () => {
     expect(result.events).toBe(2);
   });
 
+  it("reports a cycle stopped at its budget as incomplete, not as interrupted, while its signal never aborted", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const result = await runCycle(bridge, { budgetMs: 0, signal: new AbortController().signal });
+    expect(result.complete).toBe(false);
+    expect(result.interrupted).toBe(false);
+  });
+
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
     harness = await startHarness();
     let stepBack = 0;
