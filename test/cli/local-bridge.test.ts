@@ -76,6 +76,16 @@ describe("local bridge cycle", () => {
     expect(result.interrupted).toBe(false);
   });
 
+  it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
+    harness = await startHarness();
+    const warnings: string[] = [];
+    const logger: Logger = { ...silent, warn: (message) => void warnings.push(message) };
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    vi.spyOn(bridge.transactions.quarantine, "size").mockRejectedValue(new Error("EIO: i/o error, scandir"));
+    expect((await runCycle(bridge)).quarantineSize).toBe(0);
+    expect(warnings).toContain("counting the quarantine failed");
+  });
+
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
     harness = await startHarness();
     let stepBack = 0;
