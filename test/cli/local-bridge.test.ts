@@ -25,6 +25,18 @@ import { snapshotOf } from "../local/snapshot-fixtures.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
+/** A fetch to the sandbox that records each URL it is sent to. */
+function recordingFetch(): { sent: string[]; fetch: FetchLike } {
+  const sent: string[] = [];
+  return {
+    sent,
+    fetch: (url, init) => {
+      sent.push(url);
+      return nodeHttpFetch(url, init);
+    },
+  };
+}
+
 let harness: Harness | undefined;
 afterEach(async () => {
   await harness?.close();
@@ -596,11 +608,7 @@ describe("local bridge cycle lease", () => {
   it("checks the lease before each write of a cycle (events, snapshots and their vacuum, quarantine put and delete, acknowledge): a process stopped past it writes none", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
-    const sent: string[] = [];
-    const fetch: FetchLike = (url, init) => {
-      sent.push(url);
-      return nodeHttpFetch(url, init);
-    };
+    const { sent, fetch } = recordingFetch();
     const opened = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
     // The lease as another process left it after taking it over: `confirm` says this process holds it no longer.
     let held = true;
@@ -676,11 +684,7 @@ describe("local bridge cycle lease", () => {
   it("fails a cycle whose reload of the snapshots under the lease fails, before any provider call: stale snapshots would publish changes again", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
-    const sent: string[] = [];
-    const fetch: FetchLike = (url, init) => {
-      sent.push(url);
-      return nodeHttpFetch(url, init);
-    };
+    const { sent, fetch } = recordingFetch();
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
     sent.length = 0;
     vi.spyOn(bridge.snapshots, "reload").mockRejectedValueOnce(new Error("EIO: i/o error, read"));
