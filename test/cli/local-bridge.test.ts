@@ -497,6 +497,17 @@ describe("local bridge cycle lease", () => {
     expect(taken).toEqual([["cycle", 30_000]]);
   });
 
+  it("starts at once under a lease whose adapter does not say it was taken over", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const waits: number[] = [];
+    const clock = { now: () => Date.now(), sleep: async (ms: number, signal?: AbortSignal) => void (signal === undefined && waits.push(ms)) };
+    const handle: LockHandle = { renew: async () => true, release: async () => undefined };
+    const tryAcquire = async () => handle;
+    expect(await withCycleLock({ ...opened, clock, lock: { tryAcquire } }, async () => "done")).toBe("done");
+    expect(waits).toEqual([]);
+  });
+
   it("takes the lease anew once a cycle released the one it renewed, rather than renewing a released lease", async () => {
     harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
