@@ -905,6 +905,25 @@ describe("tenant stacks", () => {
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/erp-webhook-AbCdEf:SecretString:api_key::}}");
     expect(connections).toContain("{{resolve:secretsmanager:arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/audit-oauth-GhIjKl:SecretString:client_secret::}}");
   });
+
+  it("sends a webhook's API key under its own header name, and basic credentials as its user name and secret password", () => {
+    const tenant = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
+    const erp = tenant.webhooks[0] as TenantConfig["webhooks"][number];
+    const keyArn = "arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/keyed-AbCdEf";
+    const passwordArn = "arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/basic-GhIjKl";
+    const webhooks = [
+      // the whole secret string when no JSON field is named
+      { ...erp, name: "keyed", auth: { type: "apiKey" as const, headerName: "X-Acme-Token", value: { secretArn: keyArn } } },
+      { ...erp, name: "basic", auth: { type: "basic" as const, username: "bridge-user", password: { secretArn: passwordArn, jsonField: "password" } } },
+    ];
+    const template = Template.fromStack(buildTestApp({ tenants: [{ ...tenant, webhooks }] }).stacks[0] as TenantStack);
+    const authOf = (type: string) =>
+      (Object.values(template.findResources("AWS::Events::Connection", { Properties: { AuthorizationType: type } })) as { Properties: { AuthParameters: unknown } }[]).map(
+        (c) => c.Properties.AuthParameters,
+      );
+    expect(authOf("API_KEY")).toEqual([{ ApiKeyAuthParameters: { ApiKeyName: "X-Acme-Token", ApiKeyValue: `{{resolve:secretsmanager:${keyArn}:SecretString:::}}` } }]);
+    expect(authOf("BASIC")).toEqual([{ BasicAuthParameters: { Username: "bridge-user", Password: `{{resolve:secretsmanager:${passwordArn}:SecretString:password::}}` } }]);
+  });
 });
 
 /** Logical id -> "DeletionPolicy/UpdateReplacePolicy" of every resource that is not simply deleted with the stack. */
