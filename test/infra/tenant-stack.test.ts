@@ -706,6 +706,33 @@ describe("tenant stacks", () => {
     expect(Object.keys(globexT.findResources("AWS::SQS::Queue")).filter((id) => id.startsWith("EventBus"))).toEqual([]);
   });
 
+  it("lets EventBridge write encrypted dead letters only for calls naming the stack's account, and describe the key, nothing more", () => {
+    for (const [template, account] of [
+      [acmeT, "111111111111"],
+      [globexT, "333333333333"],
+    ] as const) {
+      const statements = keyStatementsFor(template);
+      // the buses-and-archives statement is pinned above; these are the other two EventBridge gets
+      expect(statements.filter((st) => st.Sid !== "AllowEventBridgeToEncryptTheAccountsBusesAndArchives")).toEqual([
+        {
+          Sid: "AllowEventBridgeToWriteEncryptedDeadLetters",
+          Effect: "Allow",
+          Principal: { Service: "events.amazonaws.com" },
+          Action: ["kms:Decrypt", "kms:GenerateDataKey"],
+          Resource: "*",
+          Condition: { StringEquals: { "aws:SourceAccount": template === acmeT ? account : { Ref: "AWS::AccountId" } } },
+        },
+        { Sid: "AllowEventBridgeToDescribeTheKey", Effect: "Allow", Principal: { Service: "events.amazonaws.com" }, Action: "kms:DescribeKey", Resource: "*" },
+      ]);
+      // a dead-letter write (no bus in its encryption context) must name the account: not another, nor none
+      const env = { partition: "aws", region: "eu-west-1", account };
+      const deadLetterWrite = (context: Record<string, string>) => allows(statements, { action: "kms:GenerateDataKey", context, env });
+      expect(deadLetterWrite({ "aws:SourceAccount": account })).toBe(true);
+      expect(deadLetterWrite({ "aws:SourceAccount": "999999999999" })).toBe(false);
+      expect(deadLetterWrite({})).toBe(false);
+    }
+  });
+
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
     const logsIn = (template: Template) =>
       template === acmeT
