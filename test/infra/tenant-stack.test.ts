@@ -733,6 +733,16 @@ describe("tenant stacks", () => {
     }
   });
 
+  it("names the key by the alias the runbook's commands use: alias/qashio-bridge/<tenant>", () => {
+    expect(readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8")).toContain("--key-id alias/qashio-bridge/$T ");
+    for (const [template, tenant] of [
+      [acmeT, "acme-sandbox"],
+      [globexT, "globex"],
+    ] as const) {
+      template.resourcePropertiesCountIs("AWS::KMS::Alias", { AliasName: `alias/qashio-bridge/${tenant}`, TargetKeyId: { "Fn::GetAtt": [logicalIdOf(template, "AWS::KMS::Key"), "Arn"] } }, 1);
+    }
+  });
+
   it("encrypts the functions' log groups with the tenant key, CloudWatch Logs' use bound to log groups of the account", () => {
     const logsIn = (template: Template) =>
       template === acmeT
