@@ -7,6 +7,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { TenantEventBus } from "../../infra/constructs/tenant-event-bus.js";
 import { TABLE_ACCESS, tableGrants, TenantTable } from "../../infra/constructs/tenant-table.js";
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -23,7 +24,7 @@ import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { EVENT_TYPES } from "../../infra/webhook-schema.js";
 import { cycleBudgetMs, pollerTimeout, type TenantStack } from "../../infra/tenant-stack.js";
 import { MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, cycleDeadline, loadConfig } from "../../shared/aws/config.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rolePolicies, roleStatements, testApp } from "./helpers.js";
 import { allows, type PolicyStatement } from "./iam-evaluator.js";
 import { DEPLOYED_TABLE_KEYS } from "../aws/support/dynamo.js";
 
@@ -608,6 +609,13 @@ describe("tenant stacks", () => {
       // 0: EventBridge keeps the events indefinitely
       RetentionDays: 0,
     });
+  });
+
+  it("keeps the archive's events 30 days when a TenantEventBus is given no retention, its documented default", () => {
+    const stack = new Stack(testApp(), "Bus");
+    const encryptionKey = new kms.Key(stack, "Key");
+    new TenantEventBus(stack, "EventBus", { tenantId: "acme", bus: { mode: "import", name: "shared" }, eventSource: "qashio.bridge", encryptionKey });
+    Template.fromStack(stack).hasResourceProperties("AWS::Events::Archive", { RetentionDays: 30 });
   });
 
   it("encrypts a created bus and every archive with the tenant key, EventBridge's key use bound to the buses of the account", () => {
