@@ -1230,7 +1230,7 @@ describe("least-privilege IAM", () => {
   });
 
   it("refuses an item grant that dynamodb:LeadingKeys could not scope: a Scan, or no partition key pattern", () => {
-    const stack = new Stack();
+    const stack = new Stack(testApp(), "Grants");
     const table = new TenantTable(stack, "Table", { encryptionKey: new kms.Key(stack, "Key") });
     const role = new iam.Role(stack, "Role", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
     expect(() => table.grantItemAccess(role, ["dynamodb:BatchGetItem", "dynamodb:Scan"], ["SNAP#acme#*"])).toThrow(
