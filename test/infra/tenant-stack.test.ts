@@ -611,6 +611,16 @@ describe("tenant stacks", () => {
     });
   });
 
+  it("has the functions publish to a bus imported by ARN by its whole ARN, which names its account, not by its bare name", () => {
+    const arn = "arn:aws:events:eu-west-1:123456789012:event-bus/initech-bus";
+    const tenant = parseTenantConfig({ id: "initech", environment: "eu", account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn }, alarms: { email: "ops@initech.test" } });
+    const template = Template.fromStack(buildTestApp({ tenants: [tenant] }).stacks[0] as TenantStack);
+    const functions = Object.values(template.findResources("AWS::Lambda::Function")) as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }[];
+    const busNames = functions.map((f) => f.Properties.Environment?.Variables?.["EVENT_BUS_NAME"]).filter((name) => name !== undefined);
+    expect(busNames).toEqual([arn, arn, arn]);
+    template.hasOutput("EventBusName", { Value: arn });
+  });
+
   it("keeps the archive's events 30 days when a TenantEventBus is given no retention, its documented default", () => {
     const stack = new Stack(testApp(), "Bus");
     const encryptionKey = new kms.Key(stack, "Key");
