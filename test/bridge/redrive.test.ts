@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { REDRIVE_READ_PAGES } from "../../shared/bridge/reprocess.js";
 import { KEPT_RECORDS_NAMED, REDRIVE_QUARANTINE_PAGE_SIZE, redriveQuarantined, redrivenCount } from "../../shared/bridge/redrive.js";
+import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { CycleAbortedError, ReadDeadlineExceededError } from "../../shared/bridge/errors.js";
+import type { StoreCallOptions } from "../../shared/bridge/ports.js";
 import { makeRig, makeStrictRuleRig, putGlitchedValidationRecord, quarantinePublishFailures, seededRandom, slowReadsByQashioId } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -331,6 +333,21 @@ describe("redriveQuarantined", () => {
     const report = await redriveQuarantined(rig.deps, { pageSize: 2 });
     expect(report.keptByWhy).toEqual({ "its event was not published": 4 });
     expect(calls).toEqual([]);
+  });
+
+  it("holds each delete to the calls' deadline (the run's plus its grace): a delete sent again late could remove a record put again since", async () => {
+    const rig = makeRig();
+    await quarantinePublishFailures(rig, 2);
+    const given: (StoreCallOptions | undefined)[] = [];
+    const remove = rig.quarantine.deleteMany.bind(rig.quarantine);
+    rig.quarantine.deleteMany = async (ids: readonly string[], options?: StoreCallOptions) => {
+      given.push(options);
+      return remove(ids);
+    };
+    const deadline = rig.clock.now() + 60_000;
+    const report = await redriveQuarantined(rig.deps, { deadline, pageSize: 1 });
+    expect(redrivenCount(report)).toBe(2);
+    expect(given).toEqual([{ deadline: deadline + DEFAULT_DEADLINE_GRACE_MS }, { deadline: deadline + DEFAULT_DEADLINE_GRACE_MS }]);
   });
 
   it("keeps the records of a finished batch deleted when a later batch fails", async () => {
