@@ -129,6 +129,24 @@ describe("redriveQuarantined: records kept, and why", () => {
     expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn.id]);
   });
 
+  it("comes round to its starting point and reads no further: the records past it are read once, not walked again", async () => {
+    const rig = makeRig();
+    await quarantinedPublishFailures(rig, 3);
+    let handedOut = 0;
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      for await (const page of pages({ ...options, limit: 1 })) {
+        handedOut += page.length;
+        yield page;
+      }
+    };
+    // random () => 0 starts the walk before every record: the pass from the store's start reads one page, past it.
+    const report = await redriveQuarantined(rig.deps, { random: () => 0 });
+    expect(report.considered).toBe(3);
+    expect(report.redriven).toHaveLength(3);
+    expect(handedOut).toBe(3 + 1);
+  });
+
   it("keeps the records of a delivered batch whose delete ran out of time as not reached, for the next run to delete", async () => {
     const rig = makeRig();
     const txn = await quarantinedPublishFailure(rig);
