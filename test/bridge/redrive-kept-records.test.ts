@@ -147,6 +147,29 @@ describe("redriveQuarantined: records kept, and why", () => {
     expect(handedOut).toBe(3 + 1);
   });
 
+  it("closes the store's page reader when its walk stops before the end, as a store holding a cursor needs", async () => {
+    const rig = makeRig();
+    await quarantinedPublishFailures(rig, 3);
+    const readers = { opened: 0, closed: 0 };
+    const pages = rig.quarantine.pages.bind(rig.quarantine);
+    rig.quarantine.pages = async function* (options) {
+      readers.opened += 1;
+      try {
+        for await (const page of pages({ ...options, limit: 1 })) {
+          rig.clock.advance(10_000);
+          yield page;
+        }
+      } finally {
+        readers.closed += 1;
+      }
+    };
+    // The deadline passes with the second page: the walk stops there, the third record not looked at.
+    const report = await redriveQuarantined(rig.deps, { random: () => 0, deadline: rig.clock.now() + 15_000 });
+    expect(report.notScanned).toBe(true);
+    expect(report.considered).toBe(2);
+    expect(readers).toEqual({ opened: 1, closed: 1 });
+  });
+
   it("keeps the records of a delivered batch whose delete ran out of time as not reached, for the next run to delete", async () => {
     const rig = makeRig();
     const txn = await quarantinedPublishFailure(rig);
