@@ -127,6 +127,22 @@ describe("local bridge cycle", () => {
     expect(result.interrupted).toBe(false);
   });
 
+  it("stops the cards walk too on Ctrl-C during the transactions walk: it reads no card after the stop", async () => {
+    harness = await startHarness();
+    const controller = new AbortController();
+    const { sent, fetch } = recordingFetch();
+    // Ctrl-C as the first page of transactions comes back.
+    const stopping: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (url.includes("/erp/transactions")) controller.abort();
+      return response;
+    };
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, fetch: stopping });
+    const result = await runCycle(bridge, { signal: controller.signal });
+    expect(result.interrupted).toBe(true);
+    expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
+  });
+
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
     harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
