@@ -299,6 +299,22 @@ describe("local bridge cycle", () => {
     expect(idsWithStatus(harness, "not_synced")).toEqual([]);
   });
 
+  it("takes a renumbered state directory as its own from then on: its binding gone later is named as such, not as a directory replaced", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    await runCycle(loop);
+    cpSync(settings.stateDir, `${settings.stateDir}-copy`, { recursive: true });
+    rmSync(settings.stateDir, { recursive: true });
+    renameSync(`${settings.stateDir}-copy`, settings.stateDir);
+    expect((await runCycle(loop)).complete).toBe(true);
+    rmSync(join(settings.stateDir, "binding.json"));
+    const error = await runCycle(loop).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain("BRIDGE_STATE_DIR: state directory holds tokens or snapshots but no binding file");
+    expect((error as Error).message).not.toContain("while the bridge ran");
+  });
+
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
     harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
