@@ -16,7 +16,7 @@ import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, Sta
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { FileQuarantine } from "../../shared/local/quarantine.js";
 import type { BridgeEvent, LockHandle, Logger } from "../../shared/bridge/ports.js";
-import { SnapshotCursorError } from "../../shared/bridge/errors.js";
+import { SnapshotCursorError, causeMatching } from "../../shared/bridge/errors.js";
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
@@ -141,6 +141,23 @@ describe("local bridge cycle", () => {
     const result = await runCycle(bridge, { signal: controller.signal });
     expect(result.interrupted).toBe(true);
     expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
+  });
+
+  it("keeps the transactions' failure as the cause of the error naming both walks' failures", async () => {
+    harness = await startHarness();
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    // Refused outright (no retries): the cards walk still has its turn after the transactions' provider failure.
+    await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
+    await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 403, count: 50 });
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect((error as Error).message).toMatch(/^transactions cycle stopped: .*; and cards cycle stopped: list full cards failed \(ForbiddenError 403/);
+    // In-process callers find what stopped the transactions down the chain, as under any other cycle failure.
+    const cause = (error as Error).cause;
+    expect(cause).toBeInstanceOf(CycleFailedError);
+    expect((cause as Error).message).toMatch(/^transactions cycle stopped: list not_synced transactions failed \(ForbiddenError 403/);
+    expect((cause as Error).message).not.toContain("cards cycle");
+    expect(causeMatching(error, (e): e is Error => e instanceof Error && e.name === "ForbiddenError")?.message).toContain("GET /public/v1/erp/transactions answered 403");
   });
 
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
