@@ -22,6 +22,7 @@ import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
 import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
 import { snapshotOf } from "../local/snapshot-fixtures.js";
+import { systemClock } from "../../shared/clock.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -531,6 +532,34 @@ describe("local bridge cycle lease", () => {
     expect(await withCycleLock(bridge, async () => "second")).toBe("second");
     expect([takes, renewals]).toEqual([1, 1]);
     expect(waits).toHaveLength(1);
+  });
+
+  it("counts the wait after a lease taken over in the cycle's duration, as the cycle started when it was asked for", async () => {
+    harness = await startHarness();
+    // A clock just past a whole second as the cycle starts, so the wait for a later second is most of one; the waits
+    // without a signal (the cycle's own, not the lease keep-alive's) pass at once on it.
+    let base = 0;
+    let started = 0;
+    const waits: number[] = [];
+    const clock = {
+      now: () => base + (Date.now() - started) + waits.reduce((sum, ms) => sum + ms, 0),
+      sleep: async (ms: number, signal?: AbortSignal) => {
+        if (signal === undefined) waits.push(ms);
+        else await systemClock.sleep(ms, signal);
+      },
+    };
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock });
+    const tryAcquire = async (name: string, ttlMs: number): Promise<LockHandle | undefined> => {
+      const handle = await opened.lock.tryAcquire(name, ttlMs);
+      return handle && { tookOver: true, renew: (ms, signal) => handle.renew(ms, signal), release: () => handle.release() };
+    };
+    const bridge = { ...opened, lock: { tryAcquire } };
+    started = Date.now();
+    base = Math.ceil(started / 1000) * 1000 + 1;
+    const result = await runCycle(bridge, { budgetMs: 0 });
+    // The first wait is the one for a later second after the takeover, before the walks.
+    expect(waits[0]).toBeGreaterThan(500);
+    expect(result.durationMs).toBeGreaterThanOrEqual(waits[0] as number);
   });
 
   it("takes the lease docs/spec-gaps.md names, <state>/locks/cycle.lock for 30 s, so processes of other versions on the directory never overlap with it", async () => {
