@@ -67,6 +67,19 @@ describe("local bridge cycle", () => {
     expect(bridge.metrics.get("QuarantineSize")).toBe(1);
   });
 
+  it("re-drives and conforms within the budget they are given, not BRIDGE_CYCLE_BUDGET's", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    await runCycle(bridge);
+    await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    // A budget of 0: past its deadline before it reads anything.
+    const redrive = await runRedrive(bridge, { budgetMs: 0 });
+    expect(redrive).toMatchObject({ considered: 0, notScanned: true, cycle: { outcome: "deadline" } });
+    expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["held"]);
+    expect(await runConformPii(bridge, undefined, { budgetMs: 0 })).toMatchObject({ outcome: "deadline", scanned: 0 });
+  });
+
   it("counts in a cycle's events those of both walks, as published to the events file", async () => {
     harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
