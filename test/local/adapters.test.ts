@@ -137,6 +137,15 @@ describe("FileSnapshotStore", () => {
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment header is unreadable", file: segment });
   });
 
+  it("reports a torn header as corrupt after a whole one it is the start of, not completed by what that one left in the read buffer", async () => {
+    // Headers are read into one reused buffer: the torn header's own bytes end where its file does.
+    await mkdir(path.join(dir, "snapshots"), { recursive: true });
+    await writeFile(path.join(dir, "snapshots", "seg-000000000001-deadbeef.log"), '{"v":1,"entries":[]}\n');
+    const torn = path.join(dir, "snapshots", "seg-000000000002-deadbeef.log");
+    await writeFile(torn, '{"v":1,"entr');
+    await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment header is unreadable", file: torn });
+  });
+
   it("reports a segment shorter than its header says as corrupt, naming the problem", async () => {
     const store = new FileSnapshotStore(dir);
     await store.putMany([snap("card:A", 1), snap("card:B", 1)]);
