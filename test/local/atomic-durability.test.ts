@@ -2,7 +2,8 @@
  * writeFileAtomic's durability order, seen through node:fs: the temp file's data is fsynced before the rename makes it
  * the target, and the directory is fsynced after, so a crash leaves the old file or the new one, never an empty one.
  * And createFileOnce, whose created file must count as created even when its temp file cannot be removed. And the
- * descriptors these and the snapshot segments' reads open, released whatever fails.
+ * descriptors these and the snapshot segments' reads open, released whatever fails, and the cause a segment header
+ * read keeps.
  */
 import type * as nodeFs from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -27,6 +28,8 @@ const journal = vi.hoisted(() => ({
   failDirFsync: undefined as string | undefined,
   /** errno code opening a directory fails with (Windows opens none). */
   failDirOpen: undefined as string | undefined,
+  /** errno code opening files whose name matches `failFileOpen.of` fails with. */
+  failFileOpen: undefined as { of: RegExp; code: string } | undefined,
   /** Descriptors opened and not closed yet. */
   openFds: new Set<number>(),
   /** Most bytes one writeSync call writes (a short write past it), as a pipe or a signal-interrupted write may. */
@@ -50,6 +53,7 @@ vi.mock("node:fs", async (importOriginal) => {
   const openSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
     const dirCode = journal.failDirOpen;
     if (dirCode !== undefined && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw fault(dirCode, "open");
+    if (journal.failFileOpen?.of.test(String(file))) throw fault(journal.failFileOpen.code, "open");
     const fd = (fs.openSync as (file: nodeFs.PathLike, ...rest: unknown[]) => number)(file, ...rest);
     journal.openFds.add(fd);
     journal.opened.set(fd, String(file));
@@ -108,6 +112,7 @@ beforeEach(async () => {
   journal.linkTookEffectThen = undefined;
   journal.failDirFsync = undefined;
   journal.failDirOpen = undefined;
+  journal.failFileOpen = undefined;
   journal.openFds.clear();
   journal.maxWrite = Number.POSITIVE_INFINITY;
   journal.failFile = undefined;
@@ -209,6 +214,17 @@ describe("descriptors", () => {
     await writeFile(path.join(stateDir, "snapshots", "seg-000000000009-deadbeef.log"), "not json\n");
     await expect(new FileSnapshotStore(stateDir).size()).rejects.toMatchObject({ name: "CorruptStateError" });
     expect(journal.openFds.size).toBe(0);
+  });
+});
+
+describe("snapshot segment headers", () => {
+  it("reports a segment header that cannot be read with the reading error as its cause (permissions, not damage, to fix)", async () => {
+    const stateDir = path.join(dir, "state");
+    await new FileSnapshotStore(stateDir).putMany([{ key: "transaction:t1", hash: "h1", object: { id: "t1" }, updatedAt: "2024-01-01T00:00:00.000Z" }]);
+    journal.failFileOpen = { of: /seg-\d{12}-[0-9a-f]{8}\.log$/, code: "EACCES" };
+    const failed = new FileSnapshotStore(stateDir).size();
+    await expect(failed).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment header is unreadable" });
+    await expect(failed).rejects.toHaveProperty("cause", expect.objectContaining({ code: "EACCES" }));
   });
 });
 
