@@ -314,6 +314,20 @@ describe("FileSnapshotStore compaction", () => {
     expect(await segmentFiles()).toContain(first);
   });
 
+
+  it.each([
+    { floor: "the dead bytes exactly", under: 0, compacted: false },
+    { floor: "a byte under the dead bytes", under: 1, compacted: true },
+  ])("compacts once dead bytes pass the floor, not when they equal it (floor $floor)", async ({ under, compacted }) => {
+    // One dead line, the first version of a hot snapshot, far outweighing the live ones.
+    const first = snap("transaction:hot", 1, 4000);
+    const dead = Buffer.byteLength(JSON.stringify(first)) + 1;
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: dead - under, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
+    await store.putMany([first, snap("transaction:cold-1", 1, 0)]);
+    const [sparse] = await segmentFiles();
+    await store.putMany([snap("transaction:hot", 2, 0), snap("transaction:cold-2", 2, 0)]);
+    expect((await segmentFiles()).includes(sparse as string)).toBe(!compacted);
+  });
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
