@@ -328,6 +328,21 @@ describe("FileSnapshotStore compaction", () => {
     await store.putMany([snap("transaction:hot", 2, 0), snap("transaction:cold-2", 2, 0)]);
     expect((await segmentFiles()).includes(sparse as string)).toBe(!compacted);
   });
+  it.each([
+    { live: "exactly mergeBelowBytes", over: 0, counts: [1, 2, 3] },
+    { live: "a byte under mergeBelowBytes", over: 1, counts: [1, 2, 1] },
+  ])("counts a segment as small only below mergeBelowBytes ($live live): one of exactly that many is never merged", async ({ over, counts }) => {
+    const page = (call: number) => [snap(`transaction:t${call}`, call, 400)];
+    const bytes = Buffer.byteLength(JSON.stringify(page(0)[0])) + 1;
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: bytes + over, mergeFanIn: 2 };
+    const store = new FileSnapshotStore(dir, tuned);
+    const seen: number[] = [];
+    for (let call = 0; call < 3; call++) {
+      await store.putMany(page(call));
+      seen.push((await segmentFiles()).length);
+    }
+    expect(seen).toEqual(counts);
+  });
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
