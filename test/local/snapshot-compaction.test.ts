@@ -343,6 +343,20 @@ describe("FileSnapshotStore compaction", () => {
     }
     expect(seen).toEqual(counts);
   });
+  it.each([
+    { batch: "both lines exactly", short: 0, files: 2 },
+    { batch: "a byte short of both lines", short: 1, files: 3 },
+  ])("copies no more than compactBatchBytes in one batch, newlines counted ($batch)", async ({ short, files }) => {
+    const cold = [snap("transaction:cold-1", 1, 300), snap("transaction:cold-2", 1, 300)];
+    const bytes = cold.reduce((sum, s) => sum + Buffer.byteLength(JSON.stringify(s)) + 1, 0);
+    const store = new FileSnapshotStore(dir, { compactBatchBytes: bytes - short });
+    await store.putMany([...cold, snap("transaction:hot", 1, 300)]);
+    await store.putMany([snap("transaction:hot", 2, 300)]);
+    // Vacuum copies the two cold lines out of the first segment: in one batch (one new segment) or two.
+    await store.vacuum();
+    expect(await segmentFiles()).toHaveLength(files);
+    await expectReadsModel(new FileSnapshotStore(dir), new Map([...cold, snap("transaction:hot", 2, 300)].map((s) => [s.key, s])));
+  });
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
