@@ -357,6 +357,17 @@ describe("FileSnapshotStore compaction", () => {
     expect(await segmentFiles()).toHaveLength(files);
     await expectReadsModel(new FileSnapshotStore(dir), new Map([...cold, snap("transaction:hot", 2, 300)].map((s) => [s.key, s])));
   });
+  it("takes a mergeFanIn under two as two: two small segments of a tier are tolerated, and a third merges them", async () => {
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: 32 * 1024, mergeFanIn: 1 };
+    const store = new FileSnapshotStore(dir, tuned);
+    const counts: number[] = [];
+    for (let call = 0; call < 3; call++) {
+      await store.putMany([snap(`transaction:t${call}`, call, 400)]);
+      counts.push((await segmentFiles()).length);
+    }
+    expect(counts).toEqual([1, 2, 1]);
+  });
+
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
