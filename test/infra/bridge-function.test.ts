@@ -97,6 +97,36 @@ describe("BridgeFunction", () => {
     expect(defaults).toContain("arn:aws:xray:eu-west-1:1:group/x");
   });
 
+  it("keeps in the default policy an X-Ray statement that is a Deny, or that names a resource besides or instead of *", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Kept");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "kept", environment });
+    const group = "arn:aws:xray:eu-west-1:1:group/x";
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ["xray:PutTraceSegments"], resources: ["*"] }));
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTelemetryRecords"], resources: ["*", group] }));
+    fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTraceSegments"], resources: [group] }));
+    // a Deny of an action no bridge function calls is no grant to leave out
+    const deny = fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ["secretsmanager:GetRandomPassword"], resources: ["*"] }));
+    expect(deny.statementAdded).toBe(true);
+    const policies = Template.fromStack(stack).findResources("AWS::IAM::Policy") as Record<
+      string,
+      { Properties: { PolicyDocument: { Statement: { Effect: string; Action: unknown; Resource: unknown }[] } } }
+    >;
+    const statementsOf = (re: RegExp) => Object.entries(policies).filter(([id]) => re.test(id)).flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
+    // the function's own X-Ray grant only
+    expect(statementsOf(/^FnRoleNoResourceLevelActions/)).toEqual([
+      { Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Effect: "Allow", Resource: "*" },
+    ]);
+    expect(statementsOf(/^FnRoleDefaultPolicy/)).toEqual(
+      expect.arrayContaining([
+        { Action: "xray:PutTraceSegments", Effect: "Deny", Resource: "*" },
+        { Action: "xray:PutTelemetryRecords", Effect: "Allow", Resource: ["*", group] },
+        { Action: "xray:PutTraceSegments", Effect: "Allow", Resource: group },
+        { Action: "secretsmanager:GetRandomPassword", Effect: "Deny", Resource: "*" },
+      ]),
+    );
+  });
+
   it("leaves out a statement of only actions no bridge function calls (RotationSchedule's GetRandomPassword on *), and keeps any other", () => {
     const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
     const stack = new Stack(app, "Unused");
