@@ -480,6 +480,20 @@ describe("tenant config", () => {
     expect(parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }).webhooks[0]?.auth).toMatchObject({ scope });
   });
 
+  it.each([
+    ["no URL at all", "erp.test/hooks"],
+    ["a plain-http URL", "http://erp.test/hooks"],
+  ])("reports a webhook URL or OAuth token URL that is %s once, as not an https:// URL (the checks after that one stop)", (_what, url) => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    const basic = { type: "basic", username: "u", password: { secretArn } };
+    const hook = { name: "erp", url, eventTypes: ["card.created"], auth: basic };
+    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toBe('tenant "acme": field webhooks[0].url: must be an https:// URL');
+    const oauth = { type: "oauthClientCredentials", tokenUrl: url, clientId: "c", clientSecret: { secretArn } };
+    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] })).message).toBe(
+      'tenant "acme": field webhooks[0].auth.tokenUrl: must be an https:// URL',
+    );
+  });
+
   it("takes a connection parameter EventBridge accepts: spaces, punctuation other than ':', 512 characters", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     for (const username of ["svc bridge", "svc@acme.example", "u".repeat(512), "svc\tbridge"]) {
