@@ -140,6 +140,16 @@ describe("BridgeFunction", () => {
     expect(text).toContain("secretsmanager:GetSecretValue");
   });
 
+  it("leaves out no statement of another action alone: each Secrets Manager action a rotation function is given stays", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Others");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "others", environment });
+    const others = ["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"];
+    for (const action of others) expect(fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [action], resources: ["*"] })).statementAdded).toBe(true);
+    const text = JSON.stringify(Template.fromStack(stack).findResources("AWS::IAM::Policy"));
+    for (const action of others) expect(text).toContain(action);
+  });
+
   it("says at synth which actions it left out and why, as an info that fails no strict synth; nothing for a statement kept whole", () => {
     const annotationsWith = (actions: string[]) => {
       const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
