@@ -61,7 +61,8 @@ describe("BridgeFunction", () => {
     // the documented defaults: 512 MB, five minutes, logs kept three months
     template.hasResourceProperties("AWS::Lambda::Function", { Runtime: "nodejs24.x", Architectures: ["arm64"], MemorySize: 512, Timeout: 300 });
     template.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 90 });
-    template.hasResourceProperties("AWS::IAM::Role", { ManagedPolicyArns: Match.absent() });
+    // described as the function's, so the console tells whose role it is
+    template.hasResourceProperties("AWS::IAM::Role", { Description: "role check (execution role)", ManagedPolicyArns: Match.absent() });
     template.hasResourceProperties("AWS::IAM::Policy", {
       PolicyDocument: {
         Statement: [
