@@ -6,6 +6,7 @@ import { pathToFileURL } from "node:url";
 import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
+import * as sqs from "aws-cdk-lib/aws-sqs";
 import { describe, expect, it } from "vitest";
 import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
 import { FIXTURE_FUNCTIONS_DIR } from "./helpers.js";
@@ -74,6 +75,18 @@ describe("BridgeFunction", () => {
     template.hasResourceProperties("AWS::IAM::Policy", {
       PolicyName: Match.stringLikeRegexp("NoResourceLevelActions"),
       PolicyDocument: { Statement: [{ Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Effect: "Allow", Resource: "*" }] },
+    });
+  });
+
+  it("sends a failed or expired asynchronous invocation to its on-failure queue without retrying, after six hours by default", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "OnFailure");
+    const queue = new sqs.Queue(stack, "Failed");
+    new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "on failure", environment, onFailure: queue });
+    Template.fromStack(stack).hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      MaximumEventAgeInSeconds: 21_600,
+      MaximumRetryAttempts: 0,
+      DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": [Match.stringLikeRegexp("^Failed"), "Arn"] } } },
     });
   });
 
