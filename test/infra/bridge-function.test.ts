@@ -6,6 +6,7 @@ import { pathToFileURL } from "node:url";
 import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
+import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { describe, expect, it } from "vitest";
 import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
@@ -88,6 +89,15 @@ describe("BridgeFunction", () => {
       MaximumRetryAttempts: 0,
       DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": [Match.stringLikeRegexp("^Failed"), "Arn"] } } },
     });
+  });
+
+  it("takes the memory size and log retention it is given over its defaults", () => {
+    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Sized");
+    new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "sized", environment, memorySize: 1024, logRetention: RetentionDays.ONE_WEEK });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties("AWS::Lambda::Function", { MemorySize: 1024 });
+    template.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 7 });
   });
 
   it("routes only Allow statements of actions without resource-level permissions on * to that policy", () => {
