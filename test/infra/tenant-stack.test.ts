@@ -364,6 +364,9 @@ describe("tenant stacks", () => {
     });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(2 minutes)" });
     globexT.hasResourceProperties("AWS::Scheduler::Schedule", { ScheduleExpression: "rate(30 minutes)" });
+    // an operator pausing one poller in the console tells the schedules apart by their descriptions
+    const descriptions = Object.values(globexT.findResources("AWS::Scheduler::Schedule")).map((sc) => (sc as { Properties: { Description: string } }).Properties.Description);
+    expect(descriptions.sort()).toEqual(["qashio-bridge globex: poll cards every 30 min", "qashio-bridge globex: poll transactions every 2 min"]);
     // a missed tick is made up by the next one: a few retries within one schedule period, then the DLQ
     for (const [template, transactions, cards] of [
       [acmeT, 300, 900],
