@@ -823,10 +823,13 @@ describe("tenant stacks", () => {
   it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
     acmeT.hasResourceProperties("AWS::EventSchemas::Registry", { RegistryName: "qashio-bridge-acme-sandbox" });
     const schemas = Object.values(acmeT.findResources("AWS::EventSchemas::Schema")).map(
-      (s) => (s as { Properties: { SchemaName: string; Type: string; Content: string } }).Properties,
+      (s) => (s as { Properties: { RegistryName: unknown; SchemaName: string; Type: string; Content: string } }).Properties,
     );
     expect(schemas.map((s) => s.SchemaName).sort()).toEqual(EVENT_TYPES.map((t) => `qashio.bridge@${t}`).sort());
+    // by the registry's attribute, not its name: CloudFormation creates the registry before the schemas it holds
+    const registry = { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::EventSchemas::Registry"), "RegistryName"] };
     for (const schema of schemas) {
+      expect(schema.RegistryName).toEqual(registry);
       expect(schema.Type).toBe("JSONSchemaDraft4");
       const content = JSON.parse(schema.Content) as { $schema: string; properties: Record<string, unknown> };
       expect(content.$schema).toBe("http://json-schema.org/draft-04/schema#");
