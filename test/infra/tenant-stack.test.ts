@@ -842,12 +842,21 @@ describe("tenant stacks", () => {
     const descriptionOf = (template: Template): string =>
       (Object.values(template.findResources("AWS::EventSchemas::Registry"))[0] as { Properties: { Description: string } }).Properties.Description;
     expect(descriptionOf(acmeT)).toBe("Events published by qashio-bridge for tenant acme-sandbox (source qashio.bridge)");
+    const id = "a".repeat(32);
+    const descriptionFor = (eventSource: string): string => {
+      const tenant = parseTenantConfig({ id, environment: "sandbox", eventSource, alarms: { email: "ops@acme.test" } });
+      const [stack] = buildTestApp({ tenants: [tenant] }).stacks;
+      return descriptionOf(Template.fromStack(stack!));
+    };
     // Schema-valid (id of 32, source of 256 characters), but CreateRegistry refuses a description over 256 at deploy.
-    const tenant = parseTenantConfig({ id: "a".repeat(32), environment: "sandbox", eventSource: "s".repeat(256), alarms: { email: "ops@acme.test" } });
-    const [stack] = buildTestApp({ tenants: [tenant] }).stacks;
-    const description = descriptionOf(Template.fromStack(stack!));
+    const description = descriptionFor("s".repeat(256));
     expect(description.length).toBeLessThanOrEqual(256);
-    expect(description).toContain(`tenant ${tenant.id}`);
+    expect(description).toContain(`tenant ${id}`);
+    // the source is named while the description fits: exactly 256 characters with a source of 169, none from 170
+    const fitting = descriptionFor("s".repeat(169));
+    expect(fitting).toBe(`Events published by qashio-bridge for tenant ${id} (source ${"s".repeat(169)})`);
+    expect(fitting).toHaveLength(256);
+    expect(descriptionFor("s".repeat(170))).toBe(`Events published by qashio-bridge for tenant ${id}`);
   });
 
   it("forwards each webhook's event types through a rule, connection, API destination, retry policy and DLQ", () => {
