@@ -453,6 +453,18 @@ describe("cycle alarms follow the tenant's schedule", () => {
     }
   });
 
+  it("evaluates fewer periods only beyond the allowed schedules, as many as CloudWatch's seven days hold, at least one", () => {
+    const periodsOf = (everyMinutes: number) => {
+      const { evaluationPeriods, datapointsToAlarm } = cycleAlarmWindow(everyMinutes);
+      return [evaluationPeriods, datapointsToAlarm];
+    };
+    // 3 x 3360 minutes is seven days; a longer period fits 2, one over 3.5 days fits 1, one over 7 days still gets 1
+    expect(periodsOf(3360)).toEqual([3, 2]);
+    expect(periodsOf(3361)).toEqual([2, 2]);
+    expect(periodsOf(5041)).toEqual([1, 1]);
+    expect(periodsOf(10_081)).toEqual([1, 1]);
+  });
+
   it("gives every allowed schedule a heartbeat window CloudWatch accepts, holding the last tick until the next one's data point lands", () => {
     for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
       const window = heartbeatAlarmWindow(everyMinutes);
