@@ -823,7 +823,7 @@ describe("tenant stacks", () => {
   it("registers a JSONSchemaDraft4 schema per event type in the tenant's registry", () => {
     acmeT.hasResourceProperties("AWS::EventSchemas::Registry", { RegistryName: "qashio-bridge-acme-sandbox" });
     const schemas = Object.values(acmeT.findResources("AWS::EventSchemas::Schema")).map(
-      (s) => (s as { Properties: { RegistryName: unknown; SchemaName: string; Type: string; Content: string } }).Properties,
+      (s) => (s as { Properties: { RegistryName: unknown; SchemaName: string; Type: string; Description: string; Content: string } }).Properties,
     );
     expect(schemas.map((s) => s.SchemaName).sort()).toEqual(EVENT_TYPES.map((t) => `qashio.bridge@${t}`).sort());
     // by the registry's attribute, not its name: CloudFormation creates the registry before the schemas it holds
@@ -831,6 +831,8 @@ describe("tenant stacks", () => {
     for (const schema of schemas) {
       expect(schema.RegistryName).toEqual(registry);
       expect(schema.Type).toBe("JSONSchemaDraft4");
+      // a consumer browsing the registry reads which event type a schema describes
+      expect(schema.Description).toBe(`qashio-bridge ${schema.SchemaName.slice("qashio.bridge@".length)} event`);
       const content = JSON.parse(schema.Content) as { $schema: string; properties: Record<string, unknown> };
       expect(content.$schema).toBe("http://json-schema.org/draft-04/schema#");
       expect(content.properties.detail).toBeDefined();
