@@ -1,5 +1,6 @@
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,18 +8,33 @@ import { DASHBOARD_WIDGETS, OpsDashboard, type OpsDashboardProps } from "../../i
 
 interface Widget {
   readonly type: string;
+  readonly x: number;
+  readonly y: number;
   readonly width: number;
-  readonly properties: { title?: string; markdown?: string; stacked?: boolean; metrics?: unknown[][]; alarms?: unknown[] };
+  readonly height: number;
+  readonly properties: {
+    title?: string;
+    markdown?: string;
+    stacked?: boolean;
+    metrics?: unknown[][];
+    alarms?: unknown[];
+    annotations?: { horizontal?: unknown[] };
+  };
 }
 
-/** The dashboard of tenant `acme` with one function and one queue, imported so the test synthesises nothing else. */
-function dashboardOf(props: Partial<OpsDashboardProps> = {}): { widgets: Widget[]; properties: Record<string, unknown> } {
+/**
+ * The dashboard of tenant `acme` with one function and one queue, imported so the test synthesises nothing else.
+ * Props that are constructs are given as a function of the stack they are imported into.
+ */
+function dashboardOf(
+  props: Partial<OpsDashboardProps> | ((stack: Stack) => Partial<OpsDashboardProps>) = {},
+): { widgets: Widget[]; properties: Record<string, unknown> } {
   const stack = new Stack(new App(), "Acme");
   new OpsDashboard(stack, "Ops", {
     tenantId: "acme",
     functions: { PollCards: lambda.Function.fromFunctionName(stack, "Fn", "acme-poll-cards") },
     deadLetterQueues: { Webhook: sqs.Queue.fromQueueArn(stack, "Dlq", "arn:aws:sqs:eu-west-1:111111111111:acme-dlq") },
-    ...props,
+    ...(typeof props === "function" ? props(stack) : props),
   });
   const [dashboard] = Object.values(Template.fromStack(stack).findResources("AWS::CloudWatch::Dashboard")) as { Properties: Record<string, unknown> }[];
   const body = dashboard?.Properties["DashboardBody"] as { "Fn::Join": [string, unknown[]] } | string;
@@ -110,5 +126,52 @@ describe("OpsDashboard", () => {
       JSON.stringify(dashboardOf(props).widgets.find((w) => w.properties.title === DASHBOARD_WIDGETS.syncLag)?.properties);
     expect(lag({ syncLagThresholdSeconds: 900 })).toContain('"annotations":{"horizontal":[{"value":900,"label":"alarm threshold"');
     expect(lag({})).not.toContain("annotations");
+  });
+
+  it("lays out the text, the alarms and then each row of graphs in DASHBOARD_WIDGETS order, every row filling the 24 columns", () => {
+    const { widgets } = dashboardOf((stack) => ({ alarms: [cloudwatch.Alarm.fromAlarmArn(stack, "Alarm", "arn:aws:cloudwatch:eu-west-1:111111111111:alarm:acme-SyncLag")] }));
+    const layout = widgets.map((w) => `${w.properties.title ?? w.type} @${w.x},${w.y} ${w.width}x${w.height}`);
+    expect(layout).toEqual([
+      "text @0,0 24x2",
+      "Alarms @0,2 24x3",
+      `${DASHBOARD_WIDGETS.events} @0,5 12x6`,
+      `${DASHBOARD_WIDGETS.providerErrors} @12,5 12x6`,
+      `${DASHBOARD_WIDGETS.syncLag} @0,11 8x6`,
+      `${DASHBOARD_WIDGETS.backlog} @8,11 8x6`,
+      `${DASHBOARD_WIDGETS.cycleDuration} @16,11 8x6`,
+      `${DASHBOARD_WIDGETS.tokens} @0,17 12x6`,
+      `${DASHBOARD_WIDGETS.quarantine} @12,17 12x6`,
+      `${DASHBOARD_WIDGETS.throughput} @0,23 12x6`,
+      `${DASHBOARD_WIDGETS.deadLetters} @12,23 12x6`,
+      `${DASHBOARD_WIDGETS.functions} @0,29 24x6`,
+    ]);
+  });
+
+  it("graphs every queue's depth and every function's p95 duration, not only the first's", () => {
+    const { widgets } = dashboardOf((stack) => ({
+      functions: {
+        PollCards: lambda.Function.fromFunctionName(stack, "Cards", "acme-poll-cards"),
+        RotateToken: lambda.Function.fromFunctionName(stack, "Rotate", "acme-rotate-token"),
+      },
+      deadLetterQueues: {
+        Webhook: sqs.Queue.fromQueueArn(stack, "Hook", "arn:aws:sqs:eu-west-1:111111111111:acme-dlq"),
+        EventBus: sqs.Queue.fromQueueArn(stack, "Bus", "arn:aws:sqs:eu-west-1:111111111111:acme-bus-dlq"),
+      },
+    }));
+    expect(seriesOf(widgets, DASHBOARD_WIDGETS.deadLetters)).toEqual(["ApproximateNumberOfMessagesVisible Webhook/Maximum", "ApproximateNumberOfMessagesVisible EventBus/Maximum"]);
+    expect(seriesOf(widgets, DASHBOARD_WIDGETS.functions)).toEqual([
+      "Errors PollCards errors/Sum",
+      "Throttles PollCards throttles/Sum",
+      "Errors RotateToken errors/Sum",
+      "Throttles RotateToken throttles/Sum",
+      "Duration PollCards p95 duration/p95",
+      "Duration RotateToken p95 duration/p95",
+    ]);
+  });
+
+  it("labels the lag line and draws the alarm's threshold on it in red", () => {
+    const lag = dashboardOf({ syncLagThresholdSeconds: 900 }).widgets.find((w) => w.properties.title === DASHBOARD_WIDGETS.syncLag);
+    expect(lag?.properties.metrics?.[0]?.at(-1)).toMatchObject({ label: "max lag" });
+    expect(lag?.properties.annotations?.horizontal).toEqual([{ value: 900, label: "alarm threshold", color: cloudwatch.Color.RED, yAxis: "left" }]);
   });
 });
