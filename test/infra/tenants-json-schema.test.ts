@@ -1,5 +1,9 @@
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { renderTenantsJsonSchema } from "../../infra/tenants-json-schema.js";
@@ -113,5 +117,27 @@ describe("tenants file JSON Schema (docs/tenants.schema.json)", () => {
       expect(synthAccepts(document)).toBe(false);
     }
     expect(JSON.parse(committed).description).toMatch(/Synth checks more than this schema/);
+  });
+});
+
+/** Runs `npx tsx infra/tenants-json-schema.ts [file]` in `cwd`: its exit and output. */
+function runScript(cwd: string, ...args: string[]) {
+  // tsx by its resolved path: a working directory outside the repository does not resolve the bare name.
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  return spawnSync(process.execPath, ["--import", tsx, path.resolve(import.meta.dirname, "../../infra/tenants-json-schema.ts"), ...args], { cwd, encoding: "utf8" });
+}
+
+describe("npx tsx infra/tenants-json-schema.ts", () => {
+  it("writes the schema to the file given, and by default to docs/tenants.schema.json of the working directory", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "tenants-schema-"));
+    const given = path.join(dir, "given.json");
+    const named = runScript(dir, given);
+    expect([named.status, named.stdout]).toEqual([0, `wrote ${given}\n`]);
+    expect(readFileSync(given, "utf8")).toBe(renderTenantsJsonSchema());
+
+    mkdirSync(path.join(dir, "docs"));
+    const byDefault = runScript(dir);
+    expect([byDefault.status, byDefault.stdout]).toEqual([0, "wrote docs/tenants.schema.json\n"]);
+    expect(readFileSync(path.join(dir, "docs", "tenants.schema.json"), "utf8")).toBe(renderTenantsJsonSchema());
   });
 });
