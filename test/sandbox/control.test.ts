@@ -997,6 +997,32 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(card.balance, "none while suspended").toBe(1000);
   });
 
+  it("gives what an account cannot hold of a refund to the funding account: a card's own account stays at its allowed_max_balance, a pool at the pool's, whatever its card's", async () => {
+    // A cleared purchase on a card of its own account and one on a pool card, each to refund once its account is all but full.
+    const paid = new Map<boolean, Row>();
+    for (let i = 0; i < 40 && paid.size < 2; i++) {
+      const tx = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
+      await control(`/companies/${h.companyId}/transactions/${String(tx.id)}`, { clearing_status: "cleared" }, "PATCH");
+      const onPool = data().cards.find((c) => c.id === tx.card_external_id)!.poolAccountId !== null;
+      if (!paid.has(onPool)) paid.set(onPool, tx);
+    }
+    expect([...paid.keys()].sort(), "seed 7 makes purchases on both kinds of card within 40").toEqual([false, true]);
+    for (const [onPool, tx] of paid) {
+      const card = data().cards.find((c) => c.id === tx.card_external_id)!;
+      const pool = data().pools.find((p) => p.id === card.poolAccountId);
+      // A pool card may hold more than its pool (its card_usage_type_amount bounds no pool balance).
+      if (pool) expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { card_usage_type_amount: pool.allowedMaxBalance * 10 } })).status).toBe(200);
+      // A cent of room: the account keeps that much of the refund.
+      if (pool) pool.balance = round2(pool.allowedMaxBalance - 0.01);
+      else card.balance = round2(card.allowedMaxBalance - 0.01);
+      const fundingBefore = await companyBalance();
+      const refund = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: tx.qashio_id })).body.data[0] as Row;
+      expect([onPool, refund.transaction_category]).toEqual([onPool, "refund"]);
+      expect([onPool, pool ? pool.balance : card.balance]).toEqual([onPool, pool ? pool.allowedMaxBalance : card.allowedMaxBalance]);
+      expect([onPool, await companyBalance()]).toEqual([onPool, round2(fundingBefore + (refund.billing_amount as number) - 0.01)]);
+    }
+  });
+
   it("does not top up by period a card that cannot spend, nor one whose auto top-up is off, nor beyond what the funding account holds", async () => {
     const card = autoTopUpCard(0);
     const other = data().cards.find((c) => c !== card && c.status === "Active" && c.poolAccountId === null)!;
