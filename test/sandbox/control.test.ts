@@ -1100,6 +1100,35 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(data().company.fundingBalance, "approved again: no second load").toBe(funding);
   });
 
+  it("loads on approval only spend of an Active card approved from no approval: not while it cannot spend, not from one approval to another, never a refund", async () => {
+    const card = autoTopUpCard(100);
+    await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true });
+    const purchase = data().transactions.all().find((tx) => tx.card_external_id === card.id && tx.transaction_category === "purchase")!;
+    expect(purchase, "the card has a seeded purchase").toBeDefined();
+    const approval = (id: string, approval_status: string) => control(`/companies/${h.companyId}/transactions/${id}`, { approval_status }, "PATCH");
+    const moved = () => [card.balance, data().company.fundingBalance];
+    expect((await approval(purchase.id, "pending")).status).toBe(200);
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Inactive" });
+    expect((await approval(purchase.id, "approved")).status).toBe(200);
+    expect(moved(), "approved while the card cannot spend").toEqual([100, 1_000_000]);
+    await control(`/companies/${h.companyId}/cards/${card.id}/status`, { status: "Active" });
+    expect((await approval(purchase.id, "admin_approved")).status).toBe(200);
+    expect(moved(), "from one approval to another, Active again").toEqual([100, 1_000_000]);
+
+    // A refund of a new purchase, which only this card can pay.
+    for (const other of data().cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.spendLimit.active = false;
+    const paid = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
+    expect(paid.card_external_id).toBe(card.id);
+    const refund = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: paid.qashio_id })).body.data[0] as Row;
+    expect(refund.transaction_category).toBe("refund");
+    const afterRefund = moved();
+    expect((await approval(String(refund.id), "pending")).status).toBe(200);
+    expect((await approval(String(refund.id), "approved")).status).toBe(200);
+    expect(moved(), "a refund approved").toEqual(afterRefund);
+  });
+
   it("refuses to set a pool card to load on transaction approval (its account is its pool's, which no approval loads), naming the field", async () => {
     const card = data().cards.find((c) => c.poolAccountId !== null)!;
     expect(card, "seed 7 has a pool card").toBeDefined();
