@@ -1129,6 +1129,24 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(moved(), "a refund approved").toEqual(afterRefund);
   });
 
+  it("tops up an account on auto top-up once its purchase clears, when the hold found it too full to take one", async () => {
+    const card = autoTopUpCard(0);
+    // Only this card can pay; full, and below its threshold after any purchase.
+    for (const other of data().cards) if (other !== card && other.poolAccountId === null) other.balance = 0;
+    for (const pool of data().pools) pool.balance = 0;
+    card.spendLimit.active = false;
+    Object.assign(card, { balance: card.allowedMaxBalance, lowBalanceNotificationAmount: card.allowedMaxBalance });
+    const tx = (await control(`/companies/${h.companyId}/transactions`, { count: 1, transaction_category: "purchase" })).body.data[0] as Row;
+    expect([tx.card_external_id, tx.clearing_status]).toEqual([card.id, "pending"]);
+    expect(card.balance, "held: no room for a top-up").toBe(card.allowedMaxBalance);
+    expect((await control(`/companies/${h.companyId}/transactions/${String(tx.id)}`, { clearing_status: "cleared" }, "PATCH")).status).toBe(200);
+    const held = data().transactions.get(String(tx.id))!;
+    const spent = round2(held.billing_amount + held.transaction_fee_amount);
+    const topUp = Math.min(card.autoTopUpAmount, spent);
+    expect(topUp).toBeGreaterThan(0);
+    expect([card.balance, data().company.fundingBalance]).toEqual([round2(card.allowedMaxBalance - spent + topUp), round2(1_000_000 - topUp)]);
+  });
+
   it("refuses to set a pool card to load on transaction approval (its account is its pool's, which no approval loads), naming the field", async () => {
     const card = data().cards.find((c) => c.poolAccountId !== null)!;
     expect(card, "seed 7 has a pool card").toBeDefined();
