@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { followNew, forgetGone, spendableOf, type Hold } from "../../sandbox/data/balances.js";
-import type { CardRecord, TransactionRecord } from "../../sandbox/data/model.js";
+import { followNew, forgetGone, holdSeeded, spendableOf, type Hold } from "../../sandbox/data/balances.js";
+import type { CardRecord, CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
 import { createSandbox } from "../../sandbox/index.js";
 
 /**
@@ -116,5 +116,37 @@ describe("auto top-up when low (spec-gaps, Balances: balance_below_threshold)", 
     expect([spendableOf(card, data), data.company.fundingBalance], "on the threshold: no top-up").toEqual([100, 1_000_000]);
     spend(0.01);
     expect([spendableOf(card, data), data.company.fundingBalance], "a cent below: topped up").toEqual([599.99, 999_500]);
+  });
+});
+
+describe("holdSeeded (the seeded spend not yet cleared, held as new spend is)", () => {
+  it("holds each pending purchase within what its account can still spend (none when nothing is left) and lets a reversal release its share, never more than is held", () => {
+    const { control } = createSandbox({ seed: 7 });
+    const seeded = control.company(control.companies()[0]!.id)!;
+    const card = seeded.cards.find((c) => c.poolAccountId === null)!;
+    // What the card held before is no transaction's: it goes.
+    Object.assign(card, { balance: 100, pendingAuthorisations: 7 });
+    const tx = (id: string, fields: Partial<TransactionRecord>) =>
+      ({ id, card_external_id: card.id, clearing_status: "pending", parent_id: null, transaction_fee_amount: 0, ...fields }) as TransactionRecord;
+    const history = [
+      tx("P1", { transaction_category: "purchase", billing_amount: 70, transaction_fee_amount: 10, transaction_amount: 70 }),
+      // Only 20 left to spend: held at that, not its 50.
+      tx("P2", { transaction_category: "purchase", billing_amount: 50, transaction_amount: 50 }),
+      tx("P3", { transaction_category: "cash_withdrawal", billing_amount: 5, transaction_amount: 5 }),
+      tx("P4", { transaction_category: "purchase", clearing_status: "cleared", billing_amount: 9, transaction_amount: 9 }),
+      // Half of P1: its fee-inclusive share, 40, goes.
+      tx("R1", { transaction_category: "reversal", parent_id: "P1", billing_amount: 35, transaction_amount: 35 }),
+      // All of P2, which holds only 20: the 20 goes, and nothing of P1's.
+      tx("R2", { transaction_category: "reversal", parent_id: "P2", billing_amount: 50, transaction_amount: 50 }),
+    ];
+    const data = {
+      ...seeded,
+      cards: [card],
+      holds: new Map<string, Hold>(),
+      transactions: { all: () => history, get: (id: string) => history.find((t) => t.id === id) },
+    } as unknown as CompanyData;
+    holdSeeded(data);
+    expect([...data.holds].map(([id, hold]) => [id, hold.amount])).toEqual([["P1", 40]]);
+    expect([card.pendingAuthorisations, spendableOf(card, data)]).toEqual([40, 60]);
   });
 });
