@@ -203,6 +203,12 @@ describe("seeded data", () => {
     }
   });
 
+  it("allows ATM withdrawals on exactly the physical cards, as an issued card does: a virtual card has no ATM to use", () => {
+    for (const data of seedCompanies({ seed: 3, nowMs: NOW })) {
+      expect(data.cards.map((c) => [c.id, c.atmWithdrawalAllowed])).toEqual(data.cards.map((c) => [c.id, c.cardType === "Physical"]));
+    }
+  });
+
   it("marks card_replaced on exactly the card replaced, which names its replacement: a card of the company still Active", () => {
     for (const seed of [1, 42]) {
       for (const data of seedCompanies({ seed, nowMs: NOW })) {
