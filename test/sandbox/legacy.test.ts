@@ -64,7 +64,10 @@ describe("earlier connector generation (§9)", () => {
     const missing = await legacy("/cards", apiKey, undefined);
     expect(missing.status).toBe(400);
     expect(errorCodes(missing.body)).toEqual(["companyId:REQUIRED"]);
-    expect((await legacy("/cards", apiKey, h.otherCompanyId)).status).toBe(403);
+    const another = await legacy("/cards", apiKey, h.otherCompanyId);
+    expect(another.status).toBe(403);
+    // The §7 entry names the parameter at fault, so a client can tell a wrong companyId from a key without access.
+    expect(errorCodes(another.body)).toEqual(["companyId:FORBIDDEN"]);
   });
 
   it("holds companyId to one value per request, as every key a query takes: a second company's id beside its own is 400", async () => {
@@ -95,6 +98,8 @@ describe("earlier connector generation (§9)", () => {
 
   it("answers 403 for a company whose API access is disabled", async () => {
     const disabled = h.sandbox.control.companies()[2];
-    expect((await legacy("/cards", disabled?.apiKey, disabled?.id)).status).toBe(403);
+    const refused = await legacy("/cards", disabled?.apiKey, disabled?.id);
+    expect(refused.status).toBe(403);
+    expect(errorCodes(refused.body)).toEqual(["null:FORBIDDEN"]);
   });
 });
