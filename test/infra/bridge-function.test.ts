@@ -10,7 +10,7 @@ import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { describe, expect, it } from "vitest";
 import { BridgeFunction, ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
-import { FIXTURE_FUNCTIONS_DIR } from "./helpers.js";
+import { FIXTURE_FUNCTIONS_DIR, testApp } from "./helpers.js";
 
 const environment = {
   TENANT_ID: "acme",
@@ -56,7 +56,7 @@ describe("BridgeFunction", () => {
   });
 
   it("gives its role only its own log group, no managed policy", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Role");
     new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "role check", environment });
     const template = Template.fromStack(stack);
@@ -80,7 +80,7 @@ describe("BridgeFunction", () => {
   });
 
   it("sends a failed or expired asynchronous invocation to its on-failure queue without retrying, after six hours by default", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "OnFailure");
     const queue = new sqs.Queue(stack, "Failed");
     new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "on failure", environment, onFailure: queue });
@@ -92,7 +92,7 @@ describe("BridgeFunction", () => {
   });
 
   it("takes the memory size and log retention it is given over its defaults", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Sized");
     new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "sized", environment, memorySize: 1024, logRetention: RetentionDays.ONE_WEEK });
     const template = Template.fromStack(stack);
@@ -101,7 +101,7 @@ describe("BridgeFunction", () => {
   });
 
   it("routes only Allow statements of actions without resource-level permissions on * to that policy", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Routing");
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "routing", environment });
     fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["xray:PutTelemetryRecords"], resources: ["*"] }));
@@ -122,7 +122,7 @@ describe("BridgeFunction", () => {
   });
 
   it("keeps in the default policy an X-Ray statement that is a Deny, or that names a resource besides or instead of *", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Kept");
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "kept", environment });
     const group = "arn:aws:xray:eu-west-1:1:group/x";
@@ -152,7 +152,7 @@ describe("BridgeFunction", () => {
   });
 
   it("leaves out a statement of only actions no bridge function calls (RotationSchedule's GetRandomPassword on *), and keeps any other", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Unused");
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "unused", environment });
     const dropped = fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["secretsmanager:GetRandomPassword"], resources: ["*"] }));
@@ -165,7 +165,7 @@ describe("BridgeFunction", () => {
   });
 
   it("leaves out no statement of another action alone: each Secrets Manager action a rotation function is given stays", () => {
-    const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+    const app = testApp();
     const stack = new Stack(app, "Others");
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "others", environment });
     const others = ["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"];
@@ -176,7 +176,7 @@ describe("BridgeFunction", () => {
 
   it("says at synth which actions it left out and why, as an info that fails no strict synth; nothing for a statement kept whole", () => {
     const annotationsWith = (actions: string[]) => {
-      const app = new App({ builtinCloudFormationValidation: false, context: { "aws:cdk:bundling-stacks": [] } });
+      const app = testApp();
       const stack = new Stack(app, "Said");
       const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "said", environment });
       fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources: ["*"] }));
