@@ -1,17 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { PollEventError } from "../../shared/aws/errors.js";
 import { cardModeOf, checkPollTarget, conformCursorOf, pollActionOf, type PollEvent } from "../../shared/aws/poll-event.js";
+import { thrown } from "../thrown.js";
 
 /** The error `fn` throws (fails the test when it returns). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a throw");
-}
-
 describe("pollActionOf", () => {
   it("reads a cycle from no event, no action, or the cycle action itself, on either poller", () => {
     for (const kind of ["transactions", "cards"] as const) {

@@ -8,15 +8,7 @@ import { runbookUrlFrom } from "../../infra/runbook-link.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { EVENT_TYPES } from "../../shared/bridge/events/index.js";
-
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a throw");
-}
+import { thrown } from "../thrown.js";
 
 /** An event catalog with every type's file, the first one not JSON. */
 function catalogWithBrokenFile(): string {

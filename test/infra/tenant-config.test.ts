@@ -11,19 +11,10 @@ import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { validTenantOf } from "../../shared/aws/config.js";
 import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
+import { thrown } from "../thrown.js";
 
 const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
 const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf";
-
-function errorOf(fn: () => unknown): TenantConfigError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof TenantConfigError) return error;
-    throw error;
-  }
-  throw new Error("expected a TenantConfigError");
-}
 
 describe("tenant config", () => {
   it("accepts the two-tenant example file", () => {
@@ -43,7 +34,7 @@ describe("tenant config", () => {
       }
     });
     expect(refused).toEqual([]);
-    expect(errorOf(() => parseTenantConfig({ ...minimal, region: "eu_west_1" })).message).toContain("field region: must be an AWS region such as eu-west-1");
+    expect(thrown(() => parseTenantConfig({ ...minimal, region: "eu_west_1" }), TenantConfigError).message).toContain("field region: must be an AWS region such as eu-west-1");
   });
 
   it("fills every optional field with its named default", () => {
@@ -175,7 +166,7 @@ describe("tenant config", () => {
       "must be in the tenant's region",
     ],
   ])("rejects %s, naming the tenant and the field", (_what, raw, field, message) => {
-    const error = errorOf(() => parseTenantConfig(raw, 3));
+    const error = thrown(() => parseTenantConfig(raw, 3), TenantConfigError);
     expect(error.tenant).toBe("acme");
     expect(error.field).toBe(field);
     expect(error.message).toContain(`tenant "acme": field ${field}`);
@@ -197,7 +188,7 @@ describe("tenant config", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const topicArn = (name: string) => `arn:aws:sns:eu-west-1:123456789012:${name}`;
     expect(parseTenantConfig({ ...pinned, alarms: { topicArn: topicArn("t".repeat(256)) } }).alarms.topicArn).toBe(topicArn("t".repeat(256)));
-    expect(errorOf(() => parseTenantConfig({ ...pinned, alarms: { topicArn: topicArn("t".repeat(257)) } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...pinned, alarms: { topicArn: topicArn("t".repeat(257)) } }), TenantConfigError).message).toBe(
       'tenant "acme": field alarms.topicArn: must be an SNS topic ARN',
     );
   });
@@ -227,7 +218,7 @@ describe("tenant config", () => {
     [{ cardsEveryMinutes: 10, suspendedCardsEveryMinutes: 30 }, 10],
     [{ suspendedCardsEveryMinutes: 20 }, 15],
   ])("refuses a suspended-only card schedule not faster than the full walk (%o)", (schedules, cards) => {
-    const error = errorOf(() => parseTenantConfig({ ...minimal, schedules }));
+    const error = thrown(() => parseTenantConfig({ ...minimal, schedules }), TenantConfigError);
     expect(error.field).toBe("schedules.suspendedCardsEveryMinutes");
     expect(error.message).toBe(
       `tenant "acme": field schedules.suspendedCardsEveryMinutes: must be less than cardsEveryMinutes (${cards}): the fast path runs ` +
@@ -236,13 +227,13 @@ describe("tenant config", () => {
   });
 
   it("refuses a suspended-only card schedule that is no whole number of minutes from 1 to 1440", () => {
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 1.5 } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 1.5 } }), TenantConfigError).message).toBe(
       'tenant "acme": field schedules.suspendedCardsEveryMinutes: must be a whole number of minutes',
     );
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: "2" } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: "2" } }), TenantConfigError).message).toBe(
       'tenant "acme": field schedules.suspendedCardsEveryMinutes: must be a number of minutes',
     );
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 0 } })).field).toBe("schedules.suspendedCardsEveryMinutes");
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { suspendedCardsEveryMinutes: 0 } }), TenantConfigError).field).toBe("schedules.suspendedCardsEveryMinutes");
   });
 
   it("accepts a webhook secret of another account in the tenant's region (dynamic references take a full ARN)", () => {
@@ -258,7 +249,7 @@ describe("tenant config", () => {
   it("refuses a partial ARN (no six-character suffix) for a webhook secret of another account, and takes one in the tenant's own", () => {
     const partial = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:globex/erp-hook";
     const hookWith = (arn: string) => [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn: arn } } }];
-    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "210987654321", region: "eu-west-1", webhooks: hookWith(partial) }));
+    const error = thrown(() => parseTenantConfig({ ...minimal, account: "210987654321", region: "eu-west-1", webhooks: hookWith(partial) }), TenantConfigError);
     expect(error.field).toBe("webhooks[0].auth.password.secretArn");
     expect(error.message).toContain("must be the secret's full ARN");
     expect(parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: hookWith(partial) }).webhooks).toHaveLength(1);
@@ -266,10 +257,10 @@ describe("tenant config", () => {
 
   it("refuses an ARN of another partition than the tenant's region (arn:aws: in China), which only the deploy would find", () => {
     const china = { ...minimal, account: "123456789012", region: "cn-north-1" };
-    const error = errorOf(() => parseTenantConfig({ ...china, alarms: { topicArn: "arn:aws:sns:cn-north-1:123456789012:ops" } }));
+    const error = thrown(() => parseTenantConfig({ ...china, alarms: { topicArn: "arn:aws:sns:cn-north-1:123456789012:ops" } }), TenantConfigError);
     expect(error.field).toBe("alarms.topicArn");
     expect(error.message).toContain("field alarms.topicArn: must start with arn:aws-cn: (the partition of cn-north-1)");
-    const bus = errorOf(() => parseTenantConfig({ ...china, eventBus: { mode: "import", arn: "arn:aws:events:cn-north-1:123456789012:event-bus/shared" } }));
+    const bus = thrown(() => parseTenantConfig({ ...china, eventBus: { mode: "import", arn: "arn:aws:events:cn-north-1:123456789012:event-bus/shared" } }), TenantConfigError);
     expect(bus.field).toBe("eventBus.arn");
     expect(parseTenantConfig({ ...china, alarms: { topicArn: "arn:aws-cn:sns:cn-north-1:123456789012:ops" } }).alarms.topicArn).toBe(
       "arn:aws-cn:sns:cn-north-1:123456789012:ops",
@@ -285,23 +276,23 @@ describe("tenant config", () => {
 
   it("reports a misspelt key before the required field it was meant to be", () => {
     const { environment, ...rest } = minimal;
-    const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment }));
+    const error = thrown(() => parseTenantConfig({ ...rest, enviroment: environment }), TenantConfigError);
     expect(error.field).toBe("enviroment");
     expect(error.message).toContain('tenant "acme": field enviroment: Unrecognized key');
   });
 
   it("lists every field at fault in a tenant, the misspelt key first, so one run shows all there is to fix", () => {
     const { environment, ...rest } = minimal;
-    const error = errorOf(() => parseTenantConfig({ ...rest, enviroment: environment, alarms: { email: "ops@acme.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }));
+    const error = thrown(() => parseTenantConfig({ ...rest, enviroment: environment, alarms: { email: "ops@acme.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }), TenantConfigError);
     expect(error.message).toMatch(/^tenant "acme": field enviroment: Unrecognized key.*; field environment: .*; field alarms: set exactly one of email or topicArn/);
     expect(error.message).not.toContain("more issue");
   });
 
   it("names a misspelt key of the tenants file itself, not a missing tenants list", () => {
-    expect(errorOf(() => parseTenantsDocument({ tenant: [minimal] })).message).toBe(
+    expect(thrown(() => parseTenantsDocument({ tenant: [minimal] }), TenantConfigError).message).toBe(
       'tenants file: field tenant: is not a field of the tenants file, which holds "tenants" (and "$schema")',
     );
-    expect(errorOf(() => parseTenantsDocument({ tenants: minimal })).message).toBe("tenants file: field tenants: must list the tenants (an array)");
+    expect(thrown(() => parseTenantsDocument({ tenants: minimal }), TenantConfigError).message).toBe("tenants file: field tenants: must list the tenants (an array)");
   });
 
   it.each([
@@ -327,7 +318,7 @@ describe("tenant config", () => {
     ["the broadcast address", "https://255.255.255.255/hooks", '"255.255.255.255" is a multicast, reserved or broadcast address'],
   ])("refuses a webhook URL EventBridge cannot reach from the public internet (%s), naming the tenant, the webhook and the host", (_what, url, why) => {
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
-    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }));
+    const error = thrown(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }), TenantConfigError);
     expect(error.tenant).toBe("acme");
     expect(error.field).toBe("webhooks[0].url");
     expect(error.message).toBe(
@@ -344,7 +335,7 @@ describe("tenant config", () => {
   ])("refuses an OAuth token URL EventBridge cannot reach from the public internet (%s), as for the webhook URL", (_what, tokenUrl, why) => {
     const auth = { type: "oauthClientCredentials", tokenUrl, clientId: "c", clientSecret: { secretArn } };
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth };
-    const error = errorOf(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }));
+    const error = thrown(() => parseTenantConfig({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook] }), TenantConfigError);
     expect(error.field).toBe("webhooks[0].auth.tokenUrl");
     expect(error.message).toBe(
       `tenant "acme": field webhooks[0].auth.tokenUrl: must be reachable from the public internet: ${why}, which EventBridge ` +
@@ -377,11 +368,11 @@ describe("tenant config", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const basic = { type: "basic", username: "u", password: { secretArn } };
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: basic };
-    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toMatch(
+    expect(thrown(() => parseTenantConfig({ ...pinned, webhooks: [hook] }), TenantConfigError).message).toMatch(
       /^tenant "acme": field webhooks\[0\]\.url: must (hold only ASCII letters, digits and .*EventBridge refuses other URLs at deploy|be at most 2048 characters)/,
     );
     const oauth = { type: "oauthClientCredentials", tokenUrl: url, clientId: "c", clientSecret: { secretArn } };
-    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] })).field).toBe("webhooks[0].auth.tokenUrl");
+    expect(thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] }), TenantConfigError).field).toBe("webhooks[0].auth.tokenUrl");
     expect(parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h?a=%5B1%5D&b=x,y" }] }).webhooks[0]?.url).toBe("https://erp.test/h?a=%5B1%5D&b=x,y");
   });
 
@@ -414,7 +405,7 @@ describe("tenant config", () => {
     ],
   ])("refuses a connection parameter EventBridge would refuse at deploy: %s", (_what, auth, field, message) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    const error = thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }), TenantConfigError);
     expect(error.field).toBe(field);
     expect(error.message).toContain(message);
   });
@@ -428,7 +419,7 @@ describe("tenant config", () => {
     ["a basic user name of no-break spaces", { type: "basic", username: "\u00a0\u00a0", password: { secretArn } }, "webhooks[0].auth.username"],
   ])("refuses a blank value EventBridge would take but is surely a mistake: %s, naming the tenant and the field", (_what, auth, field) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    const error = thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }), TenantConfigError);
     expect(error.field).toBe(field);
     expect(error.message).toBe(`tenant "acme": field ${field}: must not be blank`);
   });
@@ -440,7 +431,7 @@ describe("tenant config", () => {
     ["a secret's JSON key with a trailing space", { type: "apiKey", headerName: "x-api-key", value: { secretArn, jsonField: "api_key " } }, "webhooks[0].auth.value.jsonField"],
   ])("refuses a name pasted with white space around it: %s, naming the field", (_what, auth, field) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    const error = thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }), TenantConfigError);
     expect(error.field).toBe(field);
     expect(error.message).toBe(`tenant "acme": field ${field}: must not start or end with white space`);
   });
@@ -455,7 +446,7 @@ describe("tenant config", () => {
   ])("refuses an OAuth scope outside RFC 6749's grammar, which EventBridge would send as it is: %s", (_what, scope) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const auth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId: "c", clientSecret: { secretArn }, scope };
-    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    const error = thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }), TenantConfigError);
     expect(error.message).toBe(
       'tenant "acme": field webhooks[0].auth.scope: must be scope tokens separated by single spaces, each of printable ASCII ' +
         "characters but '\"' and '\\' (RFC 6749, section 3.3)",
@@ -469,7 +460,7 @@ describe("tenant config", () => {
   ])("refuses an OAuth client id outside RFC 6749's printable ASCII, which EventBridge would send as it is: %s", (_what, clientId) => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const auth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/token", clientId, clientSecret: { secretArn } };
-    const error = errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }));
+    const error = thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] }), TenantConfigError);
     expect(error.message).toBe('tenant "acme": field webhooks[0].auth.clientId: must be printable ASCII characters (RFC 6749, appendix A.1)');
   });
 
@@ -487,9 +478,9 @@ describe("tenant config", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const basic = { type: "basic", username: "u", password: { secretArn } };
     const hook = { name: "erp", url, eventTypes: ["card.created"], auth: basic };
-    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toBe('tenant "acme": field webhooks[0].url: must be an https:// URL');
+    expect(thrown(() => parseTenantConfig({ ...pinned, webhooks: [hook] }), TenantConfigError).message).toBe('tenant "acme": field webhooks[0].url: must be an https:// URL');
     const oauth = { type: "oauthClientCredentials", tokenUrl: url, clientId: "c", clientSecret: { secretArn } };
-    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...pinned, webhooks: [{ ...hook, url: "https://erp.test/h", auth: oauth }] }), TenantConfigError).message).toBe(
       'tenant "acme": field webhooks[0].auth.tokenUrl: must be an https:// URL',
     );
   });
@@ -504,17 +495,17 @@ describe("tenant config", () => {
 
   it("takes an event source with capitals as EventBridge does, and refuses a '/', which the registry's schema names (<source>@<type>) take not", () => {
     expect(parseTenantConfig({ ...minimal, eventSource: "Acme.Finance" }).eventSource).toBe("Acme.Finance");
-    expect(errorOf(() => parseTenantConfig({ ...minimal, eventSource: "acme/finance" })).message).toContain("field eventSource: must be an EventBridge source such as qashio.bridge");
+    expect(thrown(() => parseTenantConfig({ ...minimal, eventSource: "acme/finance" }), TenantConfigError).message).toContain("field eventSource: must be an EventBridge source such as qashio.bridge");
   });
 
   it("refuses a webhook listing an event type twice, and a schedule that is not a whole number of minutes", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created", "card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
-    expect(errorOf(() => parseTenantConfig({ ...pinned, webhooks: [hook] })).message).toBe('tenant "acme": field webhooks[0].eventTypes: must not list an event type twice');
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 1.5 } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...pinned, webhooks: [hook] }), TenantConfigError).message).toBe('tenant "acme": field webhooks[0].eventTypes: must not list an event type twice');
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 1.5 } }), TenantConfigError).message).toBe(
       'tenant "acme": field schedules.transactionsEveryMinutes: must be a whole number of minutes',
     );
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { cardsEveryMinutes: "5m" } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { cardsEveryMinutes: "5m" } }), TenantConfigError).message).toBe(
       'tenant "acme": field schedules.cardsEveryMinutes: must be a number of minutes',
     );
   });
@@ -522,11 +513,11 @@ describe("tenant config", () => {
   it("refuses a SyncLag threshold no longer than the transactions schedule, which every cycle of a busy tenant would breach", () => {
     // Each cycle publishes changes made since the last one, up to one schedule old: a 60-minute schedule under the
     // default 1800 s threshold would keep SyncLag in alarm while nothing is late.
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 60 } })).message).toBe(
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 60 } }), TenantConfigError).message).toBe(
       'tenant "acme": field alarms.syncLagThresholdSeconds: must be more than the transactions schedule (3600 s): ' +
         "each cycle publishes changes up to one schedule old, so SyncLag would stay in alarm; set it above 3600, with room for a cycle's own duration",
     );
-    expect(errorOf(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 30 } })).field).toBe("alarms.syncLagThresholdSeconds");
+    expect(thrown(() => parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 30 } }), TenantConfigError).field).toBe("alarms.syncLagThresholdSeconds");
     expect(parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 60 }, alarms: { ...minimal.alarms, syncLagThresholdSeconds: 7200 } }).alarms)
       .toMatchObject({ syncLagThresholdSeconds: 7200 });
     expect(parseTenantConfig({ ...minimal, schedules: { transactionsEveryMinutes: 29 } }).alarms.syncLagThresholdSeconds).toBe(1800);
@@ -535,14 +526,14 @@ describe("tenant config", () => {
   it("refuses two tenants importing one bus with one source (either could publish as the other), naming both", () => {
     const shared = { eventBus: { mode: "import", name: "shared" } };
     const byArn = { account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" } };
-    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex" }] })).message).toBe(
+    expect(thrown(() => parseTenantsDocument({ tenants: [{ ...minimal, ...shared }, { ...minimal, ...shared, id: "globex" }] }), TenantConfigError).message).toBe(
       'tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on what may be the same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ)',
     );
     const pinnedByName = { account: "123456789012", region: "eu-west-1", ...shared };
-    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...pinnedByName, id: "globex" }] })).field).toBe("eventSource");
+    expect(thrown(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...pinnedByName, id: "globex" }] }), TenantConfigError).field).toBe("eventSource");
     // An unpinned account or region is wherever the shell deploys: it may be a pinned tenant's, so this may be one bus.
-    expect(errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...shared, id: "globex" }] })).field).toBe("eventSource");
-    expect(errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "globex", eventBus: { mode: "import", name: "qashio-bridge-acme" } }] })).message).toMatch(
+    expect(thrown(() => parseTenantsDocument({ tenants: [{ ...minimal, ...byArn }, { ...minimal, ...shared, id: "globex" }] }), TenantConfigError).field).toBe("eventSource");
+    expect(thrown(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "globex", eventBus: { mode: "import", name: "qashio-bridge-acme" } }] }), TenantConfigError).message).toMatch(
       /^tenant "globex": field eventSource: "qashio.bridge" is also the source of tenant "acme" on what may be the same event bus/,
     );
     // Pinned apart, sources of their own, or buses of their own are fine.
@@ -553,7 +544,7 @@ describe("tenant config", () => {
   });
 
   it("names the tenant by position when its id is unusable", () => {
-    const error = errorOf(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }));
+    const error = thrown(() => parseTenantsDocument({ tenants: [minimal, { ...minimal, id: "Not A Slug" }] }), TenantConfigError);
     expect(error.message).toMatch(/^tenant "tenants\[1\]": field id: must be a lowercase slug/);
   });
 
@@ -572,16 +563,16 @@ describe("tenant config", () => {
   });
 
   it("rejects a tenant listed twice and a webhook name used twice", () => {
-    expect(errorOf(() => parseTenantsDocument({ tenants: [minimal, minimal] })).message).toBe(
+    expect(thrown(() => parseTenantsDocument({ tenants: [minimal, minimal] }), TenantConfigError).message).toBe(
       'tenant "acme": field id: listed more than once',
     );
     const hook = { name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } };
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] }));
+    const error = thrown(() => parseTenantsDocument({ tenants: [{ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [hook, hook] }] }), TenantConfigError);
     expect(error.field).toBe("webhooks[1].name");
     expect(error.message).toBe('tenant "acme": field webhooks[1].name: "erp" is used twice');
     // A second entry of one id is that fault alone: its own webhooks are not checked as a tenant's, nor its source.
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    expect(errorOf(() => parseTenantsDocument({ tenants: [pinned, { ...pinned, webhooks: [hook, hook] }] })).message).toBe(
+    expect(thrown(() => parseTenantsDocument({ tenants: [pinned, { ...pinned, webhooks: [hook, hook] }] }), TenantConfigError).message).toBe(
       'tenant "acme": field id: listed more than once',
     );
   });
@@ -590,7 +581,7 @@ describe("tenant config", () => {
     const hook = (name: string) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
     // A webhook secret's ARN needs the tenant pinned to an account and region.
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }));
+    const error = thrown(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: [hook("erp"), hook("a-b"), hook("ab")] }] }), TenantConfigError);
     expect(error.field).toBe("webhooks[2].name");
     expect(error.message).toBe(
       'tenant "acme": field webhooks[2].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
@@ -607,7 +598,7 @@ describe("tenant config", () => {
       // The same URL once parsed: a host is case-blind.
       hook("erp-cards", "https://ERP.test/h", ["card.updated", "card.created", "transaction.created"]),
     ];
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks }] }));
+    const error = thrown(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks }] }), TenantConfigError);
     expect(error.field).toBe("webhooks[2].url");
     expect(error.message).toBe(
       'tenant "acme": field webhooks[2].url: webhook "erp" already sends card.updated, card.created to this URL: each would be delivered twice; list each event type in one webhook only',
@@ -624,7 +615,7 @@ describe("tenant config", () => {
     // 50, the cap tenant files were written against: a lower one would refuse files that deploy today
     expect(MAX_WEBHOOKS_PER_TENANT).toBe(50);
     expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(50) }] })[0]?.webhooks).toHaveLength(50);
-    const error = errorOf(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(51) }] }));
+    const error = thrown(() => parseTenantsDocument({ tenants: [{ ...pinned, webhooks: hooks(51) }] }), TenantConfigError);
     expect(error.field).toBe("webhooks");
     expect(error.message).toBe(
       `tenant "acme": field webhooks: at most 50 webhooks per tenant: each adds 8 resources to the tenant's stack and CloudFormation takes at most 500; forward to more endpoints from your own rules on the tenant's event bus`,
@@ -654,19 +645,19 @@ describe("tenant config", () => {
     // A merge gone wrong: the later empty `webhooks` would drop acme's webhook at deploy, and the later `tenants` acme.
     const text = `{"tenants": [${acme.replace(/}$/, ', "webhooks": []}')}], "tenants": [{"id": "globex", "environment": "sandbox", "alarms": {"email": "a@b.test"}}]}`;
     writeFileSync(join(dir, "twice.json"), text);
-    const error = errorOf(() => loadTenantsFile(join(dir, "twice.json")));
+    const error = thrown(() => loadTenantsFile(join(dir, "twice.json")), TenantConfigError);
     expect(error.message).toBe(
       `tenants file ${join(dir, "twice.json")}: field tenants[0].webhooks is given more than once; field tenants is given more than once: keep one of each (JSON keeps only the last)`,
     );
     // A key is compared as JSON reads it, escapes resolved; the same name in different objects is no repeat.
     writeFileSync(join(dir, "escaped.json"), `{"tenants": [{"id": "acme", "i\\u0064": "globex"}]}`);
-    expect(errorOf(() => loadTenantsFile(join(dir, "escaped.json"))).message).toMatch(/field tenants\[0\]\.id is given more than once/);
+    expect(thrown(() => loadTenantsFile(join(dir, "escaped.json")), TenantConfigError).message).toMatch(/field tenants\[0\]\.id is given more than once/);
     writeFileSync(join(dir, "apart.json"), JSON.stringify({ tenants: [minimal, { ...minimal, id: "globex", eventSource: "globex.bridge" }] }));
     expect(loadTenantsFile(join(dir, "apart.json")).map((t) => t.id)).toEqual(["acme", "globex"]);
     // In a later tenant: named by its own index, which the field of the error carries too.
     const second = JSON.stringify({ ...minimal, id: "globex", eventSource: "globex.bridge" }).replace(/^\{/, '{"id": "initech", ');
     writeFileSync(join(dir, "second.json"), `{"tenants": [${JSON.stringify(minimal)}, ${second}]}`);
-    const inSecond = errorOf(() => loadTenantsFile(join(dir, "second.json")));
+    const inSecond = thrown(() => loadTenantsFile(join(dir, "second.json")), TenantConfigError);
     expect(inSecond.message).toMatch(/: field tenants\[1\]\.id is given more than once: keep one \(/);
     expect(inSecond.field).toBe("tenants[1].id");
   });
@@ -674,14 +665,16 @@ describe("tenant config", () => {
 
 describe("tenants file with several tenants at fault", () => {
   it("names every tenant at fault in one message, not only the first", () => {
-    const error = errorOf(() =>
-      parseTenantsDocument({
-        tenants: [
-          { ...minimal, id: "first", schedules: { transactionsEveryMinutes: 0 } },
-          { ...minimal, id: "fine" },
-          { ...minimal, id: "third", piiMode: "masked" },
-        ],
-      }),
+    const error = thrown(
+      () =>
+        parseTenantsDocument({
+          tenants: [
+            { ...minimal, id: "first", schedules: { transactionsEveryMinutes: 0 } },
+            { ...minimal, id: "fine" },
+            { ...minimal, id: "third", piiMode: "masked" },
+          ],
+        }),
+      TenantConfigError,
     );
     expect(error.message).toMatch(/^tenant "first": field schedules\.transactionsEveryMinutes: .*; tenant "third": field piiMode: /);
     expect(error.message).not.toContain('"fine"');
@@ -693,18 +686,20 @@ describe("tenants file with several tenants at fault", () => {
     const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
     const hook = (name: string) => ({ name, url: "https://erp.test/h", eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
     const shared = { eventBus: { mode: "import", name: "shared" } };
-    const error = errorOf(() =>
-      parseTenantsDocument({
-        tenants: [
-          { ...minimal, id: "bad", piiMode: "masked" },
-          { ...pinned, id: "twice", webhooks: [hook("erp"), hook("erp")] },
-          { ...pinned, id: "dashes", webhooks: [hook("a-b"), hook("ab")] },
-          { ...minimal, id: "fine" },
-          { ...minimal, id: "fine" },
-          { ...minimal, id: "bus-a", ...shared },
-          { ...minimal, id: "bus-b", ...shared },
-        ],
-      }),
+    const error = thrown(
+      () =>
+        parseTenantsDocument({
+          tenants: [
+            { ...minimal, id: "bad", piiMode: "masked" },
+            { ...pinned, id: "twice", webhooks: [hook("erp"), hook("erp")] },
+            { ...pinned, id: "dashes", webhooks: [hook("a-b"), hook("ab")] },
+            { ...minimal, id: "fine" },
+            { ...minimal, id: "fine" },
+            { ...minimal, id: "bus-a", ...shared },
+            { ...minimal, id: "bus-b", ...shared },
+          ],
+        }),
+      TenantConfigError,
     );
     expect(error.message).toMatch(/^tenant "bad": field piiMode: /);
     for (const fault of [
@@ -717,7 +712,7 @@ describe("tenants file with several tenants at fault", () => {
     }
     expect([error.tenant, error.field]).toEqual(["bad", "piiMode"]);
     // Once the tenant checks pass, the checks across tenants still name every fault, each once.
-    const across = errorOf(() => parseTenantsDocument({ tenants: [minimal, minimal, { ...minimal, id: "bus-a", ...shared }, { ...minimal, id: "bus-b", ...shared }, { ...minimal, id: "bus-c", ...shared }] }));
+    const across = thrown(() => parseTenantsDocument({ tenants: [minimal, minimal, { ...minimal, id: "bus-a", ...shared }, { ...minimal, id: "bus-b", ...shared }, { ...minimal, id: "bus-c", ...shared }] }), TenantConfigError);
     expect(across.message).toBe(
       'tenant "acme": field id: listed more than once; ' +
         'tenant "bus-b": field eventSource: "qashio.bridge" is also the source of tenant "bus-a" on what may be the same event bus: give each tenant on a shared bus a source of its own (or pin account and region where they differ); ' +
@@ -777,8 +772,8 @@ describe("provider URL", () => {
     ["https://svc:Pr0d@S3cret@api.example", ["Pr0d", "S3cret", "svc", "api.example"]],
   ])("never echoes the URL %s at synth, named or literal", (url, leaks) => {
     const errors = [
-      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "production" }), { production: url })),
-      errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {})),
+      thrown(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: "production" }), { production: url }), TenantConfigError),
+      thrown(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {}), TenantConfigError),
     ];
     for (const error of errors) {
       expect(error.message).toMatch(/^tenant "acme": field environment: (QASHIO_PRODUCTION_URL|environment) /);
@@ -790,12 +785,12 @@ describe("provider URL", () => {
     const prod = parseTenantConfig({ ...minimal, environment: "production" });
     const rest = "must be an https:// URL for an AWS stack (http:// is for a local sandbox only)";
     for (const url of ["http://api.provider.example", "http://127.0.0.1:4010", "HTTP://localhost:4010"]) {
-      expect(errorOf(() => resolveProviderUrl(prod, providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: url }))).message).toBe(
+      expect(thrown(() => resolveProviderUrl(prod, providerUrlsFrom({}, { QASHIO_PRODUCTION_URL: url })), TenantConfigError).message).toBe(
         `tenant "acme": field environment: QASHIO_PRODUCTION_URL ${rest}`,
       );
       // From the cdk context (cdk.json or -c qashioUrls=...), not a variable the operator never set.
       for (const context of [{ production: url }, JSON.stringify({ production: url })]) {
-        expect(errorOf(() => resolveProviderUrl(prod, providerUrlsFrom(context, {}))).message).toBe(
+        expect(thrown(() => resolveProviderUrl(prod, providerUrlsFrom(context, {})), TenantConfigError).message).toBe(
           `tenant "acme": field environment: "production" in the cdk context qashioUrls ${rest}`,
         );
       }
@@ -804,14 +799,14 @@ describe("provider URL", () => {
 
   it("refuses at synth a tenant's environment pasted from a sign-in page (ending /oauth2, /oauth2/validate or /oauth2/authorize)", () => {
     for (const url of ["https://auth.provider.example/oauth2", "https://auth.provider.example/oauth2/validate", "https://auth.provider.example/oauth2/authorize"]) {
-      expect(errorOf(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {})).message).toMatch(
+      expect(thrown(() => resolveProviderUrl(parseTenantConfig({ ...minimal, environment: url }), {}), TenantConfigError).message).toMatch(
         /^tenant "acme": field environment: environment \(host auth\.provider\.example\) must not end with an OAuth path \(\/oauth2, /,
       );
     }
   });
 
   it("fails naming the variable and context key when a named deployment has no URL", () => {
-    const error = errorOf(() => resolveProviderUrl(tenant, {}));
+    const error = thrown(() => resolveProviderUrl(tenant, {}), TenantConfigError);
     expect(error.message).toBe(
       'tenant "acme": field environment: "sandbox" needs its base URL; set QASHIO_SANDBOX_URL, or "sandbox" in the cdk context qashioUrls (cdk.json)',
     );

@@ -2,6 +2,7 @@ import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { authorizeUrlProblem, baseUrlProblem, isLoopbackHost, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
 import { ClientConfigurationError } from "../../shared/qashio/errors.js";
+import { thrown } from "../thrown.js";
 
 const env = {
   QASHIO_PRODUCTION_URL: "https://prod.example.test/",
@@ -27,7 +28,7 @@ describe("resolveBaseUrl", () => {
 
   it("names the deployment and its variable when the variable is missing or blank", () => {
     for (const urls of [{}, { QASHIO_EU_URL: " \t" }]) {
-      const error = errorOf(() => resolveBaseUrl(" EU ", urls));
+      const error = thrown(() => resolveBaseUrl(" EU ", urls));
       expect(error).toBeInstanceOf(ClientConfigurationError);
       expect(error.message).toBe('deployment "eu" needs QASHIO_EU_URL to be set to its base URL');
     }
@@ -58,7 +59,7 @@ describe("resolveBaseUrl", () => {
   });
 
   it("names no host for a refused value that has none", () => {
-    const error = errorOf(() => resolveBaseUrl("eu", { QASHIO_EU_URL: "urn:example:api" }));
+    const error = thrown(() => resolveBaseUrl("eu", { QASHIO_EU_URL: "urn:example:api" }));
     expect(error.message).toBe("QASHIO_EU_URL must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)");
   });
 
@@ -72,7 +73,7 @@ describe("resolveBaseUrl", () => {
       [url, "base URL", {}],
       ["production", "QASHIO_PRODUCTION_URL", { QASHIO_PRODUCTION_URL: url }],
     ] as const) {
-      const error = errorOf(() => resolveBaseUrl(target, urls));
+      const error = thrown(() => resolveBaseUrl(target, urls));
       expect(error).toBeInstanceOf(ClientConfigurationError);
       expect(error.message).toBe(`${source} ${problem}`);
       for (const leak of leaks) expect(error.message).not.toContain(leak);
@@ -84,13 +85,13 @@ describe("resolveBaseUrl", () => {
     ["a fragment", "https://api.example/v1#s3cr3t-f"],
     ["both", "https://api.example/v1?k=s3cr3t-q#s3cr3t-f"],
   ])("shows only the host of a base URL rejected for %s", (_label, url) => {
-    const error = errorOf(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url }));
+    const error = thrown(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url }));
     expect(error).toBeInstanceOf(ClientConfigurationError);
     expect(error.message).toBe("QASHIO_EU_URL (host api.example) must not carry a query string or fragment");
   });
 
   it("does not quote a target that is not a URL at all", () => {
-    const error = errorOf(() => resolveBaseUrl("api.example/v1?token=s3cr3t", env));
+    const error = thrown(() => resolveBaseUrl("api.example/v1?token=s3cr3t", env));
     // Refused as a setting problem, not by the URL parser, whose TypeError keeps the whole value as its `input`.
     expect(error).toBeInstanceOf(ClientConfigurationError);
     expect(error.message).toBe("base URL target is neither a deployment (production, eu, sandbox) nor an http(s) URL");
@@ -98,15 +99,6 @@ describe("resolveBaseUrl", () => {
     expect(inspect(error, { depth: 5 })).not.toContain("s3cr3t");
   });
 });
-
-function errorOf(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error("expected a throw");
-}
 
 describe("https", () => {
   const HTTPS_REQUIRED = "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
