@@ -19,6 +19,7 @@ import {
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
 import { SAVE_END_MARGIN_MS } from "../../shared/aws/token-store.js";
+import { thrown } from "../thrown.js";
 
 const valid = {
   TENANT_ID: "acme",
@@ -401,26 +402,16 @@ describe("checkPollerTimeout", () => {
     expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS - 999, 0, undefined, "conform-pii")).not.toThrow();
     expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS - 1_000, 0, undefined, "conform-pii")).toThrow(FunctionTimeoutTooShortError);
     expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS, 0, undefined, "redrive")).toThrow(FunctionTimeoutTooShortError);
-    let refused: unknown;
-    try {
-      checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, MIN_CYCLE_BUDGET_MS, "conform-pii");
-    } catch (e) {
-      refused = e;
-    }
+    const refused = thrown(() => checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, MIN_CYCLE_BUDGET_MS, "conform-pii"), FunctionTimeoutTooShortError);
     expect(refused).toMatchObject({ action: "conform-pii", timeoutMs: CYCLE_SAFETY_MARGIN_MS, minimumMs: MIN_CONFORM_TIMEOUT_MS, stackTimeoutMs: MIN_POLLER_TIMEOUT_MS });
-    expect((refused as Error).message).toMatch(/^The function's timeout is too short: 30 s or less, where a conform-pii pass needs at least 35 s, the 30 s kept back/);
-    expect((refused as Error).message).toContain("the stack sets 60 s (CYCLE_BUDGET_MS + 30 s)");
+    expect(refused.message).toMatch(/^The function's timeout is too short: 30 s or less, where a conform-pii pass needs at least 35 s, the 30 s kept back/);
+    expect(refused.message).toContain("the stack sets 60 s (CYCLE_BUDGET_MS + 30 s)");
   });
 
   it("asks a conform-pii pass refused without a budget to set back the poller's minimum, not the pass's: at 35 s its cycles would be refused", () => {
-    let refused: unknown;
-    try {
-      checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, undefined, "conform-pii");
-    } catch (e) {
-      refused = e;
-    }
+    const refused = thrown(() => checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, undefined, "conform-pii"), FunctionTimeoutTooShortError);
     expect(refused).toMatchObject({ action: "conform-pii", minimumMs: MIN_CONFORM_TIMEOUT_MS });
-    expect((refused as Error).message).toContain("Set the function's timeout back to at least 60 s (its cycles' minimum);");
+    expect(refused.message).toContain("Set the function's timeout back to at least 60 s (its cycles' minimum);");
     expect(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS, 0)).toThrow(FunctionTimeoutTooShortError);
   });
 

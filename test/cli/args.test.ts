@@ -5,6 +5,7 @@ import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
 import { USAGE, usageOf } from "../../shared/cli/help.js";
 import { invokedIn, npmOwnOptionWarnings } from "../../shared/cli/npm-options.js";
+import { thrown } from "../thrown.js";
 
 describe("parseCommand", () => {
   it("reads redrive, which takes no options", () => {
@@ -449,16 +450,10 @@ describe("parseCommand: every bad option value at once", () => {
     [["authorize", "--port", "70000", "--timeout", "10", "--scope", " "], ["--port must be at most 65535, got 70000", "--scope must not be empty", '--timeout: invalid duration "10"']],
     [["demo", "--cycles", "0", "--interval", "PT1M", "--seed", "-1"], ["--cycles must be at least 1", '--interval: invalid duration "PT1M"', "--seed must not be negative, got -1"]],
   ])("names each bad value of %j in one usage error, not the first only", (argv, problems) => {
-    let error: unknown;
-    try {
-      parseCommand(argv);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).exitCode).toBe(2);
-    expect((error as UsageError).message).toMatch(new RegExp(`^${argv[0]}: ${problems.length} problems with the options:\n`));
-    for (const problem of problems) expect((error as UsageError).message).toContain(`\n  - ${problem}`);
+    const error = thrown(() => parseCommand(argv), UsageError);
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toMatch(new RegExp(`^${argv[0]}: ${problems.length} problems with the options:\n`));
+    for (const problem of problems) expect(error.message).toContain(`\n  - ${problem}`);
   });
 
   it("names the command once, in the heading, for a refusal that names it on its own", () => {

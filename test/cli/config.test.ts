@@ -10,6 +10,7 @@ import { loadEnv } from "../../shared/cli/env-file.js";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { FileLock } from "../../shared/local/file-lock.js";
+import { thrown } from "../thrown.js";
 
 const SECRET = "s3cr3t-value-never-printed";
 const valid = {
@@ -233,20 +234,14 @@ describe("readLocalSettings", () => {
     try {
       await writeFile(join(dir, ".env"), `QASHIO_CLIENT_SECRET="${SECRET}\\nx"\nBRIDGE_PII_SALT='0123456789abcdef\\nx'\n`);
       const env = await loadEnv({ ...valid, QASHIO_CLIENT_SECRET: "", BRIDGE_PII_MODE: "hash", BRIDGE_EVENT_SOURCE: "acme.\u0000bridge", BRIDGE_TENANT: "ac\u007fme" }, dir);
-      let error: unknown;
-      try {
-        readLocalSettings(env, dir);
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(ConfigError);
+      const error = thrown(() => readLocalSettings(env, dir), ConfigError);
       const problem = "holds a line break or another control character (in .env, \\n inside double quotes is a line break: single-quote the value to keep a backslash)";
-      expect((error as ConfigError).issues).toEqual([
+      expect(error.issues).toEqual([
         { setting: "QASHIO_CLIENT_SECRET", problem },
         { setting: "BRIDGE_TENANT", problem },
         { setting: "BRIDGE_EVENT_SOURCE", problem },
       ]);
-      expect((error as ConfigError).message).not.toContain(SECRET);
+      expect(error.message).not.toContain(SECRET);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -439,13 +434,8 @@ describe("readLocalSettings on the file system", () => {
   it("names only the missing state directory to redrive, asking no token of a directory that holds nothing", () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...noSeed } = valid;
     const missing = join(dir, "missing");
-    let error: unknown;
-    try {
-      readLocalSettings({ ...noSeed, BRIDGE_STATE_DIR: missing }, dir, { holds: "no quarantine to re-drive" });
-    } catch (e) {
-      error = e;
-    }
-    expect((error as ConfigError).issues).toEqual([
+    const error = thrown(() => readLocalSettings({ ...noSeed, BRIDGE_STATE_DIR: missing }, dir, { holds: "no quarantine to re-drive" }), ConfigError);
+    expect(error.issues).toEqual([
       { setting: "BRIDGE_STATE_DIR", problem: `${missing} does not exist, so it holds no quarantine to re-drive: set it to the directory \`run\` uses` },
     ]);
   });
@@ -1384,21 +1374,15 @@ describe("readAuthorizeSettings", () => {
 
   it("names every bad setting at once, the state directory included, without echoing a value", async () => {
     await writeFile(join(dir, "afile"), "x");
-    let error: unknown;
-    try {
-      readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_AUTHORIZE_URL: "nope-value", BRIDGE_STATE_DIR: join(dir, "afile", "state") }, dir);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).issues).toEqual([
+    const error = thrown(() => readAuthorizeSettings({ QASHIO_BASE_URL: "sandbox", QASHIO_AUTHORIZE_URL: "nope-value", BRIDGE_STATE_DIR: join(dir, "afile", "state") }, dir), ConfigError);
+    expect(error.issues).toEqual([
       { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },
       { setting: "QASHIO_CLIENT_ID", problem: "is required but not set" },
       { setting: "QASHIO_CLIENT_SECRET", problem: "is required but not set" },
       { setting: "QASHIO_AUTHORIZE_URL", problem: "is not an absolute http(s) URL" },
       { setting: "BRIDGE_STATE_DIR", problem: `cannot be created: ${join(dir, "afile")} is a file, not a directory` },
     ]);
-    expect((error as ConfigError).message).not.toContain("nope-value");
+    expect(error.message).not.toContain("nope-value");
   });
 
   it("checks BRIDGE_TENANT when it is set, though authorize needs none", () => {

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { loadEnv, parseEnvFile } from "../../shared/cli/env-file.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
+import { thrown } from "../thrown.js";
 
 /** Lets go a reader stuck in a blocking open of `fifo` (a writer's open ends it), so the test run cannot hang on one. */
 function letReaderGo(fifo: string): void {
@@ -200,13 +201,8 @@ describe("loadEnv", () => {
   it("says a setting is set but blank when the environment sets it blank and .env names it not, or blank too", async () => {
     await writeFile(join(dir, ".env"), "QASHIO_CLIENT_SECRET=\nQASHIO_BASE_URL=http://127.0.0.1:9999\n");
     const env = await loadEnv({ BRIDGE_TENANT: " ", QASHIO_CLIENT_ID: "", QASHIO_CLIENT_SECRET: "", QASHIO_REFRESH_TOKEN: "rt-seed" }, dir);
-    let error: unknown;
-    try {
-      readLocalSettings(env, dir);
-    } catch (e) {
-      error = e;
-    }
-    expect((error as ConfigError).issues).toEqual([
+    const error = thrown(() => readLocalSettings(env, dir), ConfigError);
+    expect(error.issues).toEqual([
       { setting: "QASHIO_CLIENT_ID", problem: "is set but blank" },
       { setting: "QASHIO_CLIENT_SECRET", problem: "is set but blank" },
       { setting: "BRIDGE_TENANT", problem: "is set but blank" },
