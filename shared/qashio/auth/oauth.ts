@@ -6,7 +6,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { TokenSetSchema, ValidateResponseSchema, parseWithDrift, type TokenSet } from "../schemas/index.js";
 import { IncompleteTokenSetError, InvalidResponseError } from "../errors.js";
-import { HttpCore, type Clock, type ClientLogger, type FetchLike, type RetryEvent, type RetryOptions } from "../http.js";
+import { HttpCore, type HttpCoreOptions } from "../http.js";
 import { issuesOf } from "../parse.js";
 import { AUTHORIZE_PATH } from "../config.js";
 
@@ -14,20 +14,11 @@ export const TOKEN_PATH = "/oauth2/token";
 export const VALIDATE_PATH = "/oauth2/validate";
 export { AUTHORIZE_PATH } from "../config.js";
 
-/** Settings shared by the token operations. */
-export interface OAuthClientOptions {
-  /** Provider base URL (see config.ts). */
-  readonly baseUrl: string;
+/** Settings shared by the token operations: the transport's (no token provider: these calls make the tokens). */
+export interface OAuthClientOptions extends Omit<HttpCoreOptions, "tokenProvider"> {
   readonly clientId: string;
   /** Confidential; sent only in token request bodies, never logged. */
   readonly clientSecret: string;
-  readonly fetch?: FetchLike;
-  readonly clock?: Clock;
-  readonly timeoutMs?: number;
-  readonly retry?: RetryOptions;
-  readonly logger?: ClientLogger;
-  /** Called for each failed attempt that is retried; see `RetryEvent`. */
-  readonly onRetry?: (event: RetryEvent) => void;
 }
 
 /** Parameters of the authorization screen redirect (spec §4.2, §5 rule 4a). */
