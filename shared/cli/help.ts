@@ -5,8 +5,8 @@
 import { COMMANDS, type CommandName } from "./command-options.js";
 
 /** What a `<duration>` is: in the whole usage, and in the usage of each command whose options take one. */
-export const DURATIONS_HELP = `Durations: 30s, 5m, 1h, 1m30s, 1500ms; run --interval and authorize --timeout take at least 1s.
-A duration gives each unit once, largest first: 1h30m, not 30m1h or 1h1h.`;
+export const DURATIONS_HELP = `Durations: 30s, 5m, 1h, 1m30s, 1500ms, each unit once, largest first: 1h30m, not 30m1h or 1h1h.
+run --interval, authorize --timeout and BRIDGE_CYCLE_BUDGET take at least 1s.`;
 
 /** Columns the help text keeps: a wider line wraps at a terminal's edge, out of the columns below. */
 const HELP_WIDTH = 100;
