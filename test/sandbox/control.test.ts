@@ -1454,17 +1454,20 @@ describe("faults", () => {
   });
 
   // §7 lists UNAUTHORIZED among the codes seen; spec-gaps: an API 401 carries it and WWW-Authenticate. An injected
-  // 401, 403 or 404 stands for the provider's own, so it looks like the one the sandbox gives for real.
+  // 401, 403 or 404 stands for the provider's own, so it looks like the one the sandbox gives for real. The spec fixes
+  // no message: the sandbox's own defaults, the 404's that of an unknown endpoint too.
   it.each([
-    [401, "null:UNAUTHORIZED", 'Bearer realm="sandbox"'],
-    [403, "null:FORBIDDEN", null],
-    [404, "null:NOT_FOUND", null],
-  ])("answers an injected %i with the body and headers of the sandbox's own", async (status, code, challenge) => {
+    [401, "null:UNAUTHORIZED", 'Bearer realm="sandbox"', "Unauthorized"],
+    [403, "null:FORBIDDEN", null, "Forbidden"],
+    [404, "null:NOT_FOUND", null, "Resource not found"],
+  ])("answers an injected %i with the body and headers of the sandbox's own", async (status, code, challenge, message) => {
     await control("/faults", { method: "GET", path_prefix: LIST, status, count: 1 });
     const injected = await h.json(LIST);
     expect(injected.status).toBe(status);
-    expect(ErrorEnvelopeSchema.parse(injected.body).status_code).toBe(status);
+    const envelope = ErrorEnvelopeSchema.parse(injected.body);
+    expect(envelope.status_code).toBe(status);
     expect(errorCodes(injected.body)).toEqual([code]);
+    expect([envelope.message, envelope.errors[0]?.message]).toEqual([message, message]);
     expect(injected.headers.get("www-authenticate")).toBe(challenge);
   });
 
