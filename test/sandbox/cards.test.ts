@@ -729,6 +729,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const { status, body } = await h.json(CORE, { body: { card_type: "METAL", user_id: "nobody", account_type: "POOL" } });
     expect(status).toBe(400);
     expect(errorCodes(body).sort()).toEqual(["card_type:INVALID_ENUM", "nickname:REQUIRED", "pool_account_id:REQUIRED", "user_id:NOT_FOUND"]);
+    // The entries say what is wrong; the envelope's message only what kind of refusal it is (the spec fixes none).
+    expect(body.message).toBe("Validation failed");
     await expect(h.client.issueCard({ nickname: "x" })).rejects.toBeInstanceOf(BadRequestError);
   });
 
