@@ -69,6 +69,8 @@ describe("parseMainArgs", () => {
     "refuses %j with a usage error",
     (argv) => {
       expect(() => parseMainArgs(argv)).toThrow(SandboxUsageError);
+      // Named by its class, as a stack trace or String(error) shows it (the sandbox prints the message alone).
+      expect(() => parseMainArgs(argv)).toThrow(expect.objectContaining({ name: "SandboxUsageError" }));
     },
   );
 
