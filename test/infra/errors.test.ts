@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { TenantConfigError } from "../../infra/errors.js";
+import { InfraError, TenantConfigError } from "../../infra/errors.js";
 import { loadEventDetailSchemas } from "../../infra/event-schemas-source.js";
 import { runbookUrlFrom } from "../../infra/runbook-link.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
@@ -24,6 +24,13 @@ describe("infra errors", () => {
     expect(String(thrown(() => runbookUrlFrom("docs/runbook.md")))).toMatch(/^InfraError: context runbookUrl: /);
     expect(String(thrown(() => loadTenantsFile(join(dir, "absent.json"))))).toMatch(/^TenantConfigError: tenants file /);
     expect(String(thrown(() => loadEventDetailSchemas(join(dir, "absent"))))).toMatch(/^EventSchemaError: event catalog /);
+  });
+
+  // infra/app.ts reports an InfraError in one line and lets any other error end synth with its stack trace.
+  it("are InfraErrors, tenant config and event catalog ones included", () => {
+    const dir = mkdtempSync(join(tmpdir(), "infra-errors-"));
+    expect(thrown(() => loadTenantsFile(join(dir, "absent.json")))).toBeInstanceOf(InfraError);
+    expect(thrown(() => loadEventDetailSchemas(join(dir, "absent")))).toBeInstanceOf(InfraError);
   });
 
   it("keep the failure they report as their cause", () => {
