@@ -473,6 +473,19 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
     expect(readBinding(dir)).toEqual(other);
   });
 
+  it("keeps the recorded store's id when a new client takes over a directory with state (authorize): snapshots lost after it are still refused", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    holdState(dir, "snapshots");
+    const recorded = storeId(dir);
+
+    await bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true });
+
+    expect(readBinding(dir)).toEqual({ ...owner, clientId: "client-2", snapshotStoreId: recorded });
+    rmSync(join(dir, "snapshots"), { recursive: true });
+    await expect(bindStateDir(dir, { ...owner, clientId: "client-2" }, { snapshots: true })).rejects.toBeInstanceOf(SnapshotStoreMissingError);
+  });
+
   it("records the id of a store already there in a binding written before store ids (an upgrade), instead of refusing it", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
