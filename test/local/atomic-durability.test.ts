@@ -519,6 +519,16 @@ describe("FileQuarantine durability", () => {
     expect(journal.events).toEqual([]);
   });
 
+  it("costs no directory fsync for a record it rewrote in another form (a PII mode switch) when it finds it again as it is", async () => {
+    const quarantine = new FileQuarantine(dir);
+    expect(await quarantine.put(record)).toBe(true);
+    const masked = { ...record, reason: "invalid: [redacted]" };
+    expect(await quarantine.put(masked)).toBe(false);
+    journal.events.length = 0;
+    expect(await quarantine.put(masked)).toBe(false);
+    expect(journal.events).toEqual([]);
+  });
+
   it("fsyncs the quarantine directory once after deleting a batch of records, so a crash cannot bring a re-driven one back", async () => {
     const quarantineDir = path.join(dir, "quarantine");
     const quarantine = new FileQuarantine(dir);
