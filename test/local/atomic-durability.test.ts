@@ -529,6 +529,19 @@ describe("FileQuarantine durability", () => {
     expect(journal.events).toEqual([]);
   });
 
+  it("forgets the names of records whose delete failed: the file an unlink left is fsynced again when found, never taken as durable", async () => {
+    const quarantineDir = path.join(dir, "quarantine");
+    const quarantine = new FileQuarantine(dir);
+    expect(await quarantine.put(record)).toBe(true);
+    journal.failUnlinkOf = /q-1\.json$/;
+    await expect(quarantine.deleteMany(["q-1"])).rejects.toMatchObject({ code: "EIO" });
+    journal.failUnlinkOf = undefined;
+    expect(quarantine.durableNamesKnown).toBe(0);
+    journal.events.length = 0;
+    expect(await quarantine.put(record)).toBe(false);
+    expect(journal.events).toContain(`fsync ${quarantineDir}`);
+  });
+
   it("fsyncs the quarantine directory once after deleting a batch of records, so a crash cannot bring a re-driven one back", async () => {
     const quarantineDir = path.join(dir, "quarantine");
     const quarantine = new FileQuarantine(dir);
