@@ -448,6 +448,20 @@ describe("FileQuarantine", () => {
     expect((await quarantine.list()).map((r) => r.id)).toEqual(["a/b"]);
   });
 
+  it("goes on after an id its file name encodes (a character other than a letter or digit) from the record after it in the walk", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const base = { kind: "card" as const, reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" };
+    for (const id of ["a/b", "a+", "a"]) await quarantine.put({ ...base, id });
+    const walk = async (after?: string) => {
+      const walked: string[] = [];
+      for await (const page of quarantine.pages(after === undefined ? { limit: 2 } : { limit: 2, after })) walked.push(...page.map((r) => r.id));
+      return walked;
+    };
+    const all = await walk();
+    expect([...all].sort()).toEqual(["a", "a+", "a/b"]);
+    for (const [i, id] of all.entries()) expect(await walk(id)).toEqual(all.slice(i + 1));
+  });
+
   it("lists and counts record files only, not a write in progress or a file left there by hand", async () => {
     const quarantine = new FileQuarantine(dir);
     await quarantine.put({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
