@@ -462,6 +462,14 @@ describe("FileQuarantine", () => {
     for (const [i, id] of all.entries()) expect(await walk(id)).toEqual(all.slice(i + 1));
   });
 
+  it("fails the listing and the count where the quarantine directory cannot be read, rather than report no record", async () => {
+    // A state directory restored with a file at quarantine/: a re-drive told "none" would leave every record behind.
+    await writeFile(path.join(dir, "quarantine"), "");
+    const quarantine = new FileQuarantine(dir);
+    await expect(quarantine.size()).rejects.toMatchObject({ code: "ENOTDIR" });
+    await expect(quarantine.list()).rejects.toMatchObject({ code: "ENOTDIR" });
+  });
+
   it("lists and counts record files only, not a write in progress or a file left there by hand", async () => {
     const quarantine = new FileQuarantine(dir);
     await quarantine.put({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
