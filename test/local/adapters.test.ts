@@ -470,6 +470,16 @@ describe("FileQuarantine", () => {
     await expect(quarantine.list()).rejects.toMatchObject({ code: "ENOTDIR" });
   });
 
+  it("writes each record as one line of JSON ending in a newline, a text file read by hand, also when a record found again is rewritten", async () => {
+    const quarantine = new FileQuarantine(dir);
+    const record = { id: "r1", kind: "card" as const, reason: "validation: x", raw: { id: "CA1" }, at: "2025-01-15T10:00:01.000Z" };
+    const file = path.join(dir, "quarantine", "r1.json");
+    await quarantine.put(record);
+    expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(record)}\n`);
+    await quarantine.put({ ...record, reason: "validation: y" });
+    expect(await readFile(file, "utf8")).toBe(`${JSON.stringify({ ...record, reason: "validation: y" })}\n`);
+  });
+
   it("lists and counts record files only, not a write in progress or a file left there by hand", async () => {
     const quarantine = new FileQuarantine(dir);
     await quarantine.put({ id: "r1", kind: "card", reason: "validation: x", raw: {}, at: "2025-01-15T10:00:01.000Z" });
