@@ -135,7 +135,7 @@ export class FileQuarantine implements Quarantine {
       return await readdir(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw err;
+      throw new LocalStateError("Quarantine directory cannot be read", { file: this.dir }, { cause: err });
     }
   }
 

@@ -11,6 +11,7 @@ import {
   FileSnapshotStore,
   FileTokenStore,
   JsonlEventPublisher,
+  LocalStateError,
   TORN_REGION_BYTES,
   TokenFileUnwritableError,
   createLocalAdapters,
@@ -466,8 +467,11 @@ describe("FileQuarantine", () => {
     // A state directory restored with a file at quarantine/: a re-drive told "none" would leave every record behind.
     await writeFile(path.join(dir, "quarantine"), "");
     const quarantine = new FileQuarantine(dir);
-    await expect(quarantine.size()).rejects.toMatchObject({ code: "ENOTDIR" });
-    await expect(quarantine.list()).rejects.toMatchObject({ code: "ENOTDIR" });
+    for (const read of [() => quarantine.size(), () => quarantine.list()]) {
+      const error = await read().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LocalStateError);
+      expect(error).toMatchObject({ message: "Quarantine directory cannot be read", file: path.join(dir, "quarantine"), cause: { code: "ENOTDIR" } });
+    }
   });
 
   it("writes each record as one line of JSON ending in a newline, a text file read by hand, also when a record found again is rewritten", async () => {
