@@ -17,6 +17,7 @@ import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
+import { LocalStateError } from "./errors.js";
 import { STATE_DIRS } from "./layout.js";
 import { Compaction, type CompactionTuning } from "./snapshot-compaction.js";
 import { formatCursor, parseCursor, type ParsedCursor } from "./snapshot-cursor.js";
@@ -322,7 +323,7 @@ export class FileSnapshotStore implements SnapshotStore {
       names = await readdir(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
+      throw new LocalStateError("Snapshot directory cannot be read", { file: this.dir }, { cause: err });
     }
     const found: Segment[] = [];
     for (const name of names) {

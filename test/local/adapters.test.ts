@@ -97,6 +97,14 @@ describe("FileSnapshotStore", () => {
     expect([found.get("card:A")?.hash, found.get("card:B")?.hash]).toEqual(["h2", "h2"]);
   });
 
+  it("fails its reads where the snapshot directory cannot be read, naming it, rather than take every item for new", async () => {
+    // A state directory restored with a file at snapshots/: an empty store would publish the whole backlog again.
+    await writeFile(path.join(dir, "snapshots"), "");
+    const error = await new FileSnapshotStore(dir).getMany(["card:A"]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LocalStateError);
+    expect(error).toMatchObject({ message: "Snapshot directory cannot be read", file: path.join(dir, "snapshots"), cause: { code: "ENOTDIR" } });
+  });
+
   it("ignores and removes a temp file left by a crash mid-write", async () => {
     const store = new FileSnapshotStore(dir);
     await store.putMany([snap("card:A", 1)]);
