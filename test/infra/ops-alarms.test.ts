@@ -155,6 +155,19 @@ describe("cycle alarms follow the tenant's schedule", () => {
     TreatMissingData: "ignore",
   });
 
+  it("alarms while the quarantine holds a record, whatever the schedule: the tenant's greatest QuarantineSize of 5 minutes, keeping its state between cycles", () => {
+    // A gauge of records held (every cycle reports it), read through Metrics Insights; its maximum, which the alarm
+    // mail shows, is the count held (a sum would add every cycle's report); periods without a cycle keep the state.
+    for (const alarms of [short, long]) {
+      const held = alarms("QuarantineNotEmpty");
+      expect(held).toMatchObject({ Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold", EvaluationPeriods: 1, TreatMissingData: "ignore" });
+      expect(held["Metrics"]).toEqual([
+        expect.objectContaining({ Expression: "SELECT MAX(QuarantineSize) FROM QashioBridge WHERE tenant = 'globex'", Label: "QuarantineSize", Period: 300, ReturnData: true }),
+      ]);
+      expect(held.AlarmDescription).toMatch(/the quarantine holds provider records that were not published\. Runbook: docs\/runbook\.md#quarantinenotempty$/);
+    }
+  });
+
   it("alarms on records newly quarantined in one period of the transactions schedule, clearing in a period without", () => {
     const growing = { MetricName: "Quarantined", Statistic: "Sum", Threshold: 1, EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching" };
     expect(short("QuarantineGrowing")).toMatchObject({ ...growing, Period: 300 });
