@@ -574,6 +574,62 @@ describe("the alarms on plain bridge metrics", () => {
   }
 });
 
+type DeadLetterAlarm = AlarmProperties & {
+  Metrics: { Id: string; Expression?: string; ReturnData?: boolean; MetricStat?: { Metric: Record<string, unknown>; Period: number; Stat: string } }[];
+};
+
+/**
+ * The DeadLetters alarm OpsAlarms makes for `Webhook-erp`, a queue whose failed writes are watched too, or for
+ * `EventBus`, one whose are not.
+ */
+function deadLetterAlarm(name: "Webhook-erp" | "EventBus"): DeadLetterAlarm {
+  const stack = new Stack();
+  const failed = new cloudwatch.Metric({ namespace: "AWS/Events", metricName: "InvocationsFailedToBeSentToDlq", dimensionsMap: { RuleName: "erp" } });
+  new OpsAlarms(stack, "Alarms", {
+    tenantId: "acme",
+    target: { email: "ops@acme.test" },
+    encryptionKey: new kms.Key(stack, "Key"),
+    functions: {},
+    syncLagEveryMinutes: 5,
+    deadLetterQueues: { "Webhook-erp": new sqs.Queue(stack, "Queue"), EventBus: new sqs.Queue(stack, "BusQueue") },
+    deadLetterWriteFailures: { "Webhook-erp": failed },
+  });
+  const found = Object.values(Template.fromStack(stack).findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: `QashioBridge-acme-DeadLetters-${name}` } }));
+  expect(found).toHaveLength(1);
+  return (found[0] as { Properties: DeadLetterAlarm }).Properties;
+}
+
+describe("a dead-letter queue's alarm on the messages it holds", () => {
+  it("fires as soon as the queue's greatest depth of a 5-minute period is a message, and clears once it is empty", () => {
+    const alarm = deadLetterAlarm("EventBus");
+    expect(alarm).toMatchObject({
+      Namespace: "AWS/SQS",
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Statistic: "Maximum",
+      Period: 300,
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      EvaluationPeriods: 1,
+      DatapointsToAlarm: 1,
+      // SQS sends no depth for an idle queue: no data is an empty queue
+      TreatMissingData: "notBreaching",
+    });
+    expect(alarm.AlarmDescription).toBe("Tenant acme: dead-letter queue EventBus is not empty. Runbook: docs/runbook.md#dead-letters");
+  });
+
+  it("reads a webhook queue's depth and failed writes over the same 5-minute periods, and says its events may be lost", () => {
+    const alarm = deadLetterAlarm("Webhook-erp");
+    const term = (id: string) => alarm.Metrics.find((m) => m.Id === id)?.MetricStat;
+    expect(term("visible")).toMatchObject({ Metric: { Namespace: "AWS/SQS", MetricName: "ApproximateNumberOfMessagesVisible" }, Period: 300, Stat: "Maximum" });
+    // failed writes counted, not averaged: one lost event in a period reaches the threshold
+    expect(term("failed")).toMatchObject({ Metric: { Namespace: "AWS/Events", MetricName: "InvocationsFailedToBeSentToDlq" }, Period: 300, Stat: "Sum" });
+    expect(alarm).toMatchObject({ TreatMissingData: "notBreaching" });
+    expect(alarm.AlarmDescription).toBe(
+      "Tenant acme: dead-letter queue Webhook-erp is not empty, or events could not even be written to it (lost). Runbook: docs/runbook.md#dead-letters",
+    );
+  });
+});
+
 describe("a webhook queue's alarm on messages held or events EventBridge could not write to it", () => {
   /**
    * Functions AWS's metric math reference ("Functions supported for metric math") recommends against in alarms: they act
@@ -582,23 +638,7 @@ describe("a webhook queue's alarm on messages held or events EventBridge could n
   const NOT_FOR_ALARMS = ["AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM"];
 
   /** The DeadLetters alarm OpsAlarms makes for a queue whose failed writes are watched too. */
-  function webhookAlarm(): Record<string, unknown> & { Metrics: { Id: string; Expression?: string; ReturnData?: boolean }[] } {
-    const stack = new Stack();
-    const queue = new sqs.Queue(stack, "Queue");
-    const failed = new cloudwatch.Metric({ namespace: "AWS/Events", metricName: "InvocationsFailedToBeSentToDlq", dimensionsMap: { RuleName: "erp" } });
-    new OpsAlarms(stack, "Alarms", {
-      tenantId: "acme",
-      target: { email: "ops@acme.test" },
-      encryptionKey: new kms.Key(stack, "Key"),
-      functions: {},
-      syncLagEveryMinutes: 5,
-      deadLetterQueues: { "Webhook-erp": queue },
-      deadLetterWriteFailures: { "Webhook-erp": failed },
-    });
-    const found = Object.values(Template.fromStack(stack).findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: "QashioBridge-acme-DeadLetters-Webhook-erp" } }));
-    expect(found).toHaveLength(1);
-    return (found[0] as { Properties: ReturnType<typeof webhookAlarm> }).Properties;
-  }
+  const webhookAlarm = () => deadLetterAlarm("Webhook-erp");
 
   it("combines the two with no metric math function CloudWatch recommends against in alarms", () => {
     const [watched, ...more] = webhookAlarm().Metrics.filter((m) => m.ReturnData === true);
