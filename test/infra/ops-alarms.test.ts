@@ -500,6 +500,25 @@ describe("cycle alarms follow the tenant's schedule", () => {
     }
   });
 
+  it("sets EventsFailed's window by the transactions schedule when it is slower than every schedule in cycleEveryMinutes", () => {
+    const stack = new Stack();
+    new OpsAlarms(stack, "Alarms", {
+      tenantId: "acme",
+      target: { email: "ops@acme.test" },
+      encryptionKey: new kms.Key(stack, "Key"),
+      functions: {},
+      cycleEveryMinutes: { PollCards: 15 },
+      syncLagEveryMinutes: 60,
+      deadLetterQueues: {},
+    });
+    Template.fromStack(stack).hasResourceProperties("AWS::CloudWatch::Alarm", {
+      AlarmName: "QashioBridge-acme-EventsFailed",
+      Period: 3600,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+    });
+  });
+
   it("alarms on a sync lag over 1800 s when given no threshold", () => {
     const stack = new Stack();
     const fn = new lambda.Function(stack, "Fn", { runtime: lambda.Runtime.NODEJS_22_X, handler: "index.handler", code: lambda.Code.fromInline("exports.handler = () => {}") });
