@@ -114,7 +114,7 @@ describe("tenant stacks", () => {
     acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
       KmsKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] },
       // As README's onboarding says: credentials through authorize's environment, never a hand-written JSON.
-      Description: Match.stringLikeRegexp("authorize --secret-id <this ARN>\" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment.*Do not write this JSON by hand"),
+      Description: Match.stringLikeRegexp("^qashio-bridge tenant acme-sandbox: provider OAuth credentials\\. .*authorize --secret-id <this ARN>\" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment.*Do not write this JSON by hand"),
       GenerateSecretString: {
         SecretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),
         GenerateStringKey: "pii_salt",
