@@ -242,6 +242,19 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(byStatus.body.data.map((t: { id: string }) => t.id)).toContain(sample.id);
   });
 
+  it("combines filters: a transaction is listed only when it matches every one sent", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const sample = all[5] as Row;
+    const category = (t: Row) => t.transaction_category === sample.transaction_category;
+    const card = (t: Row) => t.card_last_four === sample.card_last_four;
+    const both = all.filter((t) => category(t) && card(t)).map((t) => t.id);
+    // The seed has transactions matching one filter and not the other, so "either" would list more.
+    expect(all.filter((t) => category(t) || card(t)).length).toBeGreaterThan(both.length);
+    const { body } = await h.json(`${LIST}?transaction_category=${sample.transaction_category}&card_last_four=${sample.card_last_four}&page_size=100`);
+    expect(body.data.map((t: Row) => t.id)).toEqual(both);
+    expect(body.pagination.total_records).toBe(both.length);
+  });
+
   it("answers 401 without a token or with a forged one", async () => {
     expect((await h.json(LIST, { token: null })).status).toBe(401);
     const forged = `${h.tokens.access_token.slice(0, -4)}AAAA`;
