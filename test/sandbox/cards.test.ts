@@ -65,6 +65,15 @@ describe("GET /public/v1/erp/cards", () => {
     }
   });
 
+  it("filters issued_time on the issue time, so a card never issued is outside every issue range, whenever it was created", async () => {
+    const draft = await cardWith("Draft");
+    expect(draft.issued_at).toBeNull();
+    const created = String(draft.created_at).slice(0, 10);
+    const ids = (await erpCards(`issued_time_from=${created}&issued_time_to=${created}&page_size=100`)).map((c) => c.id);
+    expect(ids).not.toContain(draft.id);
+    expect((await erpCards(`created_time_from=${created}&created_time_to=${created}&page_size=100`)).map((c) => c.id)).toContain(draft.id);
+  });
+
   it.each([
     ["account_type=company", ["account_type:INVALID_ENUM"]],
     ["status=frozen", ["status:INVALID_ENUM"]],
