@@ -65,6 +65,14 @@ describe("GET /public/v1/erp/cards", () => {
     }
   });
 
+  it("counts only the cards a filter matches in its pagination", async () => {
+    const all = await erpCards();
+    const physical = all.filter((c) => c.card_type === "Physical").length;
+    expect(physical).toBeLessThan(all.length);
+    const { body } = await h.json(`${ERP}?card_type=physical&page_size=1`);
+    expect(body.pagination).toMatchObject({ page: 1, page_size: 1, total_records: physical, total_pages: physical, has_next: physical > 1 });
+  });
+
   it("filters issued_time on the issue time, so a card never issued is outside every issue range, whenever it was created", async () => {
     const draft = await cardWith("Draft");
     expect(draft.issued_at).toBeNull();
