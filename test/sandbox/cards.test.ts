@@ -285,6 +285,18 @@ describe("GET /public/v1/core/cards/balance", () => {
     expect(entry?.balance).toBeCloseTo(account - holds, 2);
   });
 
+  it("lists under last_four only the visible cards ending in those digits", async () => {
+    const card = await cardWith("Suspended");
+    const last4 = String(card.masked_card_number).slice(-4);
+    const { status, body } = await h.json(`/public/v1/core/cards/balance?last_four=${last4}`);
+    expect(status).toBe(200);
+    const sameDigits = (await erpCards()).filter((c) => c.status !== "Draft" && String(c.masked_card_number).endsWith(last4)).map((c) => c.id);
+    expect((body.data.cards as Row[]).map((c) => c.card_id)).toEqual(sameDigits);
+    expect((body.data.cards as Row[]).every((c) => c.last_four === last4)).toBe(true);
+    const other = last4 === "0000" ? "0001" : "0000";
+    expect((await h.json(`/public/v1/core/cards/balance?last_four=${other}`)).body.data.cards).toEqual([]);
+  });
+
   it("matches the exact nickname and narrows on status", async () => {
     const card = await cardWith("Suspended");
     const byName = await h.client.getCardBalance({ nickname: card.card_nickname as string });
