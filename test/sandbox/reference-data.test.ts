@@ -155,6 +155,16 @@ describe("master data lists", () => {
     expect(page.data[0]).not.toHaveProperty("key");
   });
 
+  it.each(lists)("%s counts only the records a filter matches in its pagination", async (path) => {
+    const all = (await h.json(`${path}?page_size=100`)).body.data as Row[];
+    const remoteId = String(all[0]?.remote_id);
+    const matching = all.filter((r) => String(r.remote_id).toLowerCase().includes(remoteId.toLowerCase())).length;
+    expect(matching).toBeGreaterThan(0);
+    expect(matching).toBeLessThan(all.length);
+    const { body } = await h.json(`${path}?remote_id=${encodeURIComponent(remoteId)}&page_size=1`);
+    expect(body.pagination).toMatchObject({ page_size: 1, total_records: matching, total_pages: matching });
+  });
+
   it.each(lists)("%s filters case-insensitively on remote_name and remote_id, exactly on status and is_deleted, and on both-ended date ranges", async (path) => {
     const all = (await h.json(`${path}?page_size=100`)).body.data as Row[];
     const sample = all[1] as Row;
