@@ -261,6 +261,15 @@ describe("statements", () => {
     expect(one.every((s) => s.account_external_id === pools[0]?.account_external_id)).toBe(true);
   });
 
+  it("counts only the statements a filter matches in its pagination", async () => {
+    const all = (await h.json("/public/v1/erp/statements?page_size=100")).body.data as Row[];
+    const jan = all.filter((s) => s.statement_period.month === "2025-01").length;
+    expect(jan).toBeGreaterThan(1);
+    expect(jan).toBeLessThan(all.length);
+    const { body } = await h.json("/public/v1/erp/statements?month=2025-01&page_size=1");
+    expect(body.pagination).toMatchObject({ page_size: 1, total_records: jan, total_pages: jan, has_next: true });
+  });
+
   it.each([
     ["month=2025-13", ["month:INVALID_FORMAT"]],
     ["month=January", ["month:INVALID_FORMAT"]],
@@ -289,6 +298,13 @@ describe("statements", () => {
     const periods = (await h.json(`/public/v1/erp/statements/${funding.account_external_id}`)).body.data.data as Row[];
     expect(periods).toEqual(summaries.map((s) => ({ statement_period: s.statement_period, opening_balance: s.opening_balance, closing_balance: s.closing_balance, currency: s.currency })));
     expect(periods.some((p) => p.opening_balance !== p.closing_balance), "a month that moved the balance").toBe(true);
+  });
+
+  it("counts one account's periods within from_month and to_month only in its inner pagination", async () => {
+    const funding = (await h.json("/public/v1/erp/statements?account_type=CompanyFundAccount")).body.data[0] as Row;
+    const { body } = await h.json(`/public/v1/erp/statements/${funding.account_external_id}?from_month=2024-11&to_month=2025-01&page_size=2`);
+    expect(body.data).toMatchObject({ page: 1, total: 3, total_pages: 2 });
+    expect(body.data.data.map((p: Row) => p.statement_period.month)).toEqual(["2025-01", "2024-12"]);
   });
 
   it("pages one account's periods 12 at a time by default when it has more (§8.1)", async () => {
