@@ -307,6 +307,13 @@ describe("statements", () => {
     expect(body.data.data.map((p: Row) => p.statement_period.month)).toEqual(["2025-01", "2024-12"]);
   });
 
+  it("keeps an account's account_type when from_month and to_month hold none of its statements: null is only for an account without any (§4.7)", async () => {
+    const funding = (await h.json("/public/v1/erp/statements?account_type=CompanyFundAccount")).body.data[0] as Row;
+    const { status, body } = await h.json(`/public/v1/erp/statements/${funding.account_external_id}?from_month=2030-01`);
+    expect(status).toBe(200);
+    expect(body.data).toMatchObject({ account_type: "CompanyFundAccount", total: 0, total_pages: 0, data: [] });
+  });
+
   it("pages one account's periods 12 at a time by default when it has more (§8.1)", async () => {
     const data = h.sandbox.control.company(h.companyId)!;
     const latest = data.statements.find((s) => s.account.accountType === "CompanyFundAccount")!;
