@@ -57,6 +57,30 @@ describe("ErpCardSchema", () => {
     expect(result.drift).toEqual([{ schema: "ErpCard", field: "status", value: "Frozen", count: 1 }]);
   });
 
+  it("reads null for the status, card type, account type and cardholder a card may leave empty", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ status: null, card_type: null, account_type: null, cardholder: null }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject({ status: null, card_type: null, account_type: null, cardholder: null });
+  });
+
+  it("reads a cardholder's employee id sent as a number as its decimal text, and keeps the cardholder's other members", () => {
+    const card = ErpCardSchema.parse(erpCardFixture({ cardholder: { name: "Aisha Rahman", employee_id: 42, department: "Sales" } }));
+    expect(card.cardholder).toEqual({ name: "Aisha Rahman", employee_id: "42", department: "Sales" });
+  });
+
+  it("reads an account type in another letter case without drift, keeping the raw case", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ account_type: "POOL" }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data.account_type).toBe("POOL");
+  });
+
+  it("normalises the segments' identifiers and refuses segments that are neither a list nor a keyed object", () => {
+    const card = ErpCardSchema.parse(erpCardFixture({ segments: [{ id: 7, name: "Dubai Marina", code: 1001 }] }));
+    expect(card.segments).toEqual([{ id: "7", name: "Dubai Marina", code: "1001" }]);
+    const bad = ErpCardSchema.safeParse(erpCardFixture({ segments: "Dubai Marina" }));
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["segments"]);
+  });
+
   it("keeps unknown fields", () => {
     expect(ErpCardSchema.parse(erpCardFixture({ card_color: "black" }))).toMatchObject({ card_color: "black" });
   });
