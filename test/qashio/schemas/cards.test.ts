@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   CardBalanceSchema,
   CoreCardSchema,
+  ERP_CARD_DETAIL_KEYS,
   ErpCardDetailSchema,
   ErpCardSchema,
   parseWithDrift,
@@ -102,6 +103,45 @@ describe("ErpCardDetailSchema", () => {
   it("accepts null configuration objects", () => {
     const card = ErpCardDetailSchema.parse(erpCardDetailFixture({ purchase_limits: null, atm_configuration: null }));
     expect(card.purchase_limits).toBeNull();
+  });
+
+  it("normalises the counts and amounts of the configuration objects sent as strings", () => {
+    const card = ErpCardDetailSchema.parse(
+      erpCardDetailFixture({
+        purchase_limits: { enabled: "true", amount: "5000", number_of_purchases: "50" },
+        topup_configuration: { auto_topup_enabled: "false", auto_topup_amount: "1000" },
+        atm_configuration: { atm_withdrawal_allowed: "true", max_amount: "2000", number_of_withdrawals: "3", limit_per_withdrawal: "1000" },
+      }),
+    );
+    expect(card).toMatchObject({
+      purchase_limits: { enabled: true, amount: 5000, number_of_purchases: 50 },
+      topup_configuration: { auto_topup_enabled: false, auto_topup_amount: 1000 },
+      atm_configuration: { atm_withdrawal_allowed: true, max_amount: 2000, number_of_withdrawals: 3, limit_per_withdrawal: 1000 },
+    });
+  });
+
+  it("takes MCC codes as text or numbers, null country lists, and refuses a category that is no object", () => {
+    const card = ErpCardDetailSchema.parse(
+      erpCardDetailFixture({
+        country_limits: { restriction_mode: "allow", allowed_countries: null, blocked_countries: null },
+        merchant_category_limits: { restriction_type: "block", categories: [{ name: "Gambling", mcc_codes: [7995, "7800"] }] },
+      }),
+    );
+    expect(card.country_limits).toMatchObject({ allowed_countries: null, blocked_countries: null });
+    expect(card.merchant_category_limits?.categories).toEqual([{ name: "Gambling", mcc_codes: [7995, "7800"] }]);
+    const bad = ErpCardDetailSchema.safeParse(erpCardDetailFixture({ merchant_category_limits: { categories: ["Gambling"] } }));
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["merchant_category_limits.categories.0"]);
+  });
+
+  it("names the six configuration objects as the members the list view does not carry", () => {
+    expect([...ERP_CARD_DETAIL_KEYS].sort()).toEqual([
+      "atm_configuration",
+      "auto_top_up_configuration",
+      "country_limits",
+      "merchant_category_limits",
+      "purchase_limits",
+      "topup_configuration",
+    ]);
   });
 });
 
