@@ -213,6 +213,85 @@ describe("CoreCardSchema", () => {
     expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["id"]);
   });
 
+  it("reads null for every member a card may leave empty: enums, limits, flags or amounts and nested objects", () => {
+    const empty = {
+      status: null,
+      card_type: null,
+      limit_amount_notification: null,
+      spend_limit: null,
+      atm_limit: null,
+      atm_transactions_limit: null,
+      transactions_limit: null,
+      shipping_details: null,
+      wallets_status: null,
+      user_profile: null,
+      advanced_velocity_limits: null,
+      card_product: null,
+    };
+    const result = parseWithDrift(CoreCardSchema, coreCardFixture(empty));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data).toMatchObject(empty);
+  });
+
+  it("reads identifiers sent as numbers as their decimal text", () => {
+    const card = CoreCardSchema.parse(
+      coreCardFixture({ last_four: 4821, account_id: 88120, user_profile: { external_id: 7, user_id: 1001, employee_id: 42, department_id: 3 } }),
+    );
+    expect(card).toMatchObject({
+      last_four: "4821",
+      account_id: "88120",
+      user_profile: { external_id: "7", user_id: "1001", employee_id: "42", department_id: "3" },
+    });
+  });
+
+  it("reads a member documented only by name as a flag or an amount, on the card and in its limits", () => {
+    const card = CoreCardSchema.parse(
+      coreCardWriteFixture({
+        limit_amount_notification: "500",
+        card_balance_running_low_notification: "true",
+        spend_limit: { max_amount: 5000, remote_sync: 2 },
+        advanced_velocity_limits: [{ id: "avl-1", remote_sync: "false", remote_linked: "true", expense_category_ids: [3, "cat-4"] }],
+      }),
+    );
+    expect(card).toMatchObject({
+      limit_amount_notification: 500,
+      card_balance_running_low_notification: true,
+      spend_limit: { remote_sync: 2 },
+      advanced_velocity_limits: [{ remote_sync: false, remote_linked: true, expense_category_ids: [3, "cat-4"] }],
+    });
+  });
+
+  it("keeps unknown members of its nested objects", () => {
+    const extra = { added_later: "kept" };
+    const card = CoreCardSchema.parse(
+      coreCardWriteFixture({
+        shipping_details: { method: "courier", ...extra },
+        wallets_status: { apple_pay: true, ...extra },
+        user_profile: { user_id: "usr_1001", ...extra },
+        transactions_limit: { max_amount: 2000, ...extra },
+        spend_limit: { max_amount: 5000, ...extra },
+        advanced_velocity_limits: [{ id: "avl-1", ...extra }],
+        card_product: { id: "cp-1", ...extra },
+      }),
+    );
+    expect(card).toMatchObject({
+      shipping_details: extra,
+      wallets_status: extra,
+      user_profile: extra,
+      transactions_limit: extra,
+      spend_limit: extra,
+      advanced_velocity_limits: [extra],
+      card_product: extra,
+    });
+  });
+
+  it("refuses shipping details that are no object, or whose method is no text", () => {
+    for (const shipping_details of ["courier", { method: 3 }]) {
+      const result = CoreCardSchema.safeParse(coreCardFixture({ shipping_details }));
+      expect(result.success ? [] : result.error.issues.map((i) => i.path[0])).toEqual(["shipping_details"]);
+    }
+  });
+
   it("keeps unknown fields", () => {
     expect(CoreCardSchema.parse(coreCardFixture({ pin_set: "true" }))).toMatchObject({ pin_set: "true" });
   });
