@@ -55,6 +55,10 @@ describe("paging (every list)", () => {
     expect(offenders(checkQuery(TransactionsQuerySchema, { page }))).toEqual([["page", code]]);
   });
 
+  it.each(["1e3", "0x10", "0b11", "Infinity"])("rejects page=%j, a number in another notation, with INVALID_FORMAT", (page) => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { page }))).toEqual([["page", "INVALID_FORMAT"]]);
+  });
+
   it("takes a page number with spaces around it", () => {
     expect(checkQuery(TransactionsQuerySchema, { page: " 3 ", page_size: "4 " })).toEqual({ ok: true, value: { page: 3, page_size: 4 } });
   });
