@@ -97,7 +97,25 @@ describe("TransactionsQuerySchema", () => {
         exclude_from_sync: "false",
       }),
     );
-    expect(result).toMatchObject({ ok: true, value: { card_last_four: "0042", exclude_from_sync: false } });
+    expect(result).toEqual({
+      ok: true,
+      value: {
+        qashio_id: "CT10023456",
+        parent_qashio_id: "CT10023000",
+        transaction_status: "pushed",
+        transaction_category: "refund",
+        erp_sync_status: "not_validated",
+        approval_status: "admin_approved",
+        card_last_four: "0042",
+        employee_id: "EMP-1",
+        transaction_currency: "USD",
+        billing_currency: "AED",
+        transaction_time_from: "2024-01-01",
+        transaction_time_to: "2024-01-31",
+        client_sync_status: "outdated",
+        exclude_from_sync: false,
+      },
+    });
   });
 
   it.each([
