@@ -276,6 +276,13 @@ describe("ErpCardsQuerySchema", () => {
     expect(offenders(result)).toEqual([[`${prefix}_to`, "INVALID_RANGE"]]);
   });
 
+  it("says which end of an inverted range comes first", () => {
+    expect(checkQuery(ErpCardsQuerySchema, { issued_time_from: "2024-02-01", issued_time_to: "2024-01-31" })).toEqual({
+      ok: false,
+      errors: [{ field: "issued_time_to", code: "INVALID_RANGE", message: "issued_time_to must not be before issued_time_from" }],
+    });
+  });
+
   it("leaves a malformed end to its own INVALID_FORMAT entry, without an INVALID_RANGE", () => {
     expect(offenders(checkQuery(ErpCardsQuerySchema, { issued_time_from: "2024-13-01", issued_time_to: "2024-02-01" }))).toEqual([
       ["issued_time_from", "INVALID_FORMAT"],
