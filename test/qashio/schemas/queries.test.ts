@@ -307,7 +307,8 @@ describe("PoolAccountsQuerySchema", () => {
   });
 
   it("accepts either end of the created range alone and rejects an inverted one", () => {
-    expect(checkQuery(PoolAccountsQuerySchema, { created_time_to: "2024-01-01", manager_id: "usr_2", created_by: "usr_1" }).ok).toBe(true);
+    const query = { created_time_to: "2024-01-01", manager_id: "usr_2", created_by: "usr_1" };
+    expect(checkQuery(PoolAccountsQuerySchema, query)).toEqual({ ok: true, value: query });
     expect(
       offenders(checkQuery(PoolAccountsQuerySchema, { created_time_from: "2024-03-01", created_time_to: "2024-01-01" })),
     ).toEqual([["created_time_to", "INVALID_RANGE"]]);
