@@ -390,8 +390,17 @@ describe("CardBalanceQuerySchema", () => {
   });
 
   it("rejects status alone with a REQUIRED entry not tied to one field", () => {
+    expect(checkQuery(CardBalanceQuerySchema, { status: "active" })).toEqual({
+      ok: false,
+      errors: [{ field: null, code: "REQUIRED", message: "nickname or last_four is required" }],
+    });
     expect(offenders(checkQuery(CardBalanceQuerySchema, { status: "active" }))).toEqual([[null, "REQUIRED"]]);
     expect(offenders(checkQuery(CardBalanceQuerySchema, {}))).toEqual([[null, "REQUIRED"]]);
+  });
+
+  it("rejects an empty nickname as REQUIRED, with or without a last four", () => {
+    expect(offenders(checkQuery(CardBalanceQuerySchema, { nickname: "" }))).toEqual([["nickname", "REQUIRED"]]);
+    expect(offenders(checkQuery(CardBalanceQuerySchema, new URLSearchParams("nickname=&last_four=4821")))).toEqual([["nickname", "REQUIRED"]]);
   });
 
   it("rejects an invalid status and a malformed last four", () => {
