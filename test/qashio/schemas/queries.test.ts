@@ -7,6 +7,7 @@ import {
   ChangeStatusBodySchema,
   ChartOfAccountsQuerySchema,
   CoreCardsQuerySchema,
+  DEFAULT_PAGE_SIZES,
   ErpCardsQuerySchema,
   InviteBodySchema,
   MasterDataQuerySchema,
@@ -408,6 +409,23 @@ describe("CardBalanceQuerySchema", () => {
       ["last_four", "INVALID_FORMAT"],
       ["status", "INVALID_ENUM"],
     ]);
+  });
+});
+
+describe("DEFAULT_PAGE_SIZES", () => {
+  it("are the §8.1 defaults of each list", () => {
+    expect(DEFAULT_PAGE_SIZES).toEqual({
+      transactions: 10,
+      bank_accounts: 10,
+      chart_of_accounts: 10,
+      suppliers: 10,
+      tax_rates: 10,
+      erp_cards: 20,
+      pool_accounts: 20,
+      statements: 20,
+      core_cards: 20,
+      statements_by_account: 12,
+    });
   });
 });
 
