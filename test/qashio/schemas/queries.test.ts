@@ -464,6 +464,9 @@ describe("write bodies", () => {
   });
 
   it("update card changes only fields sent and needs at least one", () => {
+    for (const body of [{ auto_top_up_amount: 0 }, { card_usage_type_amount: 0 }, { card_usage_type: "RELOADABLE" }, { nickname: "Travel" }]) {
+      expect(checkBody(UpdateCardBodySchema, body)).toEqual({ ok: true, value: body });
+    }
     expect(checkBody(UpdateCardBodySchema, { auto_top_up_amount: 500, velocity_period: "MONTHLY" }).ok).toBe(true);
     expect(offenders(checkBody(UpdateCardBodySchema, {}))).toEqual([[null, "REQUIRED"]]);
     expect(offenders(checkBody(UpdateCardBodySchema, { auto_top_up_amount: -1, card_usage_type_amount: 1.5 }))).toEqual([
