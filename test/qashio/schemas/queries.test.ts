@@ -475,6 +475,17 @@ describe("write bodies", () => {
     ]);
   });
 
+  it("update card refuses an empty text field as REQUIRED", () => {
+    expect(checkBody(UpdateCardBodySchema, { nickname: "" })).toEqual({
+      ok: false,
+      errors: [{ field: "nickname", code: "REQUIRED", message: "nickname must not be empty" }],
+    });
+    expect(offenders(checkBody(UpdateCardBodySchema, { velocity_period: "", card_usage_type: "" }))).toEqual([
+      ["velocity_period", "REQUIRED"],
+      ["card_usage_type", "REQUIRED"],
+    ]);
+  });
+
   it("change status requires a status and leaves the suspended-only rule to the 403 path", () => {
     expect(checkBody(ChangeStatusBodySchema, { status: "suspended", reason: "lost" }).ok).toBe(true);
     expect(checkBody(ChangeStatusBodySchema, { status: "active" }).ok).toBe(true);
