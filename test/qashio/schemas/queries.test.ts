@@ -493,6 +493,7 @@ describe("write bodies", () => {
     for (const status of ["", 5, false, ["suspended"]]) expect(checkBody(ChangeStatusBodySchema, { status }).ok).toBe(true);
     expect(offenders(checkBody(ChangeStatusBodySchema, {}))).toEqual([["status", "REQUIRED"]]);
     expect(offenders(checkBody(ChangeStatusBodySchema, { status: null }))).toEqual([["status", "REQUIRED"]]);
+    expect(offenders(checkBody(ChangeStatusBodySchema, { status: "suspended", reason: 5 }))).toEqual([["reason", "INVALID_FORMAT"]]);
   });
 
   it("update velocity limit checks types and needs at least one field", () => {
