@@ -506,6 +506,13 @@ describe("write bodies", () => {
       }).ok,
     ).toBe(true);
     expect(offenders(checkBody(UpdateVelocityLimitBodySchema, {}))).toEqual([[null, "REQUIRED"]]);
+    for (const body of [{ spend_limit_active: false }, { spend_limit_max_amount: 0 }, { spend_limit_frequency: 0 }]) {
+      expect(checkBody(UpdateVelocityLimitBodySchema, body)).toEqual({ ok: true, value: body });
+    }
+    expect(offenders(checkBody(UpdateVelocityLimitBodySchema, { spend_limit_max_amount: 2.5, spend_limit_frequency: -1 }))).toEqual([
+      ["spend_limit_max_amount", "INVALID_FORMAT"],
+      ["spend_limit_frequency", "OUT_OF_RANGE"],
+    ]);
     expect(offenders(checkBody(UpdateVelocityLimitBodySchema, { spend_limit_active: "true" }))).toEqual([
       ["spend_limit_active", "INVALID_FORMAT"],
     ]);
