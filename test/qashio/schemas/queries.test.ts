@@ -537,10 +537,17 @@ describe("write bodies", () => {
     }
   });
 
+  it("answer a missing body with one REQUIRED entry for the request", () => {
+    expect(checkBody(AcknowledgeBodySchema, undefined)).toEqual({ ok: false, errors: [{ field: null, code: "REQUIRED", message: "request is required" }] });
+  });
+
   it("invite takes a non-empty list of addresses", () => {
     expect(checkBody(InviteBodySchema, { end_user: ["a@example.com"] }).ok).toBe(true);
     expect(offenders(checkBody(InviteBodySchema, { end_user: [] }))).toEqual([["end_user", "REQUIRED"]]);
     expect(offenders(checkBody(InviteBodySchema, { end_user: "a@example.com" }))).toEqual([["end_user", "INVALID_FORMAT"]]);
+    // An address is the server's to judge (§4.10 failed_emails): an empty one passes the body check.
+    expect(checkBody(InviteBodySchema, { end_user: ["", "a@example.com"] }).ok).toBe(true);
+    expect(offenders(checkBody(InviteBodySchema, { end_user: ["a@example.com", 5] }))).toEqual([["end_user.1", "INVALID_FORMAT"]]);
   });
 });
 
