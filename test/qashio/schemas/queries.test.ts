@@ -79,44 +79,23 @@ describe("paging (every list)", () => {
 
 describe("TransactionsQuerySchema", () => {
   it("accepts every documented filter from a query string", () => {
-    const result = checkQuery(
-      TransactionsQuerySchema,
-      new URLSearchParams({
-        qashio_id: "CT10023456",
-        parent_qashio_id: "CT10023000",
-        transaction_status: "pushed",
-        transaction_category: "refund",
-        erp_sync_status: "not_validated",
-        approval_status: "admin_approved",
-        card_last_four: "0042",
-        employee_id: "EMP-1",
-        transaction_currency: "USD",
-        billing_currency: "AED",
-        transaction_time_from: "2024-01-01",
-        transaction_time_to: "2024-01-31",
-        client_sync_status: "outdated",
-        exclude_from_sync: "false",
-      }),
-    );
-    expect(result).toEqual({
-      ok: true,
-      value: {
-        qashio_id: "CT10023456",
-        parent_qashio_id: "CT10023000",
-        transaction_status: "pushed",
-        transaction_category: "refund",
-        erp_sync_status: "not_validated",
-        approval_status: "admin_approved",
-        card_last_four: "0042",
-        employee_id: "EMP-1",
-        transaction_currency: "USD",
-        billing_currency: "AED",
-        transaction_time_from: "2024-01-01",
-        transaction_time_to: "2024-01-31",
-        client_sync_status: "outdated",
-        exclude_from_sync: false,
-      },
-    });
+    const filters = {
+      qashio_id: "CT10023456",
+      parent_qashio_id: "CT10023000",
+      transaction_status: "pushed",
+      transaction_category: "refund",
+      erp_sync_status: "not_validated",
+      approval_status: "admin_approved",
+      card_last_four: "0042",
+      employee_id: "EMP-1",
+      transaction_currency: "USD",
+      billing_currency: "AED",
+      transaction_time_from: "2024-01-01",
+      transaction_time_to: "2024-01-31",
+      client_sync_status: "outdated",
+    };
+    const result = checkQuery(TransactionsQuerySchema, new URLSearchParams({ ...filters, exclude_from_sync: "false" }));
+    expect(result).toEqual({ ok: true, value: { ...filters, exclude_from_sync: false } });
   });
 
   it.each([
@@ -414,18 +393,15 @@ describe("CardBalanceQuerySchema", () => {
 
 describe("DEFAULT_PAGE_SIZES", () => {
   it("are the §8.1 defaults of each list", () => {
-    expect(DEFAULT_PAGE_SIZES).toEqual({
-      transactions: 10,
-      bank_accounts: 10,
-      chart_of_accounts: 10,
-      suppliers: 10,
-      tax_rates: 10,
-      erp_cards: 20,
-      pool_accounts: 20,
-      statements: 20,
-      core_cards: 20,
-      statements_by_account: 12,
-    });
+    const listsBySize = {
+      10: ["bank_accounts", "chart_of_accounts", "suppliers", "tax_rates", "transactions"],
+      20: ["erp_cards", "pool_accounts", "statements", "core_cards"],
+      12: ["statements_by_account"],
+    } as const;
+    for (const [size, lists] of Object.entries(listsBySize)) {
+      for (const list of lists) expect(DEFAULT_PAGE_SIZES[list]).toBe(Number(size));
+    }
+    expect(Object.keys(DEFAULT_PAGE_SIZES).sort()).toEqual(Object.values(listsBySize).flat().sort());
   });
 });
 
