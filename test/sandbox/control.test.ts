@@ -1339,6 +1339,12 @@ describe("faults", () => {
     expect((await h.json(`${LIST}/acknowledge`, { body: { transaction_ids: [tx.id] } })).status).toBe(200);
   });
 
+  it("matches a path prefix from the path's start only, so a prefix short of its /public/v1 faults nothing", async () => {
+    await control("/faults", { path_prefix: "/erp/transactions", status: 500, count: 1 });
+    expect((await h.json(LIST)).status).toBe(200);
+    expect((await control("/faults")).body.data).toEqual([{ path_prefix: "/erp/transactions", status: 500, count: 1 }]);
+  });
+
   it("fails only requests matching both the method and the path prefix, with the RATE_LIMITED code for a 429", async () => {
     await control("/faults", { method: "GET", path_prefix: LIST, status: 429, count: 1 });
     const card = (await h.json("/public/v1/erp/cards")).body.data[0] as Row | undefined;
