@@ -434,6 +434,8 @@ describe("client_sync_status state machine and acknowledge", () => {
     const { status, body } = await h.json(ACK, { body: { transaction_ids: [mine?.id, theirs?.id, unknown] } });
     expect(status).toBe(400);
     expect(errorCodes(body)).toEqual(["transaction_ids.1:NOT_FOUND", "transaction_ids.2:NOT_FOUND"]);
+    // The envelope's own message says why the whole batch was refused, not a validation's generic words.
+    expect(body.message).toBe("Some transactions were not found");
     expect((await h.json(`${LIST}/${mine?.id}`)).body.data.client_sync_status).toBe("not_synced");
   });
 
