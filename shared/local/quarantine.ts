@@ -2,13 +2,12 @@
  * File-backed Quarantine: one JSON file per record, named by its deterministic id (idempotent put).
  */
 import { readFileSync, statSync } from "node:fs";
-import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Quarantine, QuarantinePagesOptions, QuarantineRecord } from "../bridge/ports.js";
 import { TEMP_SUFFIX, makeDirDurable, removeFilesDurably, staleTempSweep, writeFileAtomic } from "./atomic.js";
 import { DurableNames } from "./durable-names.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
-import { STATE_DIRS } from "./layout.js";
+import { STATE_DIRS, namesInStateDir } from "./layout.js";
 
 /**
  * Keeps quarantine records in `<stateDir>/quarantine/<id>.json`, written atomically. The first `put` or `list` of a
@@ -111,7 +110,7 @@ export class FileQuarantine implements Quarantine {
   async *pages({ limit, after }: QuarantinePagesOptions): AsyncGenerator<QuarantineRecord[]> {
     await this.#sweep();
     const from = after === undefined ? undefined : encodeURIComponent(after);
-    const stems = (await this.#names())
+    const stems = this.#names()
       .filter(isRecordFile)
       .map((name) => name.slice(0, -".json".length))
       .filter((stem) => from === undefined || stem > from)
@@ -130,18 +129,13 @@ export class FileQuarantine implements Quarantine {
   }
 
   /** The names in the quarantine directory; none when it does not exist yet. */
-  async #names(): Promise<string[]> {
-    try {
-      return await readdir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new LocalStateError("Quarantine directory cannot be read", { file: this.dir }, { cause: err });
-    }
+  #names(): string[] {
+    return namesInStateDir(this.dir, "Quarantine");
   }
 
   /** Number of records, counted from file names without reading them. */
   async size(): Promise<number> {
-    return (await this.#names()).filter(isRecordFile).length;
+    return this.#names().filter(isRecordFile).length;
   }
 }
 

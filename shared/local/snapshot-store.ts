@@ -11,14 +11,11 @@
  * or compacted moves to a newer segment, so a walk meets it again rather than missing it); `vacuum` compacts every
  * segment holding a superseded entry, so no replaced version stays on disk.
  */
-import { readdirSync } from "node:fs";
-import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Snapshot, SnapshotKey, SnapshotPage, SnapshotScanOptions, SnapshotStore } from "../bridge/ports.js";
 import { SnapshotCursorError } from "../bridge/errors.js";
 import { ScratchBuffer, TEMP_SUFFIX, fsyncDirSync, makeDirDurable, unlinkQuietly, writeFileAtomic } from "./atomic.js";
-import { LocalStateError } from "./errors.js";
-import { STATE_DIRS } from "./layout.js";
+import { STATE_DIRS, namesInStateDir } from "./layout.js";
 import { Compaction, type CompactionTuning } from "./snapshot-compaction.js";
 import { formatCursor, parseCursor, type ParsedCursor } from "./snapshot-cursor.js";
 import { SnapshotIndex, type Segment } from "./snapshot-index.js";
@@ -203,13 +200,7 @@ export class FileSnapshotStore implements SnapshotStore {
 
   /** Whether the segment files on disk differ from the ones this instance knows. */
   private changedOnDisk(): boolean {
-    let names: string[];
-    try {
-      names = readdirSync(this.dir).filter((name) => SEGMENT_PATTERN.test(name));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      names = [];
-    }
+    const names = namesInStateDir(this.dir, "Snapshot").filter((name) => SEGMENT_PATTERN.test(name));
     if (names.length !== this.index.count) return true;
     const known = new Set([...this.index.all()].map((segment) => segment.name));
     return names.some((name) => !known.has(name));
@@ -318,15 +309,8 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   private async loadSegments(): Promise<void> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw new LocalStateError("Snapshot directory cannot be read", { file: this.dir }, { cause: err });
-    }
     const found: Segment[] = [];
-    for (const name of names) {
+    for (const name of namesInStateDir(this.dir, "Snapshot")) {
       if (name.endsWith(TEMP_SUFFIX)) {
         // Left by a crash before rename: never part of the store.
         unlinkQuietly(path.join(this.dir, name));
