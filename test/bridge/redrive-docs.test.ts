@@ -11,13 +11,13 @@ function numbersIn(path: string, pattern: RegExp): number[] {
 
 // The other re-drive tests count in these constants, so only these hold them to the numbers operators are told.
 describe("the re-drive's bounds, as the docs give them", () => {
-  it("names as many kept records as README and the runbook say it lists", () => {
-    expect(numbersIn("README.md", /\(the first (\d+) listed, the rest counted\)/)).toEqual([KEPT_RECORDS_NAMED]);
+  it("names as many kept records as docs/local-mode.md and the runbook say it lists", () => {
+    expect(numbersIn("docs/local-mode.md", /\(the first (\d+) listed, the rest counted\)/)).toEqual([KEPT_RECORDS_NAMED]);
     expect(numbersIn("docs/runbook.md", /`kept` lists the records left in place \(their ids, the first (\d+),/)).toEqual([KEPT_RECORDS_NAMED]);
   });
 
-  it("re-drives the chunk of records README and the runbook say it holds", () => {
-    expect(numbersIn("README.md", /re-drives every ([\d,]+) records taken before it walks on/)).toEqual([REDRIVE_CHUNK_RECORDS]);
+  it("re-drives the chunk of records docs/local-mode.md and the runbook say it holds", () => {
+    expect(numbersIn("docs/local-mode.md", /re-drives every ([\d,]+) records taken before it walks on/)).toEqual([REDRIVE_CHUNK_RECORDS]);
     expect(numbersIn("docs/runbook.md", /every ([\d,]+) records taken are read again/)).toEqual([REDRIVE_CHUNK_RECORDS]);
     expect(numbersIn("docs/runbook.md", /chunks of ([\d,]+) records taken before it are re-driven/)).toEqual([REDRIVE_CHUNK_RECORDS]);
   });
