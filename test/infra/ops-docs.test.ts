@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
+import { headingAnchor } from "../markdown-anchor.js";
 import { runbookIntro, runbookSection } from "../runbook-section.js";
 import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT } from "./helpers.js";
 
@@ -84,7 +85,7 @@ describe("the runbook's Function errors says when an errors alarm's OK is no fix
 function sectionTitlesByAnchor(): Map<string, string> {
   const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
   const titles = [...runbook.matchAll(/^## (.+)$/gm)].map((m) => m[1] as string);
-  return new Map(titles.map((title) => [title.toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-"), title]));
+  return new Map(titles.map((title) => [headingAnchor(title), title]));
 }
 
 describe("the runbook section each alarm links to", () => {
