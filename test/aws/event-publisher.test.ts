@@ -76,6 +76,14 @@ describe("EventBridgePublisher", () => {
     ]);
   });
 
+  it("sends Time as the event's own time (when the bridge built it), not the detail's occurred_at", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
+    // A backlog's change happened days before the bridge built its event: the archive replays by Time.
+    const late = { ...event("ev_1"), time: "2026-03-04T08:30:00.000Z" };
+    expect(await publisher().publish([late])).toEqual({ failed: [] });
+    expect(sentEntries()[0]?.[0]?.Time).toEqual(new Date("2026-03-04T08:30:00.000Z"));
+  });
+
   it("packs at most 10 entries per call", async () => {
     mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
     await publisher().publish(Array.from({ length: 23 }, (_, i) => event(`ev_${i}`)));
