@@ -84,6 +84,16 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries()[0]?.[0]?.Time).toEqual(new Date("2026-03-04T08:30:00.000Z"));
   });
 
+  it("reduces an oversized event to the configured maxRequestBytes, not to EventBridge's 256 KB", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
+    const lineItems = Array.from({ length: 100 }, (_, i) => ({ id: `li_${i}`, description: "d".repeat(100) }));
+    const small = new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock: new FakeClock(), maxRequestBytes: 4_000 });
+    expect(await small.publish([event("ev_big", { id: "tx", line_items: lineItems })])).toEqual({ failed: [] });
+    const [entry] = sentEntries()[0] ?? [];
+    expect(entrySize(entry ?? {})).toBeLessThanOrEqual(4_000);
+    expect(truncationsOf(JSON.parse(entry?.Detail ?? "{}") as BridgeEvent["detail"])).toEqual([{ path: "/data/object/line_items", total: 100, kept: expect.any(Number) }]);
+  });
+
   it("packs at most 10 entries per call", async () => {
     mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
     await publisher().publish(Array.from({ length: 23 }, (_, i) => event(`ev_${i}`)));
