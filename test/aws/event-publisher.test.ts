@@ -94,6 +94,13 @@ describe("EventBridgePublisher", () => {
     expect(truncationsOf(JSON.parse(entry?.Detail ?? "{}") as BridgeEvent["detail"])).toEqual([{ path: "/data/object/line_items", total: 100, kept: expect.any(Number) }]);
   });
 
+  it("names the entry's size and the byte limit in an oversized event's reason", async () => {
+    const huge = event("ev_huge", { id: "tx", memo: "m".repeat(300_000) });
+    const result = await publisher().publish([huge]);
+    const size = entrySize({ Source: huge.source, DetailType: huge.detailType, Time: new Date(huge.time), Detail: JSON.stringify(huge.detail) });
+    expect(result.failed).toEqual([{ event: huge, reason: `oversized: entry is ${size} bytes and trimming arrays cannot bring it under ${MAX_ENTRY_BYTES}` }]);
+  });
+
   it("packs at most 10 entries per call", async () => {
     mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
     await publisher().publish(Array.from({ length: 23 }, (_, i) => event(`ev_${i}`)));
