@@ -101,6 +101,15 @@ describe("EventBridgePublisher", () => {
     expect(result.failed).toEqual([{ event: huge, reason: `oversized: entry is ${size} bytes and trimming arrays cannot bring it under ${MAX_ENTRY_BYTES}` }]);
   });
 
+  it("raises a first call's refusal answered 5xx past the call's retries with the attempts it made, its AWS error as cause, and no entry text in its message", async () => {
+    const refusal = awsError("KMSInternalException", 500);
+    mock.on(PutEventsCommand).rejects(refusal);
+    const error = await publisher(new FakeClock(), 3).publish([event("ev_1", { id: "ev_1", cardholder: "Jane Doe" })]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PublishError);
+    expect(error).toMatchObject({ message: "PutEvents failed after 3 attempts (entry round 1): KMSInternalException", attempts: 3, cause: refusal });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(3);
+  });
+
   it("packs at most 10 entries per call", async () => {
     mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({ FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "x" })) }));
     await publisher().publish(Array.from({ length: 23 }, (_, i) => event(`ev_${i}`)));
