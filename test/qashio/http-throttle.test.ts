@@ -188,6 +188,22 @@ describe("HttpCore after a 429", () => {
     expect(second.outcome).toMatchObject({ status: 200 });
   });
 
+  it("holds the client for the backoff ceiling of the attempt a 429 without Retry-After ended, not the first one's", async () => {
+    const fetch = scriptedFetch(fail(429), fail(429), fail(429), ok([]));
+    const clock = manualClock();
+    const { http } = core(fetch, clock, undefined, { maxAttempts: 3, baseDelayMs: 200 });
+    const first = track(http.request(read("Q1")));
+    // Retried after 100 and 200 ms (0.5 of the ceilings 200 and 400); the third 429 ends it at a ceiling of 800 ms.
+    await clock.advance(300);
+    expect(first.outcome).toBeInstanceOf(RateLimitedError);
+    expect(sentFor(fetch, "Q1")).toBe(3);
+    const second = track(http.request(read("Q2")));
+    await clock.advance(799);
+    expect(sentFor(fetch, "Q2")).toBe(0);
+    await clock.advance(1);
+    expect(second.outcome).toMatchObject({ status: 200 });
+  });
+
   it("refuses requests, unsent, after a 429 that ends its request with a Retry-After past maxRetryAfterMs", async () => {
     const fetch = scriptedFetch(fail(429, [], { "retry-after": "120" }), ok([]));
     const clock = manualClock();
