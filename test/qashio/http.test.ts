@@ -177,6 +177,16 @@ describe("HttpCore requests", () => {
     await expect(http.request({ ...read(), anyBody: true })).resolves.toEqual({ status: 200, body: undefined, requestId: "req-ack" });
   });
 
+  it("drops an x-request-id quoting the bearer token from a 2xx body that is not JSON, under anyBody or not", async () => {
+    const answer = () => new Response("accepted", { status: 200, headers: { "x-request-id": "req-token-1" } });
+    const accepted = await core(scriptedFetch(answer())).http.request({ ...read(), anyBody: true });
+    expect(accepted).toEqual({ status: 200, body: undefined, requestId: undefined });
+    const error = await core(scriptedFetch(answer())).http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    // The status is kept: a caller tells a 2xx it could not read from a failed answer by it.
+    expect(error).toMatchObject({ status: 200, requestId: undefined });
+  });
+
   it("names the Content-Encoding a 2xx body that is not JSON came in (a proxy compressing on its own)", async () => {
     const { http } = core(scriptedFetch(new Response("\u001f\u008b", { status: 200, headers: { "content-encoding": "gzip" } })));
     await expect(http.request(read())).rejects.toThrow(/answered 200 with a body that is not JSON: it came in Content-Encoding gzip/);
