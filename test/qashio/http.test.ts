@@ -51,6 +51,7 @@ describe("HttpCore requests", () => {
     expect(response.status).toBe(200);
     const call = fetch.calls[0]!;
     expect(call.headers.authorization).toBe("Bearer token-1");
+    expect(call.headers.accept).toBe("application/json");
     expect(call.headers["content-type"]).toBeUndefined();
     expect(call.url.pathname).toBe("/public/v1/erp/transactions");
     expect([...call.url.searchParams]).toEqual([
