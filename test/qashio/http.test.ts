@@ -627,6 +627,13 @@ describe("HttpCore retries", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("clears an attempt's timeout timer once it is answered, so no timer outlives the request (a CLI would stay up for it)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const { http } = core(scriptedFetch(fail(503), new TypeError("fetch failed"), ok([])), { timeoutMs: 1000 });
+    await expect(http.request(read())).resolves.toMatchObject({ status: 200 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it("throws TimeoutError carrying the timeout when every attempt times out", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const fetch = scriptedFetch(hangingReply());
