@@ -327,6 +327,15 @@ describe("HttpCore 401 handling", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("sends no bearer request at all without a token provider: UnauthorizedError, not a request without Authorization", async () => {
+    const fetch = scriptedFetch(ok([]));
+    const http = new HttpCore({ baseUrl: BASE_URL, fetch, clock: fakeClock() });
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect((error as Error).message).toContain("no token provider configured");
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("neither refreshes nor replays a request sent with a token of its own (auth: { token })", async () => {
     const fetch = scriptedFetch(fail(401), ok([]));
     const { http, tokenProvider } = core(fetch);
