@@ -318,6 +318,16 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     }
   });
 
+  it("names in erp_company the company whose token reads, its own country included (§2.2 rule 3)", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const [theirs] = (await h.json(LIST, { token: other.access_token })).body.data as { id: string }[];
+    const { body } = await h.json(`${LIST}/${theirs?.id}`, { token: other.access_token });
+    const company = h.sandbox.control.company(h.otherCompanyId)!.company;
+    // The two seeded companies with API access lie in different countries, so a fixed country would show here.
+    expect(company.country).not.toBe(h.sandbox.control.company(h.companyId)!.company.country);
+    expect(body.data.erp_company).toMatchObject({ id: h.otherCompanyId, name: company.name, business_legal_name: company.legalName, company_country: company.country });
+  });
+
   it("lists clearing_amount with the clearing's own fee, and 0 while the clearing names no amount, a clearing fee alone included (§2.2 rule 1)", async () => {
     const [tx] = (await h.json(LIST)).body.data as Row[];
     const patch = (fields: Row) => h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: fields, token: null });
