@@ -30,6 +30,34 @@ describe("GET /public/v1/erp/pool_accounts", () => {
     expect([...created].sort().reverse()).toEqual(created);
   });
 
+  it("shows each pool account's settings, creator and managers as the pool record holds them (§2.5)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const records = new Map(data.pools.map((p) => [p.id, p]));
+    const listed = (await h.json("/public/v1/erp/pool_accounts?status=all&page_size=100")).body.data as Row[];
+    const name = (u: { firstName: string; lastName: string }) => `${u.firstName} ${u.lastName}`;
+    expect(listed.map((p) => p.id).sort()).toEqual([...records.keys()].sort());
+    for (const listedPool of listed) {
+      const pool = records.get(listedPool.id as string)!;
+      expect(listedPool).toEqual({
+        id: pool.id,
+        account_name: pool.accountName,
+        status: pool.status,
+        currency: pool.currency,
+        topup_type: pool.topupType,
+        allowed_max_balance: pool.allowedMaxBalance,
+        low_balance_notification_active: pool.lowBalanceNotificationActive,
+        low_balance_notification_amount: pool.lowBalanceNotificationAmount,
+        company_name: data.company.name,
+        created_by: { user_id: pool.createdBy.userId, name: name(pool.createdBy) },
+        account_managers: pool.managers.map((m) => ({ user_id: m.userId, name: name(m), email: m.email })),
+        created_at: pool.createdAt,
+      });
+    }
+    // The seeded pools tell these apart: more than one manager, a notification amount other than the maximum balance.
+    expect(listed.some((p) => p.account_managers.length > 1)).toBe(true);
+    expect(listed.some((p) => p.low_balance_notification_amount !== p.allowed_max_balance)).toBe(true);
+  });
+
   it("filters on status (all switches it off), manager, creator and a creation range sent alone", async () => {
     const all = (await h.json("/public/v1/erp/pool_accounts")).body.data as Row[];
     const manager = all[0]?.account_managers[1].user_id as string;
