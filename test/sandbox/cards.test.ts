@@ -107,6 +107,33 @@ describe("GET /public/v1/erp/cards", () => {
     expect(new Set(all.map((c) => c.card_type))).toEqual(new Set(["Virtual", "Physical"]));
     expect(new Set(all.map((c) => c.account_type))).toEqual(new Set(["reloadable", "pool"]));
   });
+
+  it("shows each card's own settings and times as the card record holds them (§2.3)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const records = new Map(data.cards.map((c) => [c.id, c]));
+    const listed = await erpCards();
+    const expected = listed.map((c) => {
+      const card = records.get(c.id as string)!;
+      return {
+        id: card.id,
+        card_nickname: card.nickname,
+        company_name: data.company.name,
+        allowed_max_balance: card.allowedMaxBalance,
+        topup_type: card.topupType,
+        float_management_enabled: card.floatManagementEnabled,
+        card_replaced: card.cardReplaced,
+        low_balance_notification_active: card.lowBalanceNotificationActive,
+        low_balance_notification_amount: card.lowBalanceNotificationAmount,
+        issued_at: card.issuedAt,
+        activated_at: card.activatedAt,
+        terminated_at: card.terminatedAt,
+        created_at: card.createdAt,
+      };
+    });
+    expect(listed.map((c) => Object.fromEntries(Object.keys(expected[0]!).map((key) => [key, c[key]])))).toEqual(expected);
+    // The notification amount is the card's own, not its maximum balance, among the seeded cards.
+    expect(expected.filter((c) => c.low_balance_notification_amount !== c.allowed_max_balance).length).toBeGreaterThan(0);
+  });
 });
 
 describe("GET /public/v1/erp/cards/{cardId}", () => {
@@ -147,6 +174,20 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
         tx.pool_external_id,
       ]);
     }
+  });
+
+  it("shows in atm_configuration whether the card allows ATM use, and a purchase limit in the card's currency in every company", async () => {
+    for (const companyId of [h.companyId, h.otherCompanyId]) {
+      const { access_token } = await tokensFor(h.sandbox, companyId);
+      const cards = h.sandbox.control.company(companyId)!.cards;
+      for (const card of cards) {
+        const detail = (await h.json(`${ERP}/${card.id}`, { token: access_token })).body.data as Row;
+        expect([card.id, detail.atm_configuration.atm_withdrawal_allowed, detail.purchase_limits.limit_currency]).toEqual([card.id, card.atmWithdrawalAllowed, card.currency]);
+      }
+    }
+    const all = [h.companyId, h.otherCompanyId].flatMap((id) => h.sandbox.control.company(id)!.cards);
+    expect(new Set(all.map((c) => c.atmWithdrawalAllowed)).size).toBe(2);
+    expect(new Set(all.map((c) => c.currency)).size).toBeGreaterThan(1);
   });
 
   it("answers 404 for an unknown card and for another company's card", async () => {
@@ -211,6 +252,53 @@ describe("GET /public/v1/core/cards", () => {
     // Each rule is seen both ways among the seeded cards, so none of them holds by the seed's chance alone.
     for (const key of ["allow_replace_card", "shipping_card", "spend_restriction_type", "tokenization_status", "show_pool_balance_to_cardholder", "replaced_by_card_id"] as const) {
       expect([key, new Set(derived.map((d) => d[key])).size]).toEqual([key, 2]);
+    }
+  });
+
+  it("shows each core card's status, notifications, country list, account and holder as the card record holds them (§2.4, spec-gaps)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const records = new Map(data.cards.map((c) => [c.id, c]));
+    const listed = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const erp = new Map(((await h.json(`${ERP}?page_size=100`)).body.data as Row[]).map((c) => [c.id as string, c]));
+    const expected = listed.map((c) => {
+      const card = records.get(c.id as string)!;
+      const holder = card.holder;
+      return {
+        id: card.id,
+        status: card.status.toLowerCase(),
+        // spec-gaps (values of fields the spec lists none for): the lowercase status.
+        display_status: card.status.toLowerCase(),
+        limit_amount_notification: card.lowBalanceNotificationActive,
+        card_balance_running_low_notification: card.lowBalanceNotificationAmount,
+        allowed_countries_list: card.allowedCountries,
+        allowed_countries_list_active: card.countryLimitsActive,
+        account_type: card.accountType.toUpperCase(),
+        account_id: card.accountExternalId,
+        currency: card.currency,
+        issued_at: card.issuedAt,
+        first_activated_at: card.activatedAt,
+        // The count limit the ERP read says is enforced (some cards send the flag as text, §2.4).
+        transactions_limit_active: expect.stringMatching(`^${String(erp.get(card.id)?.transaction_limits_active)}$`),
+        transactions_limit: expect.objectContaining({ max_amount: card.spendLimit.maxAmount, period: card.spendLimit.period, frequency: card.spendLimit.frequency, currency: card.currency }),
+        user_name: `${holder.firstName} ${holder.lastName}`,
+        user_email: holder.email,
+        user_profile: expect.objectContaining({
+          department_name: holder.department,
+          first_name: holder.firstName,
+          last_name: holder.lastName,
+          user_name: holder.email,
+          email: holder.email,
+          user_email: holder.email,
+          external_id: holder.externalId,
+          user_id: holder.userId,
+          employee_id: holder.employeeId,
+        }),
+      };
+    });
+    const shown = listed.map((c) => Object.fromEntries(Object.keys(expected[0]!).map((key) => [key, key === "transactions_limit_active" ? String(c[key]) : c[key]])));
+    expect(shown).toEqual(expected);
+    for (const key of ["display_status", "limit_amount_notification", "allowed_countries_list_active", "account_type"] as const) {
+      expect([key, new Set(expected.map((d) => d[key])).size > 1]).toEqual([key, true]);
     }
   });
 
@@ -393,6 +481,16 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     const listed = ((await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[]).find((c) => c.id === card.id);
     expect(listed?.card_usage_type).toBe("ONE_TIME");
     expect((await h.json(`${ERP}/${card.id}`)).body.data).toMatchObject({ card_nickname: "Renamed", allowed_max_balance: 12000 });
+  });
+
+  it("answers with a card product in the card's own currency (§2.4 card_product), whatever the company's", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const cards = (await h.json(`${CORE}?page_size=100`, { token: other.access_token })).body.data.cards as Row[];
+    const card = cards.find((c) => c.status === "active")!;
+    expect(card.currency).not.toBe(h.sandbox.control.company(h.companyId)!.company.currency);
+    const { status, body } = await h.json(`${CORE}/${String(card.id)}`, { method: "PUT", body: { nickname: "Product" }, token: other.access_token });
+    expect(status).toBe(200);
+    expect(body.data.card.card_product.currency_settings).toEqual({ currency: card.currency });
   });
 
   it("keeps topup_type agreeing with the auto top-up an update turns on or off, as seeded cards do", async () => {
