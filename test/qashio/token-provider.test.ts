@@ -520,6 +520,18 @@ describe("OAuthTokenProvider", () => {
     expect(await provider.getAccessToken()).toBe(replacement);
   });
 
+  it("never hands a caller back the token it reported refused, even once more later refusals than it remembers pushed that one out", async () => {
+    const { provider, fetch, clock, store } = setup();
+    store.set({ refreshToken: "rt-1", accessToken: "at-current", accessTokenExpiresAt: clock.now() + 10 * MINUTE });
+    const current = provider.refreshAfterUnauthorized("at-current");
+    // Eight more 401s for older tokens, reported before the first caller looked again: at-current is no longer remembered.
+    const older = Array.from({ length: 8 }, (_, i) => provider.refreshAfterUnauthorized(`at-older-${i}`));
+    const replacement = await current;
+    expect(replacement).not.toBe("at-current");
+    await Promise.all(older);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("uses the stored tokens when its refresh is answered 401 because another process rotated", async () => {
     const { store, clock, tokenEvents } = setup();
     const rotatedElsewhere: StoredTokens = {
