@@ -1191,6 +1191,12 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(() => new OAuthTokenProvider({ ...options, lockTtlMs: 20_000, timeoutMs: 10_000 })).not.toThrow();
   });
 
+  it("takes any request timeout without a lock: there is no lease for a refresh to fit in", () => {
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store: memoryStore(undefined) };
+    expect(() => new OAuthTokenProvider({ ...options, timeoutMs: 60_000 })).not.toThrow();
+    expect(() => new OAuthTokenProvider({ ...options, lockTtlMs: 1_000, timeoutMs: 10_000 })).not.toThrow();
+  });
+
   it("uses the tokens another process saved while it waited for the lock, without refreshing", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
