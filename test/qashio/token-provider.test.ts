@@ -2189,6 +2189,19 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // the kept lease was released
   });
 
+  it("hands out the stored tokens it dropped the unsaved ones for as read under the lease, without reading the store again", async () => {
+    const { clock, store, spawn } = processes();
+    const provider = spawn();
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    const expiresAt = clock.now() + 15 * MINUTE;
+    const reauthorized = { refreshToken: "rt-operator", accessToken: jwt({ sub: "company-1", exp: Math.floor(expiresAt / 1000) }), accessTokenExpiresAt: expiresAt };
+    store.set(reauthorized);
+    const load = vi.spyOn(store, "load");
+    expect(await provider.getAccessToken()).toBe(reauthorized.accessToken);
+    expect(load).toHaveBeenCalledTimes(1);
+  });
+
   it("re-saves only under a lease it holds: a re-authorization written under the lock while the kept lease had run out is not overwritten", async () => {
     // Renewals that do not land (a throttled table): the lease kept since the failed save runs out.
     const { clock, store, lock, spawn, presented } = processes({ renew: async () => false });
