@@ -266,6 +266,20 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1"]);
   });
 
+  it("does not postpone a refresh the store turns down once the access token expires that very millisecond: the refusal is thrown", async () => {
+    const { provider, fetch, clock, store } = setup();
+    store.set({ refreshToken: "rt-1", accessToken: "at-ending", accessTokenExpiresAt: clock.now() });
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    const asked: boolean[] = [];
+    store.beforeRefresh = (early) => {
+      asked.push(early);
+      return asked.length === 1 ? Promise.reject(full) : Promise.resolve();
+    };
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(asked).toEqual([false]);
+    expect(fetch.calls).toHaveLength(0);
+  });
+
   it("postpones an early refresh the store turns down: the access token still works, so it is used until it expires", async () => {
     const { provider, fetch, clock, store, logger } = setup();
     const first = await provider.getAccessToken();
