@@ -2184,27 +2184,8 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect(presented()).toEqual(["rt-1", "rt-2"]);
   });
 
-  it("drops the unsaved tokens when the store changed after the failed save (a re-authorization), and uses the stored tokens", async () => {
+  it("drops the unsaved tokens when the store changed after the failed save (a re-authorization), and uses the stored tokens as read under the lease", async () => {
     const { clock, store, lock, logger, spawn, presented } = processes();
-    const provider = spawn();
-    store.failNextSave = true;
-    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
-    const expiresAt = clock.now() + 15 * MINUTE;
-    const reauthorized = { refreshToken: "rt-operator", accessToken: jwt({ sub: "company-1", exp: Math.floor(expiresAt / 1000) }), accessTokenExpiresAt: expiresAt };
-    store.set(reauthorized);
-    expect(await provider.getAccessToken()).toBe(reauthorized.accessToken);
-    expect(await store.load()).toEqual(reauthorized);
-    expect(store.saves).toEqual([]);
-    expect(presented()).toEqual(["rt-1"]);
-    expect(logger.lines.filter((l) => l.level === "warn").map((l) => [l.message, l.attributes])).toEqual([
-      [expect.stringMatching(/token store changed after the rotated tokens failed to save/), undefined],
-    ]);
-    expect(logger.text()).not.toMatch(/rt-\d|rt-operator/);
-    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // the kept lease was released
-  });
-
-  it("hands out the stored tokens it dropped the unsaved ones for as read under the lease, without reading the store again", async () => {
-    const { clock, store, spawn } = processes();
     const provider = spawn();
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
@@ -2213,7 +2194,15 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     store.set(reauthorized);
     const load = vi.spyOn(store, "load");
     expect(await provider.getAccessToken()).toBe(reauthorized.accessToken);
-    expect(load).toHaveBeenCalledTimes(1);
+    expect(load).toHaveBeenCalledTimes(1); // the tokens read under the lease are handed out, not read again
+    expect(await store.load()).toEqual(reauthorized);
+    expect(store.saves).toEqual([]);
+    expect(presented()).toEqual(["rt-1"]);
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => [l.message, l.attributes])).toEqual([
+      [expect.stringMatching(/token store changed after the rotated tokens failed to save/), undefined],
+    ]);
+    expect(logger.text()).not.toMatch(/rt-\d|rt-operator/);
+    expect(await lock.tryAcquire(DEFAULT_LOCK_NAME, TTL)).toBeDefined(); // the kept lease was released
   });
 
   it("re-saves only under a lease it holds: a re-authorization written under the lock while the kept lease had run out is not overwritten", async () => {
