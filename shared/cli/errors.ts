@@ -5,7 +5,7 @@
 import { causeMatching } from "../bridge/errors.js";
 import { LeaseUnreadableError } from "../local/errors.js";
 
-/** Exit codes of `bridge.ts` commands (documented in the README). */
+/** Exit codes of `bridge.ts` commands (README's Local mode sums them up; docs/local-mode.md, Exit codes, has every condition). */
 export const EXIT = {
   ok: 0,
   /** A cycle or command could not finish (provider unreachable, faults that outlasted retries, an unexpected error). */
