@@ -15,11 +15,12 @@ export const EXIT = {
   /** The provider revoked the token family: a person must run `authorize` again. */
   reauthorize: 3,
   /**
-   * `run --once` stopped before it finished (time budget, page bound, a first Ctrl-C, an events file that took no
-   * events for now), or `redrive` or `conform-pii` at its time budget; the next run resumes where it stopped.
+   * `run --once` stopped before it finished (time budget, page bound, a first Ctrl-C, SIGTERM or SIGHUP, a publisher
+   * of the caller's own that took no events for now), or `redrive` or `conform-pii` at its time budget or signal; the
+   * next run resumes where it stopped.
    */
   incomplete: 4,
-  /** Stopped at once by a second Ctrl-C or SIGTERM; the first stops cleanly (conventional 128 + 2). */
+  /** Stopped at once by a second Ctrl-C, SIGTERM or SIGHUP; the first stops cleanly (conventional 128 + 2). */
   interrupted: 130,
 } as const;
 

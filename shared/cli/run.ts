@@ -92,7 +92,7 @@ export async function runCommand(args: RunArgs, io: CliIo, seams: RunSeams = {})
         result.interrupted
           ? "the cycle stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume"
           : publisherUnavailable(result)
-            ? "the cycle stopped because the events file took no events for now; run again to re-send them"
+            ? "the cycle stopped because the event publisher took no events for now; run again to re-send them"
             : "the cycle stopped at its time budget (BRIDGE_CYCLE_BUDGET) or its page bound; run again to resume",
       );
     }

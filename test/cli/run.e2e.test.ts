@@ -594,7 +594,7 @@ describe("bridge run --once (in-process)", () => {
     expect(new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id)).size).toBe(500);
   });
 
-  it("exits 4 saying the events file took no events for now when the sink defers every event, and sends nothing as done", async () => {
+  it("exits 4 saying the event publisher took no events for now when a publisher of its own defers every event, and sends nothing as done", async () => {
     const h = await start({ transactions: 250 });
     const pending = idsWithStatus(h, "not_synced", "outdated");
     // A sink that takes nothing for now (throttled): every event is deferred, none is failed for good.
@@ -607,7 +607,7 @@ describe("bridge run --once (in-process)", () => {
 
     expect(error).toBeInstanceOf(CycleIncompleteError);
     expect((error as CycleIncompleteError).exitCode).toBe(EXIT.incomplete);
-    expect((error as Error).message).toBe("the cycle stopped because the events file took no events for now; run again to re-send them");
+    expect((error as Error).message).toBe("the cycle stopped because the event publisher took no events for now; run again to re-send them");
     expect(out.stdout).toContain("stopped: the event sink takes no events for now, resumes next cycle");
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual(pending);
   });
