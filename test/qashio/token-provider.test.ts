@@ -652,6 +652,23 @@ describe("OAuthTokenProvider", () => {
     expect(events).toEqual(["refresh:rt-1", "save:rt-2", "refresh:rt-2", "save:rt-3"]);
   });
 
+  it("caps the skew at half the lifetime of an opaque access token from the code flow too: not refreshed before its first use", async () => {
+    const clock = fakeClock();
+    const store = memoryStore(undefined);
+    // Opaque: its 30 s lifetime is known from `expires_in` at receipt only, shorter than the default one-minute skew.
+    const fetch = scriptedFetch(
+      json(200, { access_token: "opaque-code-access", token_type: "Bearer", refresh_token: "rt-1", expires_in: 30 }),
+      json(200, { access_token: "opaque-refreshed", token_type: "Bearer", refresh_token: "rt-2", expires_in: 30 }),
+    );
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    await provider.authorizeWithCode("code-1", "https://app.example/cb");
+    clock.advance(14_000);
+    expect(await provider.getAccessToken()).toBe("opaque-code-access");
+    expect(fetch.calls).toHaveLength(1);
+    clock.advance(1_001); // past half its life
+    expect(await provider.getAccessToken()).toBe("opaque-refreshed");
+  });
+
   it("caps the skew at half the JWT lifetime of a stored token it did not receive, and keeps it for long-lived ones", async () => {
     const clock = fakeClock();
     const nowSeconds = Math.floor(clock.now() / 1000);
