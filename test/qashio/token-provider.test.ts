@@ -939,6 +939,17 @@ describe("OAuthTokenProvider", () => {
     expect(tokenEvents).toEqual(["held_tokens_dropped"]);
   });
 
+  it("asks for authorization, sending nothing, when a refresh is due and the store was emptied after the tokens were loaded", async () => {
+    const { provider, store, fetch } = setup();
+    const first = await provider.getAccessToken();
+    store.set(undefined as unknown as StoredTokens); // a token file removed by hand
+    const error = await provider.refreshAfterUnauthorized(first).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenUnavailableError);
+    expect((error as Error).message).toMatch(/^no tokens stored for this tenant: authorize the integration first/);
+    expect(fetch.calls).toHaveLength(1);
+    expect(await store.load()).toBeUndefined();
+  });
+
   it("starts no refresh once closed: a fresh token is still handed out, a call that needs a refresh fails and sends nothing", async () => {
     const start = fakeClock().now();
     const { provider, store, fetch, clock } = setup({ stored: { refreshToken: "rt-1", accessToken: "fresh-access", accessTokenExpiresAt: start + 10 * MINUTE } });
