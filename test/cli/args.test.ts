@@ -242,6 +242,16 @@ describe("parseCommand", () => {
     expect(parseCommand(["help", "redrive", "--help"])).toEqual({ command: "help", topic: "redrive" });
   });
 
+  // --help answers for a command it knows: a typo or an option where the command goes is refused as without --help.
+  it.each([
+    [["sync", "--help"], /^unknown command "sync"\. Commands: /],
+    [["redirve", "-h"], /^unknown command "redirve" \(did you mean redrive\?\)\. Commands: /],
+    [["--once", "--help"], /^no command given before --once, an option of run: put the command first, as in `npm run bridge -- run --once --help`$/],
+  ])("refuses %j rather than answer with a usage of no command", (argv, message) => {
+    expect(() => parseCommand(argv)).toThrow(UsageError);
+    expect(() => parseCommand(argv)).toThrow(message);
+  });
+
   it("refuses a second topic to help rather than answer as if it were not there", () => {
     expect(() => parseCommand(["help", "run", "now"])).toThrow(new UsageError("help: Unexpected argument 'now': help takes one command at most"));
     expect(() => parseCommand(["-h", "redrive", "conform-pii"])).toThrow(/^help: Unexpected argument 'conform-pii'/);
