@@ -264,6 +264,13 @@ describe("parseCommand", () => {
     });
   });
 
+  it("reads authorize without options as the usage says: any free port, the default scopes, the state directory, a browser, 10m", () => {
+    expect(parseCommand(["authorize"])).toEqual({
+      command: "authorize",
+      args: { port: 0, scope: undefined, secretId: undefined, noOpen: false, timeoutMs: 600_000 },
+    });
+  });
+
   it("trims the blanks a pasted --secret-id or --scope carries", () => {
     expect(parseCommand(["authorize", "--secret-id", " arn:aws:secretsmanager:eu-west-1:1:secret:q \n", "--scope", " cards:read "])).toMatchObject({
       args: { secretId: "arn:aws:secretsmanager:eu-west-1:1:secret:q", scope: "cards:read" },
