@@ -341,6 +341,11 @@ describe("parseCommand", () => {
     expect(Object.is((parseCommand(["demo", "--seed", "-0"]) as { args: { seed: number } }).args.seed, 0)).toBe(true);
   });
 
+  it("names a quoted number out of range as it reads it, without the blanks around it", () => {
+    expect(() => parseCommand(["bench", "--transactions", " 0 "])).toThrow(new UsageError("--transactions must be at least 1, got 0"));
+    expect(() => parseCommand(["authorize", "--port", " 70000 "])).toThrow(new UsageError("--port must be at most 65535, got 70000"));
+  });
+
   it("rejects demo --cycles 0", () => {
     expect(() => parseCommand(["demo", "--cycles", "0"])).toThrow(/--cycles must be at least 1/);
   });
