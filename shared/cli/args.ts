@@ -300,7 +300,7 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
     case "bench": {
       const { values } = strictParse("bench", rest, OPTIONS.bench);
       const problems = new OptionProblems("bench");
-      const sinkText = (values.sink as string | undefined) ?? "jsonl";
+      const sinkText = (values.sink as string | undefined)?.trim() ?? "jsonl";
       const sink = sinkText === "null" ? "null" : "jsonl";
       if (sinkText !== "jsonl" && sinkText !== "null") problems.add(`--sink must be jsonl or null, got "${sinkText}"`);
       // The minimal client always writes its events file: against a bridge that writes none, the ratio would mislead.

@@ -366,6 +366,12 @@ describe("parseCommand", () => {
     });
   });
 
+  it("takes a --sink with blanks around it as the other values are taken, trimmed, and names an unknown one without them", () => {
+    expect(parseCommand(["bench", "--sink", " null "])).toMatchObject({ command: "bench", args: { sink: "null" } });
+    expect(() => parseCommand(["bench", "--check", "--sink", "null "])).toThrow(/--check applies the budgets to a bridge writing its events/);
+    expect(() => parseCommand(["bench", "--sink", " file "])).toThrow('--sink must be jsonl or null, got "file"');
+  });
+
   it("refuses --baseline with --sink null: the minimal client writes its events, so the ratio would mislead", () => {
     expect(() => parseCommand(["bench", "--baseline", "--sink", "null"])).toThrow(/--baseline compares with a bridge writing its events/);
   });
