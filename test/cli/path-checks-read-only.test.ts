@@ -66,6 +66,14 @@ describe("path checks on a read-only file system", () => {
       await rm(elsewhere, { recursive: true, force: true });
     }
   });
+
+  it("say so of a directory in the state directory on a read-only mount: the bridge writes into each", async () => {
+    const state = join(dir, "state");
+    const snapshots = join(state, "snapshots");
+    await mkdir(snapshots, { recursive: true });
+    readOnly.under = snapshots;
+    expect(stateDirProblem(state)).toBe(`is on a read-only file system (EROFS): ${snapshots}`);
+  });
 });
 
 describe("path checks of paths this user may not read", () => {
