@@ -691,6 +691,13 @@ describe("readLocalSettings on the file system", () => {
     expect(existsSync(join(dir, "gone"))).toBe(false);
   });
 
+  it("refuses an events file that is a link into a regular file's path, naming the file where the link points", async () => {
+    await symlink(join(dir, "plain-file", "events.jsonl"), join(dir, "filed-events.jsonl"));
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "filed-events.jsonl" }).issues).toEqual([
+      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be created: ${join(dir, "plain-file")} (where its symbolic link points) is a file, not a directory` },
+    ]);
+  });
+
   it("names a state directory that is a regular file", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file" }).issues).toEqual([
       { setting: "BRIDGE_STATE_DIR", problem: `must be a directory, but ${join(dir, "plain-file")} is a file` },
