@@ -904,6 +904,13 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "leased" })).toEqual([refusal(leased, "snapshots")]);
   });
 
+  it("takes a tokens.json of exactly 64 KiB, the most read to tell a token set, as the bridge's torn one: a byte more is another's", async () => {
+    const edge = join(dir, "edge");
+    await mkdir(edge);
+    await writeFile(join(edge, "tokens.json"), "x".repeat(64 * 1024));
+    expect(foreignStateDirProblem(edge)).toBeUndefined();
+  });
+
   it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
     const bound = join(dir, "bound");
     await fill(bound, ["notes.txt"]);
