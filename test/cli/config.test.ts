@@ -911,6 +911,12 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(foreignStateDirProblem(edge)).toBeUndefined();
   });
 
+  it("refuses a file of the user's named as one of the bridge's directories (locks, quarantine): no directory, so nothing the bridge left", async () => {
+    const state = join(dir, "state");
+    await fill(state, ["locks", "quarantine"]);
+    expect(foreignStateDirProblem(state)).toBe(refusal(state, "locks, quarantine"));
+  });
+
   it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
     const bound = join(dir, "bound");
     await fill(bound, ["notes.txt"]);
