@@ -917,6 +917,14 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(foreignStateDirProblem(state)).toBe(refusal(state, "locks, quarantine"));
   });
 
+  it("refuses a temp file of the user's (notes.tmp): only a temp file of a state file's write is the bridge's", async () => {
+    const state = join(dir, "state");
+    await fill(state, ["tokens.json.4242.0a1b2c3d.tmp", "binding.json.4242.0a1b2c3d.tmp"]);
+    expect(foreignStateDirProblem(state)).toBeUndefined();
+    await fill(state, ["notes.tmp"]);
+    expect(foreignStateDirProblem(state)).toBe(refusal(state, "notes.tmp"));
+  });
+
   it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
     const bound = join(dir, "bound");
     await fill(bound, ["notes.txt"]);
