@@ -925,6 +925,17 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(foreignStateDirProblem(state)).toBe(refusal(state, "notes.tmp"));
   });
 
+  it("takes a directory holding only the events file set inside it through a symbolic link, either path linked", async () => {
+    const real = join(dir, "real");
+    await fill(real, ["events.jsonl", "events.jsonl.1"]);
+    const via = join(dir, "via");
+    await symlink(real, via);
+    expect(foreignStateDirProblem(real, join(via, "events.jsonl"))).toBeUndefined();
+    expect(foreignStateDirProblem(via, join(real, "events.jsonl"))).toBeUndefined();
+    // Another file there by the link's path is still in the way.
+    expect(foreignStateDirProblem(real, join(via, "other.jsonl"))).toBe(refusal(real, "events.jsonl, events.jsonl.1"));
+  });
+
   it("takes a state directory the current version made, by its binding or its snapshot store, with a file of the user's beside them", async () => {
     const bound = join(dir, "bound");
     await fill(bound, ["notes.txt"]);
