@@ -8,7 +8,7 @@ import { parseCommand } from "../../shared/cli/args.js";
 import { readAuthorizeSettings, readLocalSettings, readStateSettings, SETTINGS, settingNameWarnings } from "../../shared/cli/config.js";
 import { loadEnv } from "../../shared/cli/env-file.js";
 import { ConfigError } from "../../shared/cli/errors.js";
-import { foreignStateDirProblem } from "../../shared/cli/path-checks.js";
+import { eventsFileAccessProblem, foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { FileLock } from "../../shared/local/file-lock.js";
 import { thrown } from "../thrown.js";
 
@@ -1217,6 +1217,12 @@ describe("an events file other local users could read or write", () => {
           `run \`sudo chown ${uid} ${link} && chmod go-w ${link}\` (or use an events file of your own)`,
       },
     ]);
+  });
+
+  it.runIf(process.platform !== "win32")("leaves a path it cannot stat (a symbolic link loop) to the events file's own check, which names it", async () => {
+    const loop = join(dir, "loop.jsonl");
+    await symlink("loop.jsonl", loop);
+    expect(eventsFileAccessProblem(loop)).toBeUndefined();
   });
 
   it("skips the check on Windows, whose modes say nothing of who may write", async () => {
