@@ -1,6 +1,7 @@
 /**
  * The probe file the events file's check creates beside a file not made yet: it must not stay behind when its close or
- * its removal fails (a network mount that reports a deferred error), and one left so is removed by a later check.
+ * its removal fails (a network mount that reports a deferred error), and one left so is removed by a later check. The
+ * state directory's own probe (a mkdir) takes a directory another process made meanwhile.
  */
 import type * as nodeFs from "node:fs";
 import { mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
@@ -8,13 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
-import { eventsFileProblem } from "../../shared/cli/path-checks.js";
+import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
 
 const faults = vi.hoisted(() => ({
   /** Files whose close reports EIO after releasing the descriptor. */
   failCloseOf: undefined as RegExp | undefined,
   /** Files whose removal fails with EIO. */
   failUnlinkOf: undefined as RegExp | undefined,
+  /** Directories another process makes just before this one's mkdir, which then fails with EEXIST. */
+  madeMeanwhile: undefined as RegExp | undefined,
   opened: new Map<number, string>(),
 }));
 
@@ -34,7 +37,14 @@ vi.mock("node:fs", async (importOriginal) => {
     if (faults.failUnlinkOf?.test(String(file))) throw Object.assign(new Error(`EIO: i/o error, unlink '${String(file)}'`), { code: "EIO" });
     fs.unlinkSync(file);
   }) as typeof fs.unlinkSync;
-  const mocked = { openSync, closeSync, unlinkSync };
+  const mkdirSync = ((dir: nodeFs.PathLike, options?: nodeFs.MakeDirectoryOptions) => {
+    if (faults.madeMeanwhile?.test(String(dir))) {
+      fs.mkdirSync(dir, options);
+      throw Object.assign(new Error(`EEXIST: file already exists, mkdir '${String(dir)}'`), { code: "EEXIST" });
+    }
+    return fs.mkdirSync(dir, options);
+  }) as typeof fs.mkdirSync;
+  const mocked = { openSync, closeSync, unlinkSync, mkdirSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -48,6 +58,7 @@ beforeEach(async () => {
 afterEach(async () => {
   faults.failCloseOf = undefined;
   faults.failUnlinkOf = undefined;
+  faults.madeMeanwhile = undefined;
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -86,5 +97,14 @@ describe("the events file's creation probe", () => {
     }
     expect(eventsFileProblem(events)).toBeUndefined();
     expect((await readdir(dir)).sort()).toEqual([...others].sort());
+  });
+});
+
+describe("the state directory's creation probe", () => {
+  it("takes a directory another process made meanwhile (mkdir answers EEXIST), leaving it in place", async () => {
+    const state = join(dir, "state");
+    faults.madeMeanwhile = /\/state$/;
+    expect(stateDirProblem(state)).toBeUndefined();
+    expect(await readdir(dir)).toEqual(["state"]);
   });
 });
