@@ -64,6 +64,10 @@ describe("paging (every list)", () => {
     expect(checkQuery(TransactionsQuerySchema, { page: " 3 ", page_size: "4 " })).toEqual({ ok: true, value: { page: 3, page_size: 4 } });
   });
 
+  it("takes a page number with a plus sign as the number it names", () => {
+    expect(checkQuery(TransactionsQuerySchema, { page: "+2", page_size: " +5" })).toEqual({ ok: true, value: { page: 2, page_size: 5 } });
+  });
+
   it("rejects typed non-positive and fractional sizes", () => {
     expect(offenders(checkQuery(ErpCardsQuerySchema, { page_size: 0, page: 2.5 }))).toEqual([
       ["page", "INVALID_FORMAT"],
