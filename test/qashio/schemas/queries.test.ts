@@ -189,6 +189,12 @@ describe("TransactionsQuerySchema", () => {
     expect(checkQuery(TransactionsQuerySchema, { exclude_from_sync: true })).toEqual({ ok: true, value: { exclude_from_sync: true } });
   });
 
+  it("reads only lower-case true and false as a boolean filter, as the enums hold their case", () => {
+    for (const exclude_from_sync of ["TRUE", "False"]) {
+      expect(offenders(checkQuery(TransactionsQuerySchema, { exclude_from_sync }))).toEqual([["exclude_from_sync", "INVALID_FORMAT"]]);
+    }
+  });
+
   it("reports every offending field at once", () => {
     expect(
       offenders(checkQuery(TransactionsQuerySchema, { page: "0", card_last_four: "12", approval_status: "x", transaction_time_to: "2024-01-01" })),
