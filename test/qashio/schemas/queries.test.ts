@@ -555,6 +555,13 @@ describe("TokenRequestSchema", () => {
     ]);
   });
 
+  it("refuses an empty refresh token as REQUIRED, as every other field of a grant", () => {
+    expect(checkBody(TokenRequestSchema, { grant_type: "refresh_token", ...client, refresh_token: "" })).toEqual({
+      ok: false,
+      errors: [{ field: "refresh_token", code: "REQUIRED", message: "refresh_token must be a non-empty string" }],
+    });
+  });
+
   it("rejects a missing or unsupported grant type", () => {
     expect(offenders(checkBody(TokenRequestSchema, { ...client }))).toEqual([["grant_type", "REQUIRED"]]);
     expect(offenders(checkBody(TokenRequestSchema, { grant_type: "password", ...client }))).toEqual([["grant_type", "INVALID_ENUM"]]);
