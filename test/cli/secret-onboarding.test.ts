@@ -82,6 +82,26 @@ describe("secretTokenStore", () => {
     expect(Object.keys(written()).sort()).toEqual(["client_id", "client_secret", "pii_salt", "refresh_token"]);
   });
 
+  it("reads a JSON null, string or number as empty", async () => {
+    for (const text of ["null", JSON.stringify("qashio"), "42"]) {
+      mock.on(GetSecretValueCommand).resolves({ SecretString: text, VersionId: "v1" });
+      expect(await readOnboardingSecret(secrets, ARN), text).toEqual({});
+    }
+  });
+
+  it("refuses a broken JSON object behind leading whitespace as well (a hand edit's line break)", async () => {
+    mock.on(GetSecretValueCommand).resolves({ SecretString: '\n  {"client_id":"cid","pii_salt":"kept-salt-0123456789abcdef",}', VersionId: "v1" });
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(SecretOnboardingError);
+  });
+
+  it("keeps fields holding null, 0 or false: only an empty string is a placeholder not yet filled", async () => {
+    const kept = { pii_salt: "salt-from-cdk", note: null, retries: 0, paused: false };
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "", ...kept }), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }).save({ refreshToken: "rt" });
+    expect(written()).toEqual({ ...kept, client_id: "cid", client_secret: "cs", refresh_token: "rt" });
+  });
+
   it("refuses a JSON object broken by a hand edit instead of reading it as empty, so its pii_salt is never replaced", async () => {
     const salt = "kept-salt-0123456789abcdef";
     mock.on(GetSecretValueCommand).resolves({ SecretString: `{"client_id":"cid","pii_salt":"${salt}",}`, VersionId: "v1" });
