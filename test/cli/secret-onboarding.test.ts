@@ -1,9 +1,11 @@
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { leaseNames } from "../../shared/aws/keys.js";
 import { EXIT, UsageError } from "../../shared/cli/errors.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
-import { SecretOnboardingError, assertUsableSalt, awsClock, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { SecretOnboardingError, assertUsableSalt, awsClock, openTokenLease, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
@@ -239,6 +241,14 @@ describe("awsClock", () => {
     client.config.systemClockOffset = -40_000;
     expect(awsClock(local, client).now()).toBe(960_000);
   });
+
+  it("hands the sleep's signal on to the clock it wraps, so Ctrl-C ends a wait for the lease", async () => {
+    const seen: (AbortSignal | undefined)[] = [];
+    const local = { now: () => 0, sleep: async (_ms: number, signal?: AbortSignal) => void seen.push(signal) };
+    const signal = new AbortController().signal;
+    await awsClock(local, new SecretsManagerClient({ region: "eu-west-1" })).sleep(5, signal);
+    expect(seen).toEqual([signal]);
+  });
 });
 
 describe("secretRegion", () => {
@@ -255,8 +265,50 @@ describe("secretRegion", () => {
       "arn:aws:secretsmanager:eu-west-1:1111222233334:secret:qashio-acme-AbCdEf",
       "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf:version",
       "arn:aws:ssm:eu-west-1:111122223333:parameter/x",
+      // A secret ARN pasted after another: the whole id must be one.
+      "arn:aws:iam::111122223333:role/x:arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf",
     ]) {
       expect(() => secretRegion(id, {}), id).toThrow(UsageError);
     }
+  });
+});
+
+describe("openTokenLease", () => {
+  beforeEach(() => mock.reset());
+  const LEASE = leaseNames.tokenRefresh("acme");
+  const tagged = () => mock.on(DescribeSecretCommand).resolves({ Tags: [{ Key: "qashio-bridge:tenant", Value: "acme" }, { Key: "qashio-bridge:lease-table", Value: "Table-1" }] });
+  /** A table client that grants every lease call but those `refuse` throws for; records the leases put. */
+  function leaseTable(refuse: (command: object) => Promise<void> | void = () => undefined) {
+    const puts: Record<string, unknown>[] = [];
+    const send = async (command: object) => {
+      if (command instanceof PutCommand) puts.push(command.input.Item ?? {});
+      await refuse(command);
+      return {};
+    };
+    return { doc: { send } as unknown as DynamoDBDocumentClient, puts };
+  }
+
+  it("probes the pollers' lease in the time it is given, for their TTL, and says how soon one it could not give back runs out", async () => {
+    tagged();
+    const clock = new FakeClock();
+    const warnings: string[] = [];
+    const { doc, puts } = leaseTable((command) => {
+      if (command instanceof DeleteCommand) throw Object.assign(new Error("Throughput exceeds the table's limit"), { name: "ProvisionedThroughputExceededException" });
+    });
+    const lease = await openTokenLease(secrets, ARN, { dynamo: doc, clock, warn: (text) => warnings.push(text) });
+    expect(lease?.name).toBe(LEASE);
+    // The clock given (AWS's time), not this machine's: FakeClock is far from Date.now().
+    expect(puts).toEqual([expect.objectContaining({ name: LEASE, expiresAt: clock.now() + 30_000 })]);
+    expect(warnings).toEqual([
+      `cannot give back the token lease "${LEASE}" in table Table-1 (tagged on secret ${ARN}): ProvisionedThroughputExceededException: Throughput exceeds the table's limit; it runs out by itself within 30 s`,
+    ]);
+  });
+
+  it("retries a throttled DescribeSecret with the retry it is given", async () => {
+    const { clock, retry } = retrying();
+    mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves({ Tags: [{ Key: "qashio-bridge:tenant", Value: "acme" }, { Key: "qashio-bridge:lease-table", Value: "Table-1" }] });
+    const lease = await openTokenLease(secrets, ARN, { dynamo: leaseTable().doc, clock: new FakeClock(), warn: () => undefined, retry });
+    expect(lease?.name).toBe(LEASE);
+    expect(clock.sleeps).toHaveLength(1);
   });
 });
