@@ -156,10 +156,11 @@ describe("secretTokenStore", () => {
   });
 
   it("retries a throttled read of the secret", async () => {
-    const { retry } = retrying();
+    const { clock, retry } = retrying();
     mock.on(GetSecretValueCommand).rejectsOnce(throttled()).resolves({ SecretString: JSON.stringify({ client_id: "cid" }), VersionId: "v1" });
     expect(await readOnboardingSecret(secrets, ARN, retry)).toEqual({ client_id: "cid" });
     expect(mock.commandCalls(GetSecretValueCommand)).toHaveLength(2);
+    expect(clock.sleeps, "backed off on the clock given").toHaveLength(1);
   });
 
   it("does not retry an error that is not throttling", async () => {
@@ -180,7 +181,7 @@ describe("secretTokenStore", () => {
       .save({ refreshToken: "rt-secret" })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SecretOnboardingError);
-    expect(error).toMatchObject({ exitCode: EXIT.failed, message: `cannot write secret ${ARN}: ThrottlingException (after 3 attempts)` });
+    expect(error).toMatchObject({ exitCode: EXIT.failed, secretId: ARN, message: `cannot write secret ${ARN}: ThrottlingException (after 3 attempts)` });
     expect(String((error as Error).message)).not.toContain("rt-secret");
     expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(3);
   });
@@ -206,10 +207,11 @@ describe("readTokenLeaseTarget", () => {
   });
 
   it("retries a throttled DescribeSecret", async () => {
-    const { retry } = retrying();
+    const { clock, retry } = retrying();
     mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves(tags({ "qashio-bridge:tenant": "acme", "qashio-bridge:lease-table": "t" }));
     expect(await readTokenLeaseTarget(secrets, ARN, retry)).toEqual({ tenant: "acme", tableName: "t" });
     expect(mock.commandCalls(DescribeSecretCommand)).toHaveLength(2);
+    expect(clock.sleeps, "backed off on the clock given").toHaveLength(1);
   });
 });
 
