@@ -161,3 +161,52 @@ describe("parseEach", () => {
     ]);
   });
 });
+
+describe("drift sinks, bound and unbound", () => {
+  const throwing = z.string().transform((): string => {
+    throw new Error("transform failed");
+  });
+
+  it("reports an unlisted value of a case-insensitive enum in the case it was sent", () => {
+    expect(parseWithDrift(CaseFree, "Frozen").drift).toEqual([
+      { schema: "ErpCard", field: "status", value: "Frozen", count: 1 },
+    ]);
+  });
+
+  it("keeps a parse's warnings to that parse, even inside withDriftSink", () => {
+    const outer: string[] = [];
+    const result = withDriftSink(
+      (w) => outer.push(w.value),
+      () => parseWithDrift(Status, "x"),
+    );
+    expect({ outer, drift: result.drift.map((w) => w.value) }).toEqual({ outer: [], drift: ["x"] });
+  });
+
+  it("binds no sink after a parse that throws, so withDriftSink still gets warnings after an await", async () => {
+    expect(() => parseWithDrift(throwing, "x")).toThrow("transform failed");
+    const seen: string[] = [];
+    await withDriftSink(
+      (w) => seen.push(w.value),
+      async () => {
+        await Promise.resolve();
+        Status.parse("late");
+      },
+    );
+    expect(seen).toEqual(["late"]);
+  });
+
+  it("lets withDriftSink run inside a parse take that parse's warnings only while it runs", () => {
+    const inner: string[] = [];
+    const schema = z.object({
+      a: z.string().refine((value) => withDriftSink((w) => inner.push(w.value), () => Status.parse(value)) === value),
+      b: Status,
+    });
+    const result = parseWithDrift(schema, { a: "in", b: "out" });
+    expect({ inner, outer: result.drift.map((w) => w.value) }).toEqual({ inner: ["in"], outer: ["out"] });
+  });
+
+  it("gives a parse nested in another parse its own warnings and the outer one its own after it", () => {
+    const schema = z.object({ a: z.string().refine((value) => parseWithDrift(Status, value).success), b: Status });
+    expect(parseWithDrift(schema, { a: "in", b: "out" }).drift.map((w) => w.value)).toEqual(["out"]);
+  });
+});
