@@ -210,3 +210,65 @@ describe("drift sinks, bound and unbound", () => {
     expect(parseWithDrift(schema, { a: "in", b: "out" }).drift.map((w) => w.value)).toEqual(["out"]);
   });
 });
+
+describe("parseWithDrift deduplication and output", () => {
+  it("counts warnings apart when only their schema, their field or the split between field and value differs", () => {
+    const schema = z.object({
+      p: driftEnum(["x"] as const, { schema: "A", field: "status" }),
+      q: driftEnum(["x"] as const, { schema: "B", field: "status" }),
+      r: driftEnum(["x"] as const, { schema: "A", field: "kind" }),
+      s: driftEnum(["x"] as const, { schema: "A", field: "status.a" }),
+    });
+    const result = parseWithDrift(schema, { p: "a.b", q: "a.b", r: "a.b", s: "b" });
+    expect(result.drift).toEqual([
+      { schema: "A", field: "status", value: "a.b", count: 1 },
+      { schema: "B", field: "status", value: "a.b", count: 1 },
+      { schema: "A", field: "kind", value: "a.b", count: 1 },
+      { schema: "A", field: "status.a", value: "b", count: 1 },
+    ]);
+  });
+
+  it("returns an input already in output form as the same object", () => {
+    const sent = transactionFixture();
+    const result = parseWithDrift(TransactionSchema, sent);
+    expect(result.success && result.data).toBe(sent);
+  });
+
+  it("leaves out a member zod strips and puts a member zod adds after the sent ones", () => {
+    const schema = z.object({ added: z.string().default("d"), n: z.coerce.number() });
+    const result = parseWithDrift(schema, { stripped: 1, n: "1" });
+    expect(result.success && Object.keys(result.data)).toEqual(["n", "added"]);
+  });
+
+  it("keeps an own __proto__ member of a value kept as sent as a member", () => {
+    const schema = z.object({ n: z.coerce.number(), extra: z.unknown() });
+    const result = parseWithDrift(schema, { n: "1", extra: JSON.parse('{"__proto__":{"x":1}}') as unknown });
+    const extra = result.success ? result.data.extra : undefined;
+    expect(Object.keys(extra as object)).toEqual(["__proto__"]);
+    expect(Object.getPrototypeOf(extra)).toBe(Object.prototype);
+  });
+
+  it("keeps an object that is not a plain record, such as a Date, as zod returns it", () => {
+    const at = new Date(0);
+    const result = parseWithDrift(z.object({ at: z.date(), n: z.coerce.number() }), { at, n: "1" });
+    expect(result.success && result.data.at).toBe(at);
+  });
+
+  it("reorders the members of an object without a prototype too", () => {
+    const sent = Object.assign(Object.create(null) as object, { b: "5", a: "x" });
+    const result = parseWithDrift(z.object({ a: z.string(), b: z.coerce.number() }), sent);
+    expect(result.success && Object.keys(result.data)).toEqual(["b", "a"]);
+  });
+
+  it("parses a member kept as sent that nests objects and arrays far deeper than any record, without overflowing the stack", () => {
+    let objects: unknown = {};
+    let arrays: unknown = [];
+    for (let level = 0; level < 100_000; level += 1) {
+      objects = { inner: objects };
+      arrays = [arrays];
+    }
+    const schema = z.object({ n: z.coerce.number(), extra: z.unknown() });
+    const result = parseWithDrift(schema, { n: "1", extra: { objects, arrays } });
+    expect(result.success && result.data.n).toBe(1);
+  });
+});
