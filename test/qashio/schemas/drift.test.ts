@@ -272,3 +272,11 @@ describe("parseWithDrift deduplication and output", () => {
     expect(result.success && result.data.n).toBe(1);
   });
 });
+
+describe("parseWithDrift key order in arrays", () => {
+  it("keeps each array member's own key order when zod normalises them", () => {
+    const schema = z.array(z.object({ a: z.string(), b: z.coerce.number() }));
+    const result = parseWithDrift(schema, [{ b: "1", a: "x" }, { a: "y", b: "2" }]);
+    expect(result.success && JSON.stringify(result.data)).toBe('[{"b":1,"a":"x"},{"a":"y","b":2}]');
+  });
+});
