@@ -663,6 +663,125 @@ describe("tenant config", () => {
   });
 });
 
+describe("tenant config: the forms and bounds README gives each field", () => {
+  const refusal = (raw: unknown) => thrown(() => parseTenantConfig(raw, 2), TenantConfigError).message;
+
+  it.each(["sandboxes", "production-eu", "https://", "https:///hooks", "https:// provider.test"])(
+    "refuses the environment %j: a named deployment is the whole value, and a URL names a host right after https://",
+    (environment) => {
+      expect(refusal({ ...minimal, environment })).toBe('tenant "acme": field environment: must be production, eu, sandbox or an https:// URL');
+    },
+  );
+
+  it("refuses an account, or an alarm topic ARN's account, that is not 12 digits, and a region not led by its letters", () => {
+    expect(refusal({ ...minimal, account: "12345678901" })).toBe('tenant "acme": field account: must be a 12-digit AWS account id');
+    expect(refusal({ ...minimal, region: "x_eu-west-1" })).toBe('tenant "acme": field region: must be an AWS region such as eu-west-1');
+    const topic = { ...minimal, account: "123456789012", region: "eu-west-1", alarms: { topicArn: "arn:aws:sns:eu-west-1:12345678901:ops" } };
+    expect(refusal(topic)).toBe('tenant "acme": field alarms.topicArn: must be an SNS topic ARN');
+  });
+
+  it("refuses an imported bus name or ARN EventBridge would not take, naming the key", () => {
+    expect(refusal({ ...minimal, eventBus: { mode: "import", name: "globex finance" } })).toBe('tenant "acme": field eventBus.name: must be an event bus name');
+    const bySnsArn = { ...minimal, account: "123456789012", region: "eu-west-1", eventBus: { mode: "import", arn: "arn:aws:sns:eu-west-1:123456789012:finance" } };
+    expect(refusal(bySnsArn)).toBe('tenant "acme": field eventBus.arn: must be an event bus ARN');
+  });
+
+  it("names the forms of eventBus, and no key, when it is no object at all", () => {
+    expect(refusal({ ...minimal, eventBus: "create" })).toBe(
+      'tenant "acme": field eventBus: must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }',
+    );
+  });
+
+  it.each(["ops@-acme.test", "ops@acme.t"])("refuses the alarm email %j, which mail would not deliver", (email) => {
+    expect(refusal({ ...minimal, alarms: { email } })).toBe('tenant "acme": field alarms.email: Invalid email address');
+  });
+
+  it("takes schedule rates up to 1440 minutes (a day) and no more", () => {
+    expect(parseTenantConfig({ ...minimal, schedules: { cardsEveryMinutes: 1440 } }).schedules.cardsEveryMinutes).toBe(1440);
+    expect(refusal({ ...minimal, schedules: { cardsEveryMinutes: 1441 } })).toBe('tenant "acme": field schedules.cardsEveryMinutes: Too big: expected number to be <=1440');
+  });
+
+  it("takes a SyncLag threshold of whole seconds, at least 60", () => {
+    expect(refusal({ ...minimal, alarms: { ...minimal.alarms, syncLagThresholdSeconds: 1800.5 } })).toBe(
+      'tenant "acme": field alarms.syncLagThresholdSeconds: Invalid input: expected int, received number',
+    );
+    const quick = { ...minimal, schedules: { transactionsEveryMinutes: 1 } };
+    expect(refusal({ ...quick, alarms: { ...minimal.alarms, syncLagThresholdSeconds: 45 } })).toMatch(
+      /^tenant "acme": field alarms\.syncLagThresholdSeconds: Too small: expected number to be >=60; /,
+    );
+    expect(parseTenantConfig({ ...quick, alarms: { ...minimal.alarms, syncLagThresholdSeconds: 61 } }).alarms.syncLagThresholdSeconds).toBe(61);
+  });
+
+  it("keeps bus archives for whole days from 0 (forever) to 3650", () => {
+    expect(parseTenantConfig({ ...minimal, archiveRetentionDays: 0 }).archiveRetentionDays).toBe(0);
+    expect(parseTenantConfig({ ...minimal, archiveRetentionDays: 3650 }).archiveRetentionDays).toBe(3650);
+    expect(refusal({ ...minimal, archiveRetentionDays: 3651 })).toBe('tenant "acme": field archiveRetentionDays: Too big: expected number to be <=3650');
+    expect(refusal({ ...minimal, archiveRetentionDays: 30.5 })).toBe('tenant "acme": field archiveRetentionDays: Invalid input: expected int, received number');
+  });
+});
+
+describe("tenant config: ARNs against the tenant's account, region and partition", () => {
+  const refusal = (raw: unknown) => thrown(() => parseTenantConfig(raw, 2), TenantConfigError).message;
+  const busArn = "arn:aws:events:eu-west-1:123456789012:event-bus/shared";
+  const hook = (name: string, auth: unknown) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth });
+
+  it("asks for region and account once each, naming the first ARN, and checks no ARN against a place not given", () => {
+    expect(refusal({ ...minimal, eventBus: { mode: "import", arn: busArn }, alarms: { topicArn: "arn:aws:sns:us-east-1:999999999999:ops" } })).toBe(
+      'tenant "acme": field region: is required when an ARN is configured (eventBus.arn); field account: is required when an ARN is configured (eventBus.arn)',
+    );
+    expect(refusal({ ...minimal, region: "eu-west-1", eventBus: { mode: "import", arn: busArn.replace("123456789012", "999999999999") } })).toBe(
+      'tenant "acme": field account: is required when an ARN is configured (eventBus.arn)',
+    );
+  });
+
+  it("reports one fault per ARN: its region before its partition, its partition before its account", () => {
+    const china = { ...minimal, account: "123456789012", region: "cn-north-1" };
+    expect(refusal({ ...china, alarms: { topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } })).toBe('tenant "acme": field alarms.topicArn: must be in the tenant\'s region');
+    expect(refusal({ ...china, eventBus: { mode: "import", arn: "arn:aws:events:cn-north-1:999999999999:event-bus/shared" } })).toBe(
+      'tenant "acme": field eventBus.arn: must start with arn:aws-cn: (the partition of cn-north-1)',
+    );
+  });
+
+  it("checks the secret of every webhook, an OAuth client secret too, naming its own path", () => {
+    const east = { ...minimal, account: "123456789012", region: "us-east-1" };
+    const eastSecret = secretArn.replace("eu-west-1", "us-east-1");
+    const oauth = { type: "oauthClientCredentials", tokenUrl: "https://auth.test/t", clientId: "c", clientSecret: { secretArn } };
+    expect(refusal({ ...east, webhooks: [hook("erp", oauth)] })).toBe('tenant "acme": field webhooks[0].auth.clientSecret.secretArn: must be in the tenant\'s region');
+    const basic = (arn: string) => ({ type: "basic", username: "u", password: { secretArn: arn } });
+    expect(refusal({ ...east, webhooks: [hook("audit", basic(eastSecret)), hook("erp", basic(secretArn))] })).toBe(
+      'tenant "acme": field webhooks[1].auth.password.secretArn: must be in the tenant\'s region',
+    );
+  });
+
+  it.each(["globexerphook", "globex-ledger/erp", "erp-hook"])(
+    "refuses the partial secret name %j of another account: a full ARN ends in '-' and six letters or digits",
+    (name) => {
+      const other = { ...minimal, account: "210987654321", region: "eu-west-1" };
+      const arn = `arn:aws:secretsmanager:eu-west-1:123456789012:secret:${name}`;
+      expect(refusal({ ...other, webhooks: [hook("erp", { type: "basic", username: "u", password: { secretArn: arn } })] })).toMatch(
+        /^tenant "acme": field webhooks\[0\]\.auth\.password\.secretArn: must be the secret's full ARN/,
+      );
+    },
+  );
+});
+
+describe("tenant config: how a refusal names the tenant", () => {
+  it("names the tenant by position when its id is no string or the entry no object", () => {
+    expect(thrown(() => parseTenantConfig({ ...minimal, id: 123 }, 2), TenantConfigError).message).toBe(
+      'tenant "tenants[2]": field id: Invalid input: expected string, received number',
+    );
+    const entry = thrown(() => parseTenantConfig(null, 2), TenantConfigError);
+    expect([entry.tenant, entry.field, entry.message]).toEqual(["tenants[2]", "(root)", 'tenant "tenants[2]": field (root): Invalid input: expected object, received null']);
+  });
+
+  it("lists every fault past the first, not only the second", () => {
+    expect(thrown(() => parseTenantConfig({ ...minimal, piiMode: "mask", emitCardCreated: "yes", archiveRetentionDays: -1 }), TenantConfigError).message).toBe(
+      'tenant "acme": field piiMode: Invalid option: expected one of "full"|"redact"|"hash"; ' +
+        "field emitCardCreated: Invalid input: expected boolean, received string; field archiveRetentionDays: Too small: expected number to be >=0",
+    );
+  });
+});
+
 describe("tenants file with several tenants at fault", () => {
   it("names every tenant at fault in one message, not only the first", () => {
     const error = thrown(
