@@ -150,13 +150,18 @@ export const tenantSchema = z.strictObject({
     .default([])
     .meta({ description: `HTTPS endpoints that receive chosen event types through EventBridge API destinations (at most ${MAX_WEBHOOKS_PER_TENANT})` }),
 }).superRefine((tenant, ctx) => {
+  // The relations below hold between valid fields: one already refused (a malformed ARN, a rate out of range) is named
+  // once, by its own fault, not again by a relation it fails only because of it.
+  const refused = (...paths: (string | number)[][]): boolean =>
+    ctx.issues.some((issue) => paths.some((path) => path.every((key, i) => issue.path?.[i] === key)));
   // A cycle publishes the changes made since the last one, up to one schedule old: a threshold no longer than the
   // schedule keeps SyncLag in alarm for any tenant with steady transactions, while nothing is late.
   const scheduleSeconds = tenant.schedules.transactionsEveryMinutes * 60;
-  if (tenant.alarms.syncLagThresholdSeconds <= scheduleSeconds) {
+  const syncLag = ["alarms", "syncLagThresholdSeconds"];
+  if (tenant.alarms.syncLagThresholdSeconds <= scheduleSeconds && !refused(syncLag, ["schedules", "transactionsEveryMinutes"])) {
     ctx.addIssue({
       code: "custom",
-      path: ["alarms", "syncLagThresholdSeconds"],
+      path: syncLag,
       message:
         `must be more than the transactions schedule (${scheduleSeconds} s): each cycle publishes changes up to one schedule old, ` +
         `so SyncLag would stay in alarm; set it above ${scheduleSeconds}, with room for a cycle's own duration`,
@@ -164,7 +169,8 @@ export const tenantSchema = z.strictObject({
   }
   // A full walk reads every suspended card too: a fast path no faster than it would only double the calls.
   const { cardsEveryMinutes, suspendedCardsEveryMinutes } = tenant.schedules;
-  if (suspendedCardsEveryMinutes !== undefined && suspendedCardsEveryMinutes >= cardsEveryMinutes) {
+  const fastPathRefused = refused(["schedules", "cardsEveryMinutes"], ["schedules", "suspendedCardsEveryMinutes"]);
+  if (suspendedCardsEveryMinutes !== undefined && suspendedCardsEveryMinutes >= cardsEveryMinutes && !fastPathRefused) {
     ctx.addIssue({
       code: "custom",
       path: ["schedules", "suspendedCardsEveryMinutes"],
@@ -191,6 +197,7 @@ export const tenantSchema = z.strictObject({
   // The partition follows from the region (arn:aws-cn: in China, ...); unknown for a region newer than aws-cdk-lib.
   const partition = tenant.region === undefined ? undefined : RegionInfo.get(tenant.region).partition;
   for (const { path, arn, account, secret } of placed) {
+    if (refused(path, ["region"], ["account"])) continue;
     const [, arnPartition, , region, accountId] = arn.split(":");
     const elsewhere = tenant.account !== undefined && accountId !== tenant.account;
     if (tenant.region !== undefined && region !== tenant.region) {
