@@ -1,15 +1,14 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { headingAnchors } from "./markdown-anchor.js";
+import { headingAnchors, withoutFencedCode } from "./markdown-anchor.js";
 
 const ROOT = join(import.meta.dirname, "..");
 const DOCUMENTS = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
 
 /** The relative links of a markdown document (`[text](target)`, outside fenced code), each as written. */
 function relativeLinks(markdown: string): string[] {
-  const prose = markdown.replace(/^```[^]*?^```/gm, "");
-  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] as string).filter((target) => !/^[a-z]+:/i.test(target));
+  return [...withoutFencedCode(markdown).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] as string).filter((target) => !/^[a-z]+:/i.test(target));
 }
 
 // Sections moved between README and docs/ (local mode, upgrade notes): a link left pointing where a text used to be
