@@ -90,7 +90,7 @@ function maySameBus(a: BusPlace, b: BusPlace): boolean {
 /**
  * Tenants on one bus must publish under sources of their own: the bus policy and the rules tell tenants apart by
  * source only, so with a common one a tenant's function could put events stamped with another tenant's id into that
- * tenant's webhooks and archive (README, "Describe the tenant"). An unpinned account or region is where the shell
+ * tenant's webhooks and archive (docs/tenants-file.md, "Event sources on a shared bus"). An unpinned account or region is where the shell
  * deploys, so it may be any pinned one.
  *
  * @returns one TenantConfigError per tenant sharing a source with an earlier one, naming both.

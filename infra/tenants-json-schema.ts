@@ -22,7 +22,7 @@ export function renderTenantsJsonSchema(): string {
   const head = {
     id: TENANTS_SCHEMA_ID,
     title: "qashio-bridge tenants file",
-    description: "Tenants of the CDK app (-c tenantsFile=...). Synth checks more than this schema: see README, Deploying a tenant.",
+    description: "Tenants of the CDK app (-c tenantsFile=...). Synth checks more than this schema: see docs/tenants-file.md.",
   };
   // What may be written: members with defaults are optional.
   return jsonSchemaText(tenantsFileDocumentSchema(), head, "input");
