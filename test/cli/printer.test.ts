@@ -321,6 +321,11 @@ describe("shouldColour", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "1" })).toBe(true);
   });
 
+  it("lets FORCE_COLOR colour over NO_COLOR and TERM=dumb (it forces, as Node reads it)", () => {
+    expect(shouldColour(pipe, { FORCE_COLOR: "1", NO_COLOR: "1" })).toBe(true);
+    expect(shouldColour(pipe, { FORCE_COLOR: "1", TERM: "dumb" })).toBe(true);
+  });
+
   it("ignores FORCE_COLOR=0 on a pipe", () => {
     expect(shouldColour(pipe, { FORCE_COLOR: "0" })).toBe(false);
   });
