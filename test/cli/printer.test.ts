@@ -113,9 +113,35 @@ describe("formatEvent", () => {
     expect(formatEvent(card("card.updated"), COLOURS)).toContain("\u001b[35mcard.updated");
   });
 
+  it("paints each part of a line in its own colour and closes each one: time and parent dim, reference bold, category cyan", () => {
+    const refund = created("CT1002", { transaction_category: "refund", billing_amount: -20.5, billing_currency: "AED", merchant_name: "Careem" });
+    const withParent = { ...refund, detail: { ...refund.detail, data: { ...refund.detail.data, parent: { id: "6f1c", qashio_id: "CT1001" } } } };
+    expect(formatEvent(withParent, COLOURS)).toBe(
+      "\u001b[2m03-01 10:15:02\u001b[22m  \u001b[32mtransaction.created\u001b[39m  \u001b[1mCT1002\u001b[22m  \u001b[36mrefund\u001b[39m  AED -20.50  Careem  \u001b[2mof CT1001\u001b[22m",
+    );
+  });
+
+  it("cuts a changed value at 24 characters in the line", () => {
+    const memo = event(
+      "transaction.changed",
+      { type: "transaction", id: "6f1c", qashio_id: "CT1001", sequence: 1 },
+      { object: {}, changes: [{ path: "/memo", before: "b".repeat(25), after: "a".repeat(25) }] },
+    );
+    expect(formatEvent(memo)).toBe(`03-01 10:15:02  transaction.changed  CT1001  memo: ${"b".repeat(23)}… → ${"a".repeat(23)}…`);
+  });
+
   it("falls back to the transaction amount and currency when the billing amount is missing", () => {
     const pending = created("CT1003", { transaction_category: "purchase", transaction_amount: 99, transaction_currency: "USD", merchant_name: "Uber" });
     expect(formatEvent(pending)).toBe("03-01 10:15:02  transaction.created  CT1003  USD 99.00  Uber");
+  });
+
+  it("shows the billing amount, not the transaction amount, when the provider sent both", () => {
+    const converted = created("CT1006", { billing_amount: 367.3, billing_currency: "AED", transaction_amount: 100, transaction_currency: "USD" });
+    expect(formatEvent(converted)).toBe("03-01 10:15:02  transaction.created  CT1006  AED 367.30");
+  });
+
+  it("shows an amount the provider sent as text as that text", () => {
+    expect(formatEvent(created("CT1007", { billing_amount: "120.5", billing_currency: "AED" }))).toBe("03-01 10:15:02  transaction.created  CT1007  AED 120.5");
   });
 
   it("shows an amount with its currency's own minor digits, never rounding away a digit the provider sent", () => {
@@ -198,6 +224,15 @@ describe("showValue", () => {
 
   it("keeps a value of exactly the maximum length whole", () => {
     expect(showValue("x".repeat(10), 10)).toBe("x".repeat(10));
+  });
+
+  it("cuts at 40 characters when given no maximum", () => {
+    expect(showValue("x".repeat(40))).toBe("x".repeat(40));
+    expect(showValue("x".repeat(41))).toBe(`${"x".repeat(39)}…`);
+  });
+
+  it("counts the escapes of control characters toward the maximum, so an escaped value stays as narrow", () => {
+    expect(showValue("\u001b".repeat(30), 24)).toHaveLength(24);
   });
 
   it("renders objects as JSON and undefined as the empty set", () => {
