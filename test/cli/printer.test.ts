@@ -261,6 +261,12 @@ describe("formatCycleSummary", () => {
     );
   });
 
+  it("leaves no quarantined records uncoloured", () => {
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5 }, COLOURS)).toBe(
+      "\u001b[2m── cycle 1: \u001b[22m0 events · 0 acknowledged · 0 quarantined · 5 ms",
+    );
+  });
+
   it("shows ids the provider refused to acknowledge next to the acknowledged count, only when there are some", () => {
     expect(formatCycleSummary({ cycle: 2, published: {}, acknowledged: 4, acknowledgeRefused: 1, quarantined: 0, durationMs: 30 })).toBe(
       "── cycle 2: 0 events · 4 acknowledged · 1 acknowledge refused · 0 quarantined · 30 ms",
@@ -292,6 +298,10 @@ describe("formatCycleSummary", () => {
     );
     expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true, resumable: false })).toBe(
       "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked",
+    );
+    // Asked to stop while the event sink also took nothing: the person's own stop is what the line names (as run's error does).
+    expect(formatCycleSummary({ cycle: 1, published: {}, acknowledged: 0, quarantined: 0, durationMs: 5, partial: true, interrupted: true, publisherUnavailable: true })).toBe(
+      "── cycle 1: 0 events · 0 acknowledged · 0 quarantined · 5 ms · stopped as asked, the next run resumes",
     );
   });
 
