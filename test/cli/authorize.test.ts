@@ -95,6 +95,23 @@ describe("authorizeWithBrowser", () => {
     expect(store.saved).toMatchObject({ accessToken: "at-1", refreshToken: "rt-1", scope: "transactions:read" });
   });
 
+  it("asks for the scope and client id it was given, with the redirect URI it listens on", async () => {
+    const seen: URL[] = [];
+    const result = await authorizeWithBrowser(
+      options({
+        clientId: "client-9",
+        scope: "cards:read",
+        fetch: tokenEndpoint([]),
+        onAuthorizeUrl: browser((authorize) => {
+          seen.push(authorize);
+          return { code: "code-1", state: authorize.searchParams.get("state") as string };
+        }),
+      }),
+    );
+    const asked = seen[0] as URL;
+    expect([asked.searchParams.get("client_id"), asked.searchParams.get("scope"), asked.searchParams.get("redirect_uri")]).toEqual(["client-9", "cards:read", result.redirectUri]);
+  });
+
   it("stores when the access token expires as the time of the exchange plus its expires_in", async () => {
     const store = new MemoryTokenStore();
     const expiring = async () => Response.json({ access_token: "at-1", token_type: "Bearer", refresh_token: "rt-1", expires_in: 3600 });
