@@ -389,11 +389,14 @@ describe("authorizeWithBrowser", () => {
     expect(requests.map((r) => r.body.code)).toEqual(["code-1"]);
   });
 
-  it("refuses a redirect with an empty code without exchanging it", async () => {
+  it.each([
+    ["an empty code", { code: "" }],
+    ["no code and no error", {}],
+  ])("refuses a redirect with our state and %s without exchanging anything", async (_, params: Record<string, string>) => {
     const requests: TokenRequest[] = [];
     const pages: { status: number; text: string }[] = [];
     const run = authorizeWithBrowser(
-      options({ fetch: tokenEndpoint(requests), onAuthorizeUrl: browser((a) => ({ code: "", state: a.searchParams.get("state") as string }), pages) }),
+      options({ fetch: tokenEndpoint(requests), onAuthorizeUrl: browser((a) => ({ ...params, state: a.searchParams.get("state") as string }), pages) }),
     );
     await expect(run).rejects.toThrow(new AuthorizeError("the redirect carried no authorization code"));
     expect(requests).toEqual([]);
