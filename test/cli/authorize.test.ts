@@ -460,6 +460,11 @@ describe("authorizeWithBrowser", () => {
     await expect(echoed).rejects.toThrow(new AuthorizeError(`authorization was not granted (${longest}): ${AGAIN}, with the same options`));
     const tooLong = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: `${longest}a`, state: a.searchParams.get("state") as string })) }));
     await expect(tooLong).rejects.toThrow(new AuthorizeError(`authorization was not granted (unknown_error): ${AGAIN}, with the same options`));
+    // An empty error, or one in capitals, is no OAuth code either (RFC 6749's codes are lower case).
+    for (const odd of ["", "ACCESS_DENIED"]) {
+      const run = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: odd, state: a.searchParams.get("state") as string })) }));
+      await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (unknown_error): ${AGAIN}, with the same options`));
+    }
   });
 
   const UNCODED_400_HINT =
