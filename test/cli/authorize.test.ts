@@ -212,6 +212,7 @@ describe("authorizeWithBrowser", () => {
       const error = await authorizeWithBrowser(options({ port })).catch((e: unknown) => e);
       expect((error as Error).message).toBe(`cannot listen on 127.0.0.1:${port} for the redirect: the port is in use; pass another --port, or --port 0 for any free one`);
       expect((error as { exitCode?: number }).exitCode).toBe(EXIT.usage);
+      expect((error as Error).cause).toMatchObject({ code: "EADDRINUSE" });
     } finally {
       taken.close();
     }
@@ -236,6 +237,23 @@ describe("authorizeWithBrowser", () => {
       const error = await authorizeWithBrowser(options({ port })).catch((e: unknown) => e);
       expect((error as Error).message).toBe(`cannot listen on 127.0.0.1:${port} for the redirect: ${why}; pass another --port, or --port 0 for any free one`);
       expect((error as { exitCode?: number }).exitCode).toBe(EXIT.usage);
+    } finally {
+      listen.mockRestore();
+    }
+  });
+
+  it("reports a listen failure that is not about the port asked for as a failed sign-in (exit 1), with its cause", async () => {
+    const failure = Object.assign(new Error("listen EADDRNOTAVAIL: address not available 127.0.0.1"), { code: "EADDRNOTAVAIL", syscall: "listen" });
+    const listen = vi.spyOn(Server.prototype, "listen").mockImplementation(function (this: Server) {
+      process.nextTick(() => this.emit("error", failure));
+      return this;
+    });
+    try {
+      const error = await authorizeWithBrowser(options({ port: 8765 })).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as AuthorizeError).message).toBe("cannot listen on 127.0.0.1:8765 for the redirect: listen EADDRNOTAVAIL: address not available 127.0.0.1");
+      expect((error as AuthorizeError).exitCode).toBe(EXIT.failed);
+      expect((error as AuthorizeError).cause).toBe(failure);
     } finally {
       listen.mockRestore();
     }
@@ -483,6 +501,8 @@ describe("authorizeWithBrowser", () => {
     expect(error).toBeInstanceOf(AuthorizeError);
     expect(error.message).toMatch(/code exchange failed/);
     expect(error.message).not.toMatch(/code-xyz|secret-1/);
+    // The client's own error stays reachable for whoever reads the chain.
+    expect(error.cause).toMatchObject({ status: 401 });
   });
 
   // §4.2 refuses a code with 401 (invalid, expired or used) or 400 (an invalid grant, a redirect_uri mismatch); the
