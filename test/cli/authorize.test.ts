@@ -457,6 +457,13 @@ describe("authorizeWithBrowser", () => {
     await expect(unavailable).rejects.toThrow(new AuthorizeError(`authorization was not granted (temporarily_unavailable): ${AGAIN}, with the same options`));
   });
 
+  it("shows the browser a plain page after a denial: the person did nothing wrong there, the terminal says what next", async () => {
+    const pages: { status: number; text: string }[] = [];
+    const run = authorizeWithBrowser(options({ onAuthorizeUrl: browser((a) => ({ error: "access_denied", state: a.searchParams.get("state") as string }), pages) }));
+    await expect(run).rejects.toThrow(/not granted \(access_denied\)/);
+    expect(pages).toEqual([{ status: 200, text: expect.stringContaining("<h1>Authorization not granted</h1>") as string }]);
+  });
+
   // The demo signs in by itself against its own sandbox: no --scope to check, no authorize to run; it starts anew.
   it("names the caller's way to sign in again, without --scope, when the sign-in is not the person's (the demo)", async () => {
     const signInAgain = { words: "start a new demo with `npm start`", sameState: false };
