@@ -559,6 +559,19 @@ describe("conformSnapshots", () => {
     await rig.snapshots.putMany([...first.passEntry]);
     await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "SnapshotCursorError" });
   });
+
+  it.each(["signal", "interrupt"] as const)("reads no further page once its %s aborts, even when the pages read write nothing (a store already conformed)", async (stop) => {
+    const rig = await rigWrittenUnderFull(20);
+    const deps = { ...rig.deps, pii: REDACT };
+    expect((await conformSnapshots(deps)).outcome).toBe("complete");
+    const controller = new AbortController();
+    // Aborted while the second page is read.
+    rig.snapshots.scan = abortingOnSecondCall(rig.snapshots.scan.bind(rig.snapshots), controller).call;
+    const report = await conformSnapshots(deps, { pageSize: 5, [stop]: controller.signal });
+    expect(report).toMatchObject({ outcome: "deadline", scanned: 10, rewritten: 0 });
+    // A person's stop (Ctrl-C) is told where to go on; a caller that will not see the report is handed no cursor.
+    expect(report.cursor === undefined).toBe(stop === "signal");
+  });
 });
 
 /** A pass under `policy` over 20 transactions written under full, stopped at its deadline after three pages of 5. */
@@ -661,6 +674,7 @@ describe("conformSnapshots cursors", () => {
       (state: Record<string, unknown>) => ({ ...state, mode: "mask" }),
       ({ pass: _pass, ...state }: Record<string, unknown>) => state,
       ({ snapshots: _snapshots, after: _after, ...state }: Record<string, unknown>) => state,
+
     ];
     for (const edit of edits) {
       await expect(conformSnapshots(deps, { pageSize: 5, cursor: reprinted(first.cursor, edit) })).rejects.toMatchObject({ name: "ConformCursorError", problem: "damaged" });
