@@ -572,6 +572,15 @@ describe("conformSnapshots", () => {
     // A person's stop (Ctrl-C) is told where to go on; a caller that will not see the report is handed no cursor.
     expect(report.cursor === undefined).toBe(stop === "signal");
   });
+
+  it("logs no personal value, stopped or complete, and supersedes without one either", async () => {
+    const { rig, deps, first } = await stoppedPass(HASH);
+    await quarantineHeld(rig, 3);
+    await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor });
+    await supersedeConformPassOnModeChange({ ...rig.deps, pii: REDACT });
+    expect(rig.logger.lines.some((l) => l.message === "snapshots conformed to the PII mode")).toBe(true);
+    expect(JSON.stringify(rig.logger.lines)).not.toMatch(/Ann Holder|ann@example\.com/i);
+  });
 });
 
 /** A pass under `policy` over 20 transactions written under full, stopped at its deadline after three pages of 5. */
