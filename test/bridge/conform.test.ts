@@ -581,6 +581,17 @@ describe("conformSnapshots", () => {
     expect(rig.logger.lines.some((l) => l.message === "snapshots conformed to the PII mode")).toBe(true);
     expect(JSON.stringify(rig.logger.lines)).not.toMatch(/Ann Holder|ann@example\.com/i);
   });
+
+  it("moves the pass id's version forward when the clock stepped back since the last was stored", async () => {
+    const { rig, first } = await stoppedPass(REDACT);
+    const [entry] = first.passEntry;
+    if (entry === undefined) throw new Error("no pass entry");
+    rig.clock.advance(-3_600_000);
+    await supersedeConformPassOnModeChange({ ...rig.deps, pii: HASH });
+    const stored = rig.snapshots.data.get(entry.key);
+    expect(stored?.object["pass"]).not.toBe(entry.object["pass"]);
+    expect(Date.parse(stored?.updatedAt ?? "")).toBe(Date.parse(entry.updatedAt) + 1);
+  });
 });
 
 /** A pass under `policy` over 20 transactions written under full, stopped at its deadline after three pages of 5. */
