@@ -592,6 +592,16 @@ describe("conformSnapshots", () => {
     expect(stored?.object["pass"]).not.toBe(entry.object["pass"]);
     expect(Date.parse(stored?.updatedAt ?? "")).toBe(Date.parse(entry.updatedAt) + 1);
   });
+
+  it("reads snapshots and quarantine records 100 at a time unless told otherwise", async () => {
+    const rig = await rigWrittenUnderFull(120);
+    await quarantineHeld(rig, 120);
+    const scan = vi.spyOn(rig.snapshots, "scan");
+    const pageSizes = rig.quarantine.readInPagesOnly();
+    await conformSnapshots({ ...rig.deps, pii: REDACT });
+    expect(scan.mock.calls.map(([options]) => options.limit)).toEqual([100, 100, 100]);
+    expect(pageSizes).toEqual([100, 20]);
+  });
 });
 
 /** A pass under `policy` over 20 transactions written under full, stopped at its deadline after three pages of 5. */
