@@ -705,6 +705,8 @@ describe("conformSnapshots cursors", () => {
       ({ pass: _pass, ...state }: Record<string, unknown>) => state,
       ({ snapshots: _snapshots, after: _after, ...state }: Record<string, unknown>) => state,
 
+      // A place or a fingerprint that is not text: checked as damaged, not taken to the store or the comparisons.
+      ...(["tenant", "fields", "snapshots", "after"] as const).map((member) => (state: Record<string, unknown>) => ({ ...state, [member]: 5 })),
     ];
     for (const edit of edits) {
       await expect(conformSnapshots(deps, { pageSize: 5, cursor: reprinted(first.cursor, edit) })).rejects.toMatchObject({ name: "ConformCursorError", problem: "damaged" });
