@@ -922,4 +922,15 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     expect(await conformSnapshots(deps, { pageSize: 5, cursor: report.cursor })).toMatchObject({ outcome: "complete", scanned: total - 5 + 1 });
     expect(cleartextIn(rig)).toBe(0);
   });
+
+  it("ends `deadline` without a cursor, not `complete`, when a completing pass's write of a new pass id stops at that deadline", async () => {
+    const { rig, deps, first } = await stoppedPass(REDACT);
+    vi.restoreAllMocks();
+    stopAtDeadline(rig, "putMany", (keys) => keys.includes("transaction:~conform-pass"));
+
+    const report = await conformSnapshots(deps, { pageSize: 5, cursor: first.cursor, deadline: rig.clock.now() + 60_000 });
+
+    expect(report.outcome).toBe("deadline");
+    expect(report.cursor).toBeUndefined();
+  });
 });
