@@ -933,4 +933,25 @@ describe("conformSnapshots' store calls held to the pass's deadline", () => {
     expect(report.outcome).toBe("deadline");
     expect(report.cursor).toBeUndefined();
   });
+
+  it.each([
+    ["the read of the pass id", "getMany"],
+    ["a page's write", "putMany"],
+  ] as const)("passes on a store error other than a deadline's from %s, not taking it for a stop", async (_, method) => {
+    const rig = await rigWrittenUnderFull(3);
+    vi.spyOn(rig.snapshots, method).mockRejectedValue(new Error("disk full"));
+    await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { deadline: rig.clock.now() + 60_000 })).rejects.toThrow("disk full");
+  });
+
+  it("passes on a store error other than a deadline's from the write of the pass id a stopped pass hands out", async () => {
+    const rig = await rigWrittenUnderFull(20);
+    const put = rig.snapshots.putMany.bind(rig.snapshots);
+    vi.spyOn(rig.snapshots, "putMany").mockImplementation(async (snapshots) => {
+      if (snapshots.some((s) => s.key === "transaction:~conform-pass")) throw new Error("disk full");
+      return put(snapshots);
+    });
+    const controller = new AbortController();
+    rig.snapshots.scan = abortingOnSecondCall(rig.snapshots.scan.bind(rig.snapshots), controller).call;
+    await expect(conformSnapshots({ ...rig.deps, pii: REDACT }, { pageSize: 5, interrupt: controller.signal })).rejects.toThrow("disk full");
+  });
 });
