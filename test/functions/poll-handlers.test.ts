@@ -707,6 +707,15 @@ describe("poll-transactions handler", () => {
     expect((error as LambdaConfigurationError).issues.map((i) => i.variable).sort()).toEqual(["PII_MODE", "TABLE_NAME"]);
   });
 
+  it("validates the environment once per container: a warm invocation is not refused for a variable changed since, a new container is", async () => {
+    const env = { ...h.env };
+    const poll = h.poller("transactions", { env });
+    expect((await poll()).status).toBe("completed");
+    env.PII_MODE = "sometimes";
+    expect((await poll()).status).toBe("completed");
+    await expect(h.poller("transactions", { env })()).rejects.toBeInstanceOf(LambdaConfigurationError);
+  });
+
   it("logs a LambdaConfigurationError with the tenant key when TENANT_ID itself is valid, as its metrics carry it", async () => {
     const failedLine = () => h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
     await expect(h.poller("transactions", { env: { ...h.env, PII_MODE: "sometimes" } })()).rejects.toBeInstanceOf(LambdaConfigurationError);
