@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { seedCompanies } from "../../sandbox/data/seed.js";
+import { leftToReturn } from "../../sandbox/data/transactions.js";
+import type { CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
+
+const NOW = Date.parse("2025-03-15T12:00:00.000Z");
+
+function firstCompany(seed: number): CompanyData {
+  const [data] = seedCompanies({ seed, nowMs: NOW });
+  if (data === undefined) throw new Error("no company seeded");
+  return data;
+}
+
+/** Money back made now (control surface) for `parent`, stored as the sandbox stores it. */
+function giveBack(data: CompanyData, parent: TransactionRecord, category: "refund" | "reversal"): TransactionRecord | undefined {
+  const createdAt = new Date(NOW).toISOString();
+  const tx = data.factory.create({ category, parent, timeMs: NOW, createdAt, syncStatus: "not_synced", nowMs: NOW, live: true });
+  if (tx !== undefined) data.transactions.add(tx);
+  return tx;
+}
+
+describe("leftToReturn", () => {
+  it("is 0, not below, for a purchase whose money back came to more than it took (a provider-side change of an amount)", () => {
+    const data = firstCompany(3);
+    const purchase = data.transactions.all().find((t) => t.transaction_category === "purchase" && leftToReturn(t, data) > 0);
+    if (purchase === undefined) throw new Error("no purchase with something left to give back");
+    const refund = giveBack(data, purchase, "refund");
+    if (refund === undefined) throw new Error("no refund made");
+    refund.transaction_amount = Number(purchase.transaction_amount) + 50;
+    expect(leftToReturn(purchase, data)).toBe(0);
+  });
+});
+
+describe("seeded money back", () => {
+  it.each([1, 2, 7])("with seed %i names one of the 20 most recent purchases made before it as the purchase it gives back", (seed) => {
+    let checked = 0;
+    // A backlog long enough for many purchases to come before most of its refunds and reversals.
+    for (const data of seedCompanies({ seed, nowMs: NOW, backlog: 300 })) {
+      const purchasesSoFar: TransactionRecord[] = [];
+      for (const tx of data.transactions.all()) {
+        if (tx.transaction_category === "purchase") purchasesSoFar.push(tx);
+        if (tx.parent_qashio_id === null) continue;
+        const recent = purchasesSoFar.slice(-20).map((p) => p.qashio_id);
+        expect(recent, `${tx.qashio_id} names ${tx.parent_qashio_id}`).toContain(tx.parent_qashio_id);
+        if (purchasesSoFar.length > 20) checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+});
