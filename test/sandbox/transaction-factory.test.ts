@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { seedCompanies } from "../../sandbox/data/seed.js";
-import { leftToReturn } from "../../sandbox/data/transactions.js";
+import { TransactionFactory, leftToReturn } from "../../sandbox/data/transactions.js";
+import { TransactionStore } from "../../sandbox/data/transaction-store.js";
 import type { CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
+import { Prng } from "../../sandbox/prng.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
 
@@ -46,5 +48,17 @@ describe("seeded money back", () => {
       }
     }
     expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe("money back asked for with no purchase to give back", () => {
+  it.each(["refund", "reversal"] as const)("makes a purchase instead of a %s naming no purchase", (category) => {
+    const seeded = firstCompany(5);
+    // The same company with no transactions yet: there is no purchase a refund or reversal could name.
+    const data: CompanyData = { ...seeded, transactions: new TransactionStore() };
+    const factory = new TransactionFactory(data, new Prng(9), 1, seeded.users[0]!);
+    const createdAt = new Date(NOW).toISOString();
+    const tx = factory.create({ category, timeMs: NOW, createdAt, syncStatus: "not_synced", nowMs: NOW, live: true });
+    expect(tx).toMatchObject({ transaction_category: "purchase", parent_qashio_id: null, transaction_type: "debit" });
   });
 });
