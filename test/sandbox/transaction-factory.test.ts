@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MERCHANTS } from "../../sandbox/data/catalog.js";
 import { seedCompanies } from "../../sandbox/data/seed.js";
 import { TransactionFactory, leftToReturn } from "../../sandbox/data/transactions.js";
 import { TransactionStore } from "../../sandbox/data/transaction-store.js";
@@ -60,5 +61,22 @@ describe("money back asked for with no purchase to give back", () => {
     const createdAt = new Date(NOW).toISOString();
     const tx = factory.create({ category, timeMs: NOW, createdAt, syncStatus: "not_synced", nowMs: NOW, live: true });
     expect(tx).toMatchObject({ transaction_category: "purchase", parent_qashio_id: null, transaction_type: "debit" });
+  });
+});
+
+describe("seeded purchases", () => {
+  it.each([1, 7, 42])("with seed %i itemise what their merchant sells, one line each, and tag some with a Project and some with a cost_centre", (seed) => {
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      const labels = new Set<string>();
+      for (const tx of data.transactions.all().filter((t) => t.transaction_category === "purchase")) {
+        const merchant = MERCHANTS.find((m) => m.name === tx.merchant_name);
+        const descriptions = (tx.line_items as { description: string }[]).map((item) => item.description);
+        // The merchant's own line items, none twice: no stand-in for one it does not sell.
+        expect([tx.qashio_id, descriptions.every((d) => merchant?.lineItems.includes(d)), new Set(descriptions).size]).toEqual([tx.qashio_id, true, descriptions.length]);
+        for (const segment of tx.segments as { label: string }[]) labels.add(segment.label);
+      }
+      // Location and Department on every one (seed.test.ts), Project and cost_centre on some.
+      expect([...labels].sort()).toEqual(["Department", "Location", "Project", "cost_centre"]);
+    }
   });
 });
