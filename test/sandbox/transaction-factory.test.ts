@@ -79,4 +79,26 @@ describe("seeded purchases", () => {
       expect([...labels].sort()).toEqual(["Department", "Location", "Project", "cost_centre"]);
     }
   });
+
+  // Details a provider's purchase carries and nothing else does (the spec shows the fields, not when they are set).
+  it.each([1, 7, 42])("with seed %i keeps line items, receipts and a PO number to purchases, a TRN to merchants at home, and exclusion from sync to transfers", (seed) => {
+    const seen = { items: 0, receipts: 0, trn: 0, excluded: 0 };
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const tx of data.transactions.all()) {
+        const purchase = tx.transaction_category === "purchase";
+        const items = (tx.line_items as unknown[]).length;
+        const receipts = (tx.receipts as unknown[]).length;
+        const po = tx.purchase_order_number !== null;
+        expect([tx.qashio_id, items > 0, receipts > 0 && !purchase, po && !purchase]).toEqual([tx.qashio_id, purchase, false, false]);
+        const home = tx.mcc_code !== null && tx.merchant_country === data.company.country && tx.transaction_category !== "cash_withdrawal";
+        expect([tx.qashio_id, tx.vendor_trn !== null]).toEqual([tx.qashio_id, home]);
+        if (tx.exclude_from_sync === true) expect([tx.qashio_id, tx.transaction_category]).toEqual([tx.qashio_id, "account_transfer"]);
+        seen.items += items > 0 ? 1 : 0;
+        seen.receipts += receipts > 0 ? 1 : 0;
+        seen.trn += tx.vendor_trn !== null ? 1 : 0;
+        seen.excluded += tx.exclude_from_sync === true ? 1 : 0;
+      }
+    }
+    expect(Object.values(seen).every((n) => n > 0), JSON.stringify(seen)).toBe(true);
+  });
 });
