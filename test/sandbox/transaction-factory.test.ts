@@ -102,3 +102,22 @@ describe("seeded purchases", () => {
     expect(Object.values(seen).every((n) => n > 0), JSON.stringify(seen)).toBe(true);
   });
 });
+
+describe("seeded sync state", () => {
+  it.each([1, 7, 42])("with seed %i shows what the client acknowledged as approved and in the ERP, and sync errors on exactly a failed or unvalidated ERP sync", (seed) => {
+    const acknowledged = new Set<string>();
+    const errored = new Set<string>();
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const tx of data.transactions.all()) {
+        const errors = (tx.sync_errors as unknown[]).length;
+        expect([tx.qashio_id, errors > 0]).toEqual([tx.qashio_id, tx.erp_sync_status === "failed" || tx.erp_sync_status === "not_validated"]);
+        if (errors > 0) errored.add(String(tx.erp_sync_status));
+        if (tx.client_sync_status === "not_synced") continue;
+        acknowledged.add(tx.client_sync_status);
+        const state = [tx.erp_sync_status, tx.transaction_status, ["approved", "admin_approved"].includes(String(tx.approval_status))];
+        expect([tx.qashio_id, ...state]).toEqual([tx.qashio_id, "success", "synced", true]);
+      }
+    }
+    expect([[...acknowledged].sort(), [...errored].sort()]).toEqual([["outdated", "synced"], ["failed", "not_validated"]]);
+  });
+});
