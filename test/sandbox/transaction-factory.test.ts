@@ -121,3 +121,17 @@ describe("seeded sync state", () => {
     expect([[...acknowledged].sort(), [...errored].sort()]).toEqual([["outdated", "synced"], ["failed", "not_validated"]]);
   });
 });
+
+describe("seeded tax rates", () => {
+  it.each([1, 7, 42])("with seed %i rates a cash withdrawal and a cashback Out of Scope, and a card loading none", (seed) => {
+    const rated = new Map<string, Set<string | null>>();
+    for (const data of seedCompanies({ seed, nowMs: NOW })) {
+      for (const tx of data.transactions.all()) {
+        const names = rated.get(tx.transaction_category) ?? new Set();
+        names.add(tx.erp_tax_rate_name as string | null);
+        rated.set(tx.transaction_category, names);
+      }
+    }
+    expect([rated.get("cash_withdrawal"), rated.get("cashback"), rated.get("card_loading")]).toEqual([new Set(["Out of Scope"]), new Set(["Out of Scope"]), new Set([null])]);
+  });
+});
