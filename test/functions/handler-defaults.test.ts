@@ -7,23 +7,39 @@ beforeEach(async () => {
 });
 afterEach(async () => h.close());
 
-it("emits metrics and logs under the documented default namespace and service when POWERTOOLS_* are not set", async () => {
+/** Runs a transaction cycle on `env` with the Lambda's own Logger and Metrics (none injected), as in production. */
+async function pollWithOwnPowertools(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+  // Powertools would read these from process.env: the values come from `env` alone.
   vi.stubEnv("POWERTOOLS_METRICS_NAMESPACE", undefined);
   vi.stubEnv("POWERTOOLS_SERVICE_NAME", undefined);
-  const { POWERTOOLS_METRICS_NAMESPACE: _n, POWERTOOLS_SERVICE_NAME: _s, ...env } = h.env;
-  // The Lambda's own Logger and Metrics (none injected), as in production.
   await h.poller("transactions", { env, logger: undefined, metrics: undefined })();
+}
+
+/** Every EMF document of the output is in `namespace` with `service` as its service dimension, and every log line names `service`. */
+function expectNamespaceAndService(namespace: string, service: string): void {
   const docs = h.output.filter((line) => line.trim().startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
   const emf = docs.filter((doc) => doc._aws !== undefined);
   expect(emf.length).toBeGreaterThan(0);
   for (const doc of emf) {
     const [directive] = (doc._aws as { CloudWatchMetrics: { Namespace: string }[] }).CloudWatchMetrics;
-    expect(directive?.Namespace).toBe("QashioBridge");
-    expect(doc.service).toBe("qashio-bridge");
+    expect(directive?.Namespace).toBe(namespace);
+    expect(doc.service).toBe(service);
   }
   const logs = docs.filter((doc) => doc.level !== undefined);
   expect(logs.length).toBeGreaterThan(0);
-  for (const doc of logs) expect(doc.service).toBe("qashio-bridge");
+  for (const doc of logs) expect(doc.service).toBe(service);
+}
+
+it("emits metrics and logs under the documented default namespace and service when POWERTOOLS_* are not set", async () => {
+  const { POWERTOOLS_METRICS_NAMESPACE: _n, POWERTOOLS_SERVICE_NAME: _s, ...env } = h.env;
+  await pollWithOwnPowertools(env);
+  expectNamespaceAndService("QashioBridge", "qashio-bridge");
+});
+
+it("trims POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE as the environment check does: padded, they name the same service and namespace", async () => {
+  // A stray space from a console paste: the check accepts it trimmed, so the metrics must not go to " AcmeBridge ".
+  await pollWithOwnPowertools({ ...h.env, POWERTOOLS_SERVICE_NAME: " acme-bridge ", POWERTOOLS_METRICS_NAMESPACE: " AcmeBridge " });
+  expectNamespaceAndService("AcmeBridge", "acme-bridge");
 });
 
 it("emits the ColdStart metric with the tenant dimension, as every other metric", async () => {
