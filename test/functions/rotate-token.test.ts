@@ -182,7 +182,9 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
 
   it("refuses a hand-made event that is not a rotation event, naming its shape, without refreshing or writing", async () => {
     const versions = h.secrets.versionCount;
-    for (const event of [null, {}, { SecretId: h.secrets.secretId, Step: "createSecret" }]) {
+    // A Step missing or not a string is the event's shape too, not an unknown Step.
+    const withoutStep = { SecretId: h.secrets.secretId, ClientRequestToken: randomUUID() };
+    for (const event of [null, {}, { SecretId: h.secrets.secretId, Step: "createSecret" }, withoutStep, { ...withoutStep, Step: 1 }]) {
       const error = await h.rotator()(event as unknown as RotationEvent).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RotationError);
       expect((error as Error).message).toContain("{SecretId, ClientRequestToken, Step}");
