@@ -4,7 +4,8 @@ import { seedCompanies } from "../../sandbox/data/seed.js";
 import { TransactionFactory, leftToReturn } from "../../sandbox/data/transactions.js";
 import { TransactionStore } from "../../sandbox/data/transaction-store.js";
 import type { CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
-import { Prng } from "../../sandbox/prng.js";
+import { consumedOf } from "../../sandbox/data/spend-limits.js";
+import { Prng, round2 } from "../../sandbox/prng.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
 
@@ -133,5 +134,57 @@ describe("seeded tax rates", () => {
       }
     }
     expect([rated.get("cash_withdrawal"), rated.get("cashback"), rated.get("card_loading")]).toEqual([new Set(["Out of Scope"]), new Set(["Out of Scope"]), new Set([null])]);
+  });
+});
+
+// NOW's MONTHLY window opens 2025-03-01: seeded spend dated in it keeps to the limit as seeded, earlier spend to none.
+describe("seeded spend and the cards' spend limits (spec-gaps, Spend limits)", () => {
+  const WINDOW_START = Date.parse("2025-03-01T00:00:00.000Z");
+  const DAY_MS = 86_400_000;
+
+  /** Seed 5's first company with every card's limit enforced MONTHLY with nothing left, and a factory of its own. */
+  function usedUp() {
+    const data = firstCompany(5);
+    for (const card of data.cards) card.spendLimit = { ...card.spendLimit, active: true, period: "MONTHLY", maxAmount: 0, frequency: 0 };
+    return { data, factory: new TransactionFactory(data, new Prng(9), 1, data.users[0]!) };
+  }
+
+  function activeAt(data: CompanyData, timeMs: number) {
+    return data.cards.filter((c) => c.activatedAt !== null && Date.parse(c.activatedAt) <= timeMs && (c.terminatedAt === null || timeMs < Date.parse(c.terminatedAt)));
+  }
+
+  function seededPurchase(factory: TransactionFactory, timeMs: number) {
+    return factory.create({ category: "purchase", timeMs, createdAt: new Date(timeMs + 60_000).toISOString(), syncStatus: "not_synced", nowMs: NOW });
+  }
+
+  it.each(["2025-03-01T00:00:00.000Z", "2025-03-06T00:00:00.000Z"])("makes a purchase at %s, in the window, that no card active then has room for a card loading", (at) => {
+    const { data, factory } = usedUp();
+    const timeMs = Date.parse(at);
+    expect(activeAt(data, timeMs).length).toBeGreaterThan(0);
+    expect(seededPurchase(factory, timeMs)).toMatchObject({ transaction_category: "card_loading", transaction_type: "credit" });
+  });
+
+  it("bounds a purchase dated before the window by no limit", () => {
+    const { data, factory } = usedUp();
+    const timeMs = WINDOW_START - 1;
+    expect(activeAt(data, timeMs).length).toBeGreaterThan(0);
+    const tx = seededPurchase(factory, timeMs);
+    expect(tx?.transaction_category).toBe("purchase");
+    expect(Number(tx?.billing_amount)).toBeGreaterThan(5);
+  });
+
+  it("puts a purchase in the window the card drawn has no room for on the card active then with room, lowered to fit", () => {
+    const { data, factory } = usedUp();
+    const timeMs = WINDOW_START + 5 * DAY_MS;
+    const active = activeAt(data, timeMs);
+    expect(active.length).toBeGreaterThan(1);
+    const roomy = active[active.length - 1]!;
+    // Room for 5 more in its window, fee included.
+    roomy.spendLimit = { ...roomy.spendLimit, maxAmount: round2(consumedOf(roomy, data, NOW).amount + 5) };
+    for (let i = 0; i < 8; i++) {
+      const tx = seededPurchase(factory, timeMs);
+      const cost = round2(Number(tx?.billing_amount) + Number(tx?.fee_charges));
+      expect([tx?.transaction_category, tx?.card_external_id, cost > 0 && cost <= 5]).toEqual(["purchase", roomy.id, true]);
+    }
   });
 });
