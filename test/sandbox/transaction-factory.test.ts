@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { MERCHANTS } from "../../sandbox/data/catalog.js";
 import { seedCompanies } from "../../sandbox/data/seed.js";
-import { TransactionFactory, leftToReturn } from "../../sandbox/data/transactions.js";
+import { TransactionFactory, canSpendNow, leftToReturn } from "../../sandbox/data/transactions.js";
 import { TransactionStore } from "../../sandbox/data/transaction-store.js";
 import type { CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { Prng, round2 } from "../../sandbox/prng.js";
+import { fillAccounts } from "./helpers.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
 
@@ -186,5 +187,36 @@ describe("seeded spend and the cards' spend limits (spec-gaps, Spend limits)", (
       const cost = round2(Number(tx?.billing_amount) + Number(tx?.fee_charges));
       expect([tx?.transaction_category, tx?.card_external_id, cost > 0 && cost <= 5]).toEqual(["purchase", roomy.id, true]);
     }
+  });
+});
+
+// A cash withdrawal made now is at an ATM in the company's own country (`merchant_country`, MCC 6011), so a card's
+// country limits allow it by that country, not the UAE's (spec-gaps, Cards and users).
+describe("cash withdrawals made now by a Saudi company", () => {
+  it.each([
+    ["SA", true],
+    ["AE", false],
+  ])("go on a card whose country limits allow only %s: %s", (country, allowed) => {
+    const data = seedCompanies({ seed: 5, nowMs: NOW }).find((d) => d.company.country === "SA");
+    if (data === undefined) throw new Error("no Saudi company seeded");
+    fillAccounts(data);
+    const card = data.cards.find((c) => c.status === "Active" && c.atmWithdrawalAllowed);
+    if (card === undefined) throw new Error("no Active card allowing ATM use");
+    Object.assign(card, { countryLimitsActive: true, allowedCountries: [country], categoryLimitsActive: false });
+    // Every other card's account out of money: the withdrawal can go on this one alone.
+    for (const other of data.cards) if (other !== card) other.pendingAuthorisations = 1e9;
+    expect(canSpendNow(card, data, "cash_withdrawal", NOW)).toBe(allowed);
+    const tx = data.factory.create({ category: "cash_withdrawal", timeMs: NOW, createdAt: new Date(NOW).toISOString(), syncStatus: "not_synced", nowMs: NOW, live: true });
+    expect(tx === undefined ? undefined : [tx.card_external_id, tx.merchant_country, tx.mcc_code]).toEqual(allowed ? [card.id, "SA", "6011"] : undefined);
+  });
+});
+
+describe("a factory made over a store already holding purchases", () => {
+  it("gives money back asked for without a purchase on one of the 20 most recent it holds", () => {
+    const data = firstCompany(5);
+    const recent = data.transactions.all().filter((t) => t.transaction_category === "purchase").slice(-20).map((t) => t.qashio_id);
+    const factory = new TransactionFactory(data, new Prng(9), 1, data.users[0]!);
+    const tx = factory.create({ category: "refund", timeMs: NOW, createdAt: new Date(NOW).toISOString(), syncStatus: "not_synced", nowMs: NOW, live: true });
+    expect([tx?.transaction_category, recent.includes(String(tx?.parent_qashio_id))]).toEqual(["refund", true]);
   });
 });
