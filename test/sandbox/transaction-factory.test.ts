@@ -220,3 +220,12 @@ describe("a factory made over a store already holding purchases", () => {
     expect([tx?.transaction_category, recent.includes(String(tx?.parent_qashio_id))]).toEqual(["refund", true]);
   });
 });
+
+describe("seeded outdated transactions", () => {
+  it.each([1, 7, 42])("with seed %i were updated days after their last clearing or creation: changed since the client acknowledged them", (seed) => {
+    const gaps = seedCompanies({ seed, nowMs: NOW }).flatMap((data) => data.transactions.all().filter((tx) => tx.client_sync_status === "outdated"))
+      .map((tx) => Date.parse(tx.updated_at) - Math.max(Date.parse(tx.created_at), tx.cleared_at === null ? -Infinity : Date.parse(String(tx.cleared_at))));
+    expect(gaps.length).toBeGreaterThan(0);
+    expect(gaps.filter((gap) => gap < 2 * 86_400_000)).toEqual([]);
+  });
+});
