@@ -631,27 +631,35 @@ describe("authorizeWithBrowser", () => {
 
   it("ends the wait with an error naming the cause when the callback server fails after listening, not the process", async () => {
     const listen = vi.spyOn(Server.prototype, "listen");
+    // The demo signs in again its own way: a new demo, as after a denial or a timeout.
+    const demo = { words: "start a new demo with `npm start`", sameState: false };
+    const cases = [
+      { signInAgain: undefined, next: "run `npm run bridge -- authorize` again, with the same options" },
+      { signInAgain: demo, next: "start a new demo with `npm start`" },
+    ];
     try {
-      const store = new MemoryTokenStore();
-      const run = authorizeWithBrowser(
-        options({
-          store,
-          onAuthorizeUrl: () => {
-            const server = listen.mock.contexts[0] as Server;
-            const error = Object.assign(new Error("accept EMFILE: too many open files"), { code: "EMFILE", syscall: "accept" });
-            // As an accept failing does: emitted by the server later, outside any call of the sign-in's.
-            setImmediate(() => server.emit("error", error));
-          },
-        }),
-      );
-      const error = await run.catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(AuthorizeError);
-      expect((error as AuthorizeError).message).toBe(
-        "the callback server on 127.0.0.1 failed while waiting for the redirect (accept EMFILE: too many open files): " +
-          "run `npm run bridge -- authorize` again, with the same options",
-      );
-      expect((error as AuthorizeError).cause).toMatchObject({ code: "EMFILE" });
-      expect(store.saved).toBeUndefined();
+      for (const { signInAgain, next } of cases) {
+        const store = new MemoryTokenStore();
+        const run = authorizeWithBrowser(
+          options({
+            store,
+            signInAgain,
+            onAuthorizeUrl: () => {
+              const server = listen.mock.contexts.at(-1) as Server;
+              const error = Object.assign(new Error("accept EMFILE: too many open files"), { code: "EMFILE", syscall: "accept" });
+              // As an accept failing does: emitted by the server later, outside any call of the sign-in's.
+              setImmediate(() => server.emit("error", error));
+            },
+          }),
+        );
+        const error = await run.catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(AuthorizeError);
+        expect((error as AuthorizeError).message).toBe(
+          `the callback server on 127.0.0.1 failed while waiting for the redirect (accept EMFILE: too many open files): ${next}`,
+        );
+        expect((error as AuthorizeError).cause).toMatchObject({ code: "EMFILE" });
+        expect(store.saved).toBeUndefined();
+      }
     } finally {
       listen.mockRestore();
     }
