@@ -61,6 +61,16 @@ describe("the shared access-token item written by an earlier version", () => {
     expect((await make().load())?.refreshToken).toBe("rt-3");
   });
 
+  it("returns a refresh token held over the secret's spent one by the item shape of c5cda826 (heldOver: a sha-256 hex fingerprint)", async () => {
+    const { make, putItem } = tokenSetup();
+    const { versionId } = await make().readSecret();
+    // The fingerprint of the secret's "rt-1" as c5cda826 wrote it: the sha-256 hex of the JSON array ["rt-1"]. Read
+    // another way, the held token would be ignored and the spent one presented, revoking the family.
+    const heldOver = "3e1a68708fd13184aea5305127022313244a2d4bc52ceaeb96543ee55f55ddd8";
+    await putItem({ secretVersionId: versionId, updatedAt: "2026-11-01T00:00:00.000Z", heldRefreshToken: "rt-2", heldOver, accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 });
+    expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 });
+  });
+
   it("drops a refresh token an earlier version held once the secret has a newer version (its own rule then)", async () => {
     const { make, putItem, secrets } = tokenSetup();
     const { versionId } = await make().readSecret();
