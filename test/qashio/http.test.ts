@@ -242,7 +242,8 @@ describe("HttpCore status mapping without retry", () => {
     const { http, clock } = core(fetch);
     const error = await http.request(read()).catch((e: unknown) => e);
     expect((error as QashioError).constructor).toBe(QashioError);
-    expect(error).toMatchObject({ status, method: "GET", path: "/public/v1/erp/transactions" });
+    // Named as such in logs, not as a bare Error.
+    expect(error).toMatchObject({ name: "QashioError", status, method: "GET", path: "/public/v1/erp/transactions" });
     expect(fetch.calls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
   });
