@@ -278,6 +278,8 @@ describe("QashioClient request checks (no network call on bad input)", () => {
   it("rejects a card balance query with status only", async () => {
     const error = await rejected((c) => c.getCardBalance({ status: "active" }));
     expect(error.errors[0]!.code).toBe("REQUIRED");
+    // A rule of the whole query, no one field's: named as the request, as the engine's log fields name it.
+    expect(error.fields).toEqual(["(request)"]);
   });
 
   it("rejects a CT reference where the transaction UUID is required", async () => {
