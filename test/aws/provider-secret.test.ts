@@ -33,6 +33,15 @@ describe("ProviderSecretClient", () => {
     expect(isSecretNotFound(new Error("x", { cause: awsError("ResourceNotFoundException") }))).toBe(false);
   });
 
+  it("writes a rotation's version with its labels only: AWSCURRENT stays on the version it was on", async () => {
+    const { client, secrets } = setup();
+    const current = secrets.versionWith("AWSCURRENT");
+    const versionId = await client.put({ ...SECRET, refresh_token: "rt-2" }, { clientRequestToken: "rotation-1", stages: ["AWSPENDING"] });
+    expect(versionId).toBe("rotation-1");
+    expect(secrets.stagesOf("rotation-1")).toEqual(["AWSPENDING"]);
+    expect(secrets.versionWith("AWSCURRENT")).toBe(current);
+  });
+
   it("reads a malformed secret as SecretFormatError naming the secret it read", async () => {
     const { client } = setup();
     await client.put({ ...SECRET, refresh_token: "" });
