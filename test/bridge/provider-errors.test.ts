@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
+import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, isReauthorizationRequired, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
 import { ReauthorizationRequiredError, statusClassOf } from "../../shared/qashio/errors.js";
 
 const failure = (name: string, status?: number) => Object.assign(new Error(`${name} ${status ?? ""}`), { name, ...(status === undefined ? {} : { status }) });
@@ -29,6 +29,13 @@ describe("causedByClientRefusal", () => {
   it("is false for a refusal naming invalid_grant, and for a failure that is no refusal at all", () => {
     expect(causedByClientRefusal(new StepFailure("list transactions", { cause: refused([{ field: null, code: "invalid_grant", message: "" }]) }))).toBe(false);
     expect(causedByClientRefusal(failure("ServerError", 503))).toBe(false);
+  });
+});
+
+describe("isReauthorizationRequired", () => {
+  it("knows the client's refusal by its class's name, through the step a cycle wraps it in, and no other 401", () => {
+    expect(isReauthorizationRequired(new StepFailure("list transactions", { cause: new ReauthorizationRequiredError("refused", { status: 400 }) }))).toBe(true);
+    expect(isReauthorizationRequired(new StepFailure("list transactions", { cause: failure("UnauthorizedError", 401) }))).toBe(false);
   });
 });
 
