@@ -101,6 +101,23 @@ describe("ProviderSecretClient", () => {
     expect(warnings).toEqual([{ operation: "PutSecretValue", attempt: 1, error: "ThrottlingException" }]);
   });
 
+  it("shows its pacer the failure of the call before each retry (a timed-out write holds the tokens first), none before the first", async () => {
+    const { client, secrets } = setup();
+    const throttled = awsError("ThrottlingException", 400, true);
+    secrets.failNext("PutSecretValue", throttled);
+    const seen: unknown[] = [];
+    const pacer = {
+      beforeCall: async (previous: unknown) => {
+        seen.push(previous);
+        return true;
+      },
+    };
+    await client.put({ ...SECRET, refresh_token: "rt-2" }, undefined, pacer);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBeUndefined();
+    expect(seen[1]).toBe(throttled);
+  });
+
   it("names no time left, not an unknown error, for a call its pacer does not start at all, and sends nothing", async () => {
     const { client, secrets } = setup();
     const pacer = { beforeCall: async () => false };
