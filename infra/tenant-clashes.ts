@@ -90,8 +90,9 @@ function maySameBus(a: BusPlace, b: BusPlace): boolean {
 /**
  * Tenants on one bus must publish under sources of their own: the pollers' PutEvents grant tells tenants apart by
  * source only (IAM cannot see `detail.tenant`, which the rules and archive also match), so with a common one a tenant's
- * function could put events stamped with another tenant's id into that tenant's webhooks and archive (docs/tenants-file.md, "Event sources on a shared bus"). An unpinned account or region is where the shell
- * deploys, so it may be any pinned one.
+ * function could put events stamped with another tenant's id into that tenant's webhooks and archive
+ * (docs/tenants-file.md, "Event sources on a shared bus"). An unpinned account or region is where the shell deploys,
+ * so it may be any pinned one.
  *
  * @returns one TenantConfigError per tenant sharing a source with an earlier one, naming both.
  */
