@@ -438,6 +438,7 @@ describe("authorizeWithBrowser", () => {
   });
 
   const AGAIN = "run `npm run bridge -- authorize` again";
+  const DEMO_AGAIN = { words: "start a new demo with `npm start`", sameState: false };
 
   // A person who denied in the browser was told the code only, not what to do next.
   it("reports a denial by its OAuth error code, with the next step", async () => {
@@ -466,12 +467,11 @@ describe("authorizeWithBrowser", () => {
 
   // The demo signs in by itself against its own sandbox: no --scope to check, no authorize to run; it starts anew.
   it("names the caller's way to sign in again, without --scope, when the sign-in is not the person's (the demo)", async () => {
-    const signInAgain = { words: "start a new demo with `npm start`", sameState: false };
     for (const error of ["access_denied", "invalid_scope"]) {
-      const run = authorizeWithBrowser(options({ signInAgain, onAuthorizeUrl: browser((a) => ({ error, state: a.searchParams.get("state") as string })) }));
+      const run = authorizeWithBrowser(options({ signInAgain: DEMO_AGAIN, onAuthorizeUrl: browser((a) => ({ error, state: a.searchParams.get("state") as string })) }));
       await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (${error}): start a new demo with \`npm start\``));
     }
-    const late = authorizeWithBrowser(options({ signInAgain, timeoutMs: 1_000 }));
+    const late = authorizeWithBrowser(options({ signInAgain: DEMO_AGAIN, timeoutMs: 1_000 }));
     await expect(late).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s: start a new demo with `npm start`"));
   });
 
@@ -631,11 +631,9 @@ describe("authorizeWithBrowser", () => {
 
   it("ends the wait with an error naming the cause when the callback server fails after listening, not the process", async () => {
     const listen = vi.spyOn(Server.prototype, "listen");
-    // The demo signs in again its own way: a new demo, as after a denial or a timeout.
-    const demo = { words: "start a new demo with `npm start`", sameState: false };
     const cases = [
       { signInAgain: undefined, next: "run `npm run bridge -- authorize` again, with the same options" },
-      { signInAgain: demo, next: "start a new demo with `npm start`" },
+      { signInAgain: DEMO_AGAIN, next: DEMO_AGAIN.words },
     ];
     try {
       for (const { signInAgain, next } of cases) {
