@@ -313,8 +313,9 @@ describe("SecretsManagerTokenStore", () => {
     const fresh = make();
     await fresh.load();
     secrets.failNext("GetSecretValue", awsError("InternalServiceError", 500), 3);
-    await fresh.save({ refreshToken: "rt-2" });
-    expect(await make().load()).toEqual({ refreshToken: "rt-2" });
+    await fresh.save({ refreshToken: "rt-2", scope: "transactions:read" });
+    // The set's scope is held with it, though there is no access token to share.
+    expect(await make().load()).toEqual({ refreshToken: "rt-2", scope: "transactions:read" });
   });
 
   it("binds a held token to the secret read under the lease, not to an earlier read without it that answered later", async () => {
