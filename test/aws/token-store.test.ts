@@ -459,6 +459,14 @@ describe("SecretsManagerTokenStore", () => {
     expect(clock.sleeps).toHaveLength(2);
   });
 
+  it("reads one secret version by id, and answers undefined for a version that does not exist", async () => {
+    const { store } = setup();
+    const { versionId } = await store.readSecret();
+    expect((await store.readVersion(versionId))?.secret.refresh_token).toBe("rt-1");
+    // The rotation asks whether its own version was written yet: a missing one is an answer, not a failure.
+    expect(await store.readVersion("no-such-version")).toBeUndefined();
+  });
+
   it("caches the credentials with an explicit expiry", async () => {
     const { store, secrets, clock } = setup();
     await store.credentials();
