@@ -496,6 +496,13 @@ describe("SecretsManagerTokenStore", () => {
     await expect(store.load()).rejects.toMatchObject({ name: "ProviderClientChangedError" });
   });
 
+  it("refuses to load a secret whose client_secret changed since its credentials were first read: the runtime refreshes with the old one", async () => {
+    const { store, secrets } = setup();
+    await store.credentials();
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, client_secret: "csecret-2" });
+    await expect(store.load()).rejects.toMatchObject({ name: "ProviderClientChangedError" });
+  });
+
   it("deletes the shared access token when a save has none, rather than leave the previous one for every container", async () => {
     const { store, make, accessItem } = setup();
     await store.save({ refreshToken: "rt-1", accessToken: "at-1" });
