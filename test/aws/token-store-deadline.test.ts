@@ -269,6 +269,17 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
   });
 
+  it("paces a save by the end the last invocation set: a warm container's next invocation is not held to the end of the one before", async () => {
+    const t = setup();
+    await t.store.load();
+    // The invocation before ended now; the runtime, this store included, lives on into the next, with a minute left.
+    t.store.setInvocationEnd(t.clock.now());
+    t.store.setInvocationEnd(t.clock.now() + 60_000);
+    await t.store.save(ROTATED);
+    expect(t.secrets.current().refresh_token).toBe("rt-2");
+    expect(t.counted["TokenSecretWriteFailed"]).toBeUndefined();
+  });
+
   it("stops a rotation's own version early enough for the plain version after it to hold the token in time", async () => {
     const t = setup();
     await t.store.load();
