@@ -220,8 +220,10 @@ export class SecretsManagerTokenStore implements TokenStore {
       this.#lastLoadedRefreshToken = refreshTokenFingerprint({ refresh_token: tokens.refreshToken });
       this.#reportHeld(held !== undefined);
     }
+    // An item of another version (a re-authorized secret) says nothing of this family, its scope included.
+    if (item === undefined || (!bound && held === undefined)) return tokens;
     if (!bound || item.accessToken === undefined) {
-      return item?.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
+      return item.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
     }
     return {
       ...tokens,

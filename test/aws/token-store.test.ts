@@ -255,9 +255,9 @@ describe("SecretsManagerTokenStore", () => {
     expect(reads).toEqual([true, true]);
   });
 
-  it("drops a shared access token issued under an older secret version (secret replaced out of band)", async () => {
+  it("drops a shared access token, and its scope, issued under an older secret version (secret replaced out of band)", async () => {
     const { store, make, secrets } = setup();
-    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2", scope: "transactions:read" });
     // An operator re-authorizes (`authorize --secret-id`): a new family's refresh token goes straight into the secret,
     // and the access-token item of the old family stays in the table.
     await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
