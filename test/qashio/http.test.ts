@@ -228,6 +228,8 @@ describe("HttpCore status mapping without retry", () => {
     expect(fetch.calls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
     expect(error).toMatchObject({
+      // Named as its class in logs, which carry the name, not the prototype.
+      name: type.name,
       status,
       requestId: REQUEST_ID,
       method: "GET",
