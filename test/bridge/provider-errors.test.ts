@@ -8,6 +8,8 @@ describe("statusClass (the engine's ProviderErrors dimension)", () => {
   it.each([
     [failure("ServerError", 503), "5xx"],
     [failure("RateLimitedError", 429), "4xx"],
+    [failure("BadRequestError", 400), "4xx"],
+    [failure("ServerError", 500), "5xx"],
     [failure("InvalidResponseError", 302), "other"],
     [failure("InvalidResponseError", 200), "other"],
     [failure("TimeoutError"), "timeout"],
