@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, isReauthorizationRequired, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
-import { ReauthorizationRequiredError, statusClassOf } from "../../shared/qashio/errors.js";
+import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, isReauthorizationRequired, isTokenFailure, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
+import { ReauthorizationRequiredError, statusClassOf, TokenUnavailableError } from "../../shared/qashio/errors.js";
 
 const failure = (name: string, status?: number) => Object.assign(new Error(`${name} ${status ?? ""}`), { name, ...(status === undefined ? {} : { status }) });
 
@@ -38,6 +38,14 @@ describe("isReauthorizationRequired", () => {
   it("knows the client's refusal by its class's name, through the step a cycle wraps it in, and no other 401", () => {
     expect(isReauthorizationRequired(new StepFailure("list transactions", { cause: new ReauthorizationRequiredError("refused", { status: 400 }) }))).toBe(true);
     expect(isReauthorizationRequired(new StepFailure("list transactions", { cause: failure("UnauthorizedError", 401) }))).toBe(false);
+  });
+});
+
+describe("isTokenFailure", () => {
+  it("knows the client's TokenUnavailableError (no tokens stored, the lock held elsewhere), which names no path, through a step", () => {
+    const noTokens = new TokenUnavailableError("no tokens stored for this tenant: authorize the integration first");
+    expect(isTokenFailure(new StepFailure("list transactions", { cause: noTokens }))).toBe(true);
+    expect(isTokenFailure(new StepFailure("list transactions", { cause: failure("ServerError", 503) }))).toBe(false);
   });
 });
 
