@@ -32,6 +32,12 @@ describe("causedByClientRefusal", () => {
     expect(causedByClientRefusal(new StepFailure("list transactions", { cause: refused([{ field: null, code: "invalid_grant", message: "" }]) }))).toBe(false);
     expect(causedByClientRefusal(failure("ServerError", 503))).toBe(false);
   });
+
+  it("is false for a refusal that was no 401: one with no answer (a family the store marks revoked, as the rotation throws) or a 403", () => {
+    const markedRevoked = new ReauthorizationRequiredError("The provider revoked the bridge's token family for the current secret version");
+    expect(causedByClientRefusal(new StepFailure("list transactions", { cause: markedRevoked }))).toBe(false);
+    expect(causedByClientRefusal(new ReauthorizationRequiredError("refused", { status: 403 }))).toBe(false);
+  });
 });
 
 describe("isReauthorizationRequired", () => {
