@@ -30,6 +30,8 @@ describe("resolveBaseUrl", () => {
     for (const urls of [{}, { QASHIO_EU_URL: " \t" }]) {
       const error = thrown(() => resolveBaseUrl(" EU ", urls));
       expect(error).toBeInstanceOf(ClientConfigurationError);
+      // Logs and the CLI show the name: it says a setting is wrong, not the provider.
+      expect(error.name).toBe("ClientConfigurationError");
       expect(error.message).toBe('deployment "eu" needs QASHIO_EU_URL to be set to its base URL');
     }
   });
