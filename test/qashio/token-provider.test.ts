@@ -696,6 +696,8 @@ describe("OAuthTokenProvider", () => {
     const error = await provider.getAccessToken().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReauthorizationRequiredError);
     expect((error as ReauthorizationRequiredError).status).toBe(401);
+    // The refusal itself stays reachable as the cause, for logs and for callers that walk causes.
+    expect((error as Error).cause).toMatchObject({ name: "UnauthorizedError", status: 401, path: "/oauth2/token" });
     // The provider said the grant was refused: nothing points at the client credentials.
     expect((error as ReauthorizationRequiredError).clientMayBeRefused).toBe(false);
     expect((error as Error).message).not.toContain("client_secret");
