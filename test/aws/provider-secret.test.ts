@@ -142,6 +142,18 @@ describe("ProviderSecretClient", () => {
     expect(error).toBeInstanceOf(SecretStoreError);
     expect((error as Error).message).toBe("GetSecretValue on the provider secret failed: ENOTFOUND");
   });
+
+  it("names a failure with no name by its code, one with an empty code by its name, one with neither as unknown", async () => {
+    const { client, secrets } = setup();
+    // What a handler may reject with is not always an Error.
+    const notAnError = (thrown: object) => thrown as Error;
+    secrets.failNext("GetSecretValue", notAnError({ code: "ECONNRESET" }));
+    await expect(client.getValue()).rejects.toThrow("GetSecretValue on the provider secret failed: ECONNRESET");
+    secrets.failNext("GetSecretValue", Object.assign(new Error("socket hang up"), { code: "" }));
+    await expect(client.getValue()).rejects.toThrow(/^GetSecretValue on the provider secret failed: Error$/);
+    secrets.failNext("GetSecretValue", notAnError({}));
+    await expect(client.getValue()).rejects.toThrow(/^GetSecretValue on the provider secret failed: unknown error$/);
+  });
 });
 
 describe("ProviderSecretClient on an answer the SDK cannot parse", () => {
