@@ -127,6 +127,13 @@ describe("ProviderSecretClient", () => {
     expect(secrets.calls.filter((c) => c.operation === "PutSecretValue")).toHaveLength(0);
   });
 
+  it("holds a read to its pacer too: a read the pacer does not start fails with no time left and sends nothing", async () => {
+    const { client, secrets } = setup();
+    const error = await client.read(undefined, { beforeCall: async () => false }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ operation: "GetSecretValue", attempts: 0, message: "GetSecretValue on the provider secret failed: NoTimeLeft" });
+    expect(secrets.calls.filter((c) => c.operation === "GetSecretValue")).toHaveLength(0);
+  });
+
   it("counts the attempts in the message only when retries ran out: a throttled call then refused fails as refused", async () => {
     const { client, secrets } = setup();
     secrets.failNext("GetSecretValue", awsError("ThrottlingException", 400, true));
