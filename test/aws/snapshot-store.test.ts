@@ -1,4 +1,5 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { inspect } from "node:util";
 import { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -120,6 +121,35 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
         attributes: { key: "transaction:huge", compressedBytes: stored.Item?.truncatedFromBytes },
       },
     ]);
+  });
+
+  it("keeps an object that gzips to 390 KiB whole and stores one a byte larger hash-only, leaving room for the item's keys", async () => {
+    // Text that does not compress, made from a fixed seed so the sizes below are the same on every run.
+    const noise = Array.from({ length: 12_500 }, (_, i) => createHash("sha256").update(`seed-${i}`).digest("base64")).join("");
+    const sized = (length: number) => ({ id: "edge", blob: noise.slice(0, length) });
+    const gzipped = (length: number) => gzipSync(JSON.stringify(sized(length))).byteLength;
+    // The shortest blob whose object gzips to at least `bytes`.
+    const reaching = (bytes: number) => {
+      let low = 0;
+      let high = noise.length;
+      while (low < high) {
+        const middle = (low + high) >> 1;
+        if (gzipped(middle) < bytes) low = middle + 1;
+        else high = middle;
+      }
+      return low;
+    };
+    const limit = 390 * 1024;
+    const [fits, over] = [reaching(limit), reaching(limit + 1)];
+    expect([gzipped(fits), gzipped(over)]).toEqual([limit, limit + 1]);
+    const kept = snapshot("transaction:gz-fits", sized(fits));
+    const cut = snapshot("transaction:gz-over", sized(over));
+    await store().putMany([kept, cut]);
+    const found = await store().getMany([kept.key, cut.key]);
+    expect(found.get(kept.key)).toEqual(kept);
+    expect(found.get(cut.key)).toEqual({ ...cut, object: TRUNCATED_SNAPSHOT_OBJECT });
+    const stored = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: `SNAP#acme#${cut.key}`, sk: "SNAP" } }));
+    expect(stored.Item?.truncatedFromBytes).toBe(limit + 1);
   });
 
   it("stores an object above 2 KB gzip-compressed and one of 2 KB or less as JSON text", async () => {
