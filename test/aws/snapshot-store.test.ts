@@ -331,6 +331,15 @@ describe("DynamoSnapshotStore batching and retries", () => {
     mock.restore();
   });
 
+  it("hands its logger to its batch calls: a retried batch is warned of", async () => {
+    const mock = mockClient(doc);
+    mock.on(BatchWriteCommand).rejectsOnce(Object.assign(new Error("throughput exceeded"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: {} })).resolves({});
+    const logger = new RecordingLogger();
+    await new DynamoSnapshotStore({ doc, tableName: "t", tenant: "acme", clock: new FakeClock(), backoff: { random: () => 0.5 }, logger }).putMany([snapshot("card:a", {})]);
+    expect(logger.lines.map((line) => line.message)).toEqual(["DynamoDB batch call throttled or failed, retrying"]);
+    mock.restore();
+  });
+
   it("starts no batch after one failed, and reports the failure only once the batches in flight have ended", async () => {
     const mock = mockClient(doc);
     let calls = 0;
