@@ -166,6 +166,14 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect(await store().getMany([small.key, above.key])).toEqual(new Map([[small.key, small], [above.key, above]]));
   });
 
+  it("compresses above the threshold it is given instead of the 2 KB default", async () => {
+    const small = snapshot("transaction:low-threshold", { id: "x", note: "n".repeat(64) });
+    await new DynamoSnapshotStore({ doc: table.doc, tableName: table.tableName, tenant: "acme", compressAboveBytes: 16 }).putMany([small]);
+    const raw = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: `SNAP#acme#${small.key}`, sk: "SNAP" } }));
+    expect(raw.Item?.objz).toBeInstanceOf(Uint8Array);
+    expect((await store().getMany([small.key])).get(small.key)).toEqual(small);
+  });
+
   it("keeps an object whose JSON is above the item limit whole when it fits compressed, not hash-only", async () => {
     // ~480 KB of JSON that gzips to a few KB: only the compressed size decides whether the object is kept.
     const lineItems = Array.from({ length: 8_000 }, (_, i) => ({ id: `li_${i}`, description: "Office supplies", amount: 12.5 }));
