@@ -222,14 +222,12 @@ export class SecretsManagerTokenStore implements TokenStore {
     }
     // An item of another version (a re-authorized secret) says nothing of this family, its scope included.
     if (item === undefined || (!bound && held === undefined)) return tokens;
-    if (!bound || item.accessToken === undefined) {
-      return item.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
-    }
+    const withScope = item.scope !== undefined ? { ...tokens, scope: item.scope } : tokens;
+    if (!bound || item.accessToken === undefined) return withScope;
     return {
-      ...tokens,
+      ...withScope,
       accessToken: item.accessToken,
       ...(item.accessTokenExpiresAt !== undefined ? { accessTokenExpiresAt: item.accessTokenExpiresAt } : {}),
-      ...(item.scope !== undefined ? { scope: item.scope } : {}),
     };
   }
 
