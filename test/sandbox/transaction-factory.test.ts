@@ -16,10 +16,12 @@ function firstCompany(seed: number): CompanyData {
   return data;
 }
 
+/** A transaction made now, as the control surface makes one (live spend, not seeded history). */
+const MADE_NOW = { timeMs: NOW, createdAt: new Date(NOW).toISOString(), syncStatus: "not_synced", nowMs: NOW, live: true } as const;
+
 /** Money back made now (control surface) for `parent`, stored as the sandbox stores it. */
 function giveBack(data: CompanyData, parent: TransactionRecord, category: "refund" | "reversal"): TransactionRecord | undefined {
-  const createdAt = new Date(NOW).toISOString();
-  const tx = data.factory.create({ category, parent, timeMs: NOW, createdAt, syncStatus: "not_synced", nowMs: NOW, live: true });
+  const tx = data.factory.create({ category, parent, ...MADE_NOW });
   if (tx !== undefined) data.transactions.add(tx);
   return tx;
 }
@@ -60,8 +62,7 @@ describe("money back asked for with no purchase to give back", () => {
     // The same company with no transactions yet: there is no purchase a refund or reversal could name.
     const data: CompanyData = { ...seeded, transactions: new TransactionStore() };
     const factory = new TransactionFactory(data, new Prng(9), 1, seeded.users[0]!);
-    const createdAt = new Date(NOW).toISOString();
-    const tx = factory.create({ category, timeMs: NOW, createdAt, syncStatus: "not_synced", nowMs: NOW, live: true });
+    const tx = factory.create({ category, ...MADE_NOW });
     expect(tx).toMatchObject({ transaction_category: "purchase", parent_qashio_id: null, transaction_type: "debit" });
   });
 });
@@ -206,7 +207,7 @@ describe("cash withdrawals made now by a Saudi company", () => {
     // Every other card's account out of money: the withdrawal can go on this one alone.
     for (const other of data.cards) if (other !== card) other.pendingAuthorisations = 1e9;
     expect(canSpendNow(card, data, "cash_withdrawal", NOW)).toBe(allowed);
-    const tx = data.factory.create({ category: "cash_withdrawal", timeMs: NOW, createdAt: new Date(NOW).toISOString(), syncStatus: "not_synced", nowMs: NOW, live: true });
+    const tx = data.factory.create({ category: "cash_withdrawal", ...MADE_NOW });
     expect(tx === undefined ? undefined : [tx.card_external_id, tx.merchant_country, tx.mcc_code]).toEqual(allowed ? [card.id, "SA", "6011"] : undefined);
   });
 });
@@ -216,7 +217,7 @@ describe("a factory made over a store already holding purchases", () => {
     const data = firstCompany(5);
     const recent = data.transactions.all().filter((t) => t.transaction_category === "purchase").slice(-20).map((t) => t.qashio_id);
     const factory = new TransactionFactory(data, new Prng(9), 1, data.users[0]!);
-    const tx = factory.create({ category: "refund", timeMs: NOW, createdAt: new Date(NOW).toISOString(), syncStatus: "not_synced", nowMs: NOW, live: true });
+    const tx = factory.create({ category: "refund", ...MADE_NOW });
     expect([tx?.transaction_category, recent.includes(String(tx?.parent_qashio_id))]).toEqual(["refund", true]);
   });
 });
