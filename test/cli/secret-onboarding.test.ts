@@ -278,7 +278,8 @@ describe("secretRegion", () => {
 describe("openTokenLease", () => {
   beforeEach(() => mock.reset());
   const LEASE = leaseNames.tokenRefresh("acme");
-  const tagged = () => mock.on(DescribeSecretCommand).resolves({ Tags: [{ Key: "qashio-bridge:tenant", Value: "acme" }, { Key: "qashio-bridge:lease-table", Value: "Table-1" }] });
+  const TAGGED = { Tags: [{ Key: "qashio-bridge:tenant", Value: "acme" }, { Key: "qashio-bridge:lease-table", Value: "Table-1" }] };
+  const tagged = () => mock.on(DescribeSecretCommand).resolves(TAGGED);
   /** A table client that grants every lease call but those `refuse` throws for; records the leases put. */
   function leaseTable(refuse: (command: object) => Promise<void> | void = () => undefined) {
     const puts: Record<string, unknown>[] = [];
@@ -308,7 +309,7 @@ describe("openTokenLease", () => {
 
   it("retries a throttled DescribeSecret with the retry it is given", async () => {
     const { clock, retry } = retrying();
-    mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves({ Tags: [{ Key: "qashio-bridge:tenant", Value: "acme" }, { Key: "qashio-bridge:lease-table", Value: "Table-1" }] });
+    mock.on(DescribeSecretCommand).rejectsOnce(throttled()).resolves(TAGGED);
     const lease = await openTokenLease(secrets, ARN, { dynamo: leaseTable().doc, clock: new FakeClock(), warn: () => undefined, retry });
     expect(lease?.name).toBe(LEASE);
     expect(clock.sleeps).toHaveLength(1);
