@@ -473,6 +473,20 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(lossy.sent()).toBe(3);
   });
 
+  it("rejects with its put's own error, not that of giving back what it may hold, when both fail", async () => {
+    const lost = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+    const denied = Object.assign(new Error("not allowed"), { name: "AccessDeniedException" });
+    const sent: unknown[] = [];
+    const doc = {
+      send: async (command: unknown) => {
+        sent.push(command);
+        throw command instanceof PutCommand ? lost : denied;
+      },
+    } as unknown as DynamoDBDocumentClient;
+    await expect(new DynamoLeaseLock({ doc, tableName: table.tableName }).tryAcquire("acme#unreachable", 60_000)).rejects.toBe(lost);
+    expect(sent.map((command) => command instanceof DeleteCommand)).toEqual([false, true]);
+  });
+
   it("keeps a renewed lease past its first expiry, until now plus the renewal's ttl, and hands it over from that very millisecond", async () => {
     const clock = new FakeClock();
     const lease = await lockWith(clock).tryAcquire("acme#renewed", 1_000);
