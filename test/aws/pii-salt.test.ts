@@ -114,7 +114,7 @@ describe("PiiSaltGuard, what it records and says", () => {
     const item = (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: piiSaltItemKey(tenant), ConsistentRead: true }))).Item;
     expect(item).toEqual({ ...piiSaltItemKey(tenant), fingerprint: piiSaltFingerprint(SALT), recordedAt: "2026-03-01T12:00:00.000Z" });
     const logger = options.logger as RecordingLogger;
-    expect(logger.lines.map((l) => l.message)).toEqual(["Recorded the PII salt's fingerprint"]);
+    expect(logger.lines.map((l) => [l.level, l.message])).toEqual([["info", "Recorded the PII salt's fingerprint"]]);
     expect(JSON.stringify(logger.lines)).not.toContain(SALT);
   });
 
@@ -124,7 +124,7 @@ describe("PiiSaltGuard, what it records and says", () => {
     const options = optionsOf(SALT);
     await new PiiSaltGuard(options).check(async () => false);
     expect(await recorded()).toBe(piiSaltFingerprint(SALT));
-    expect((options.logger as RecordingLogger).lines.map((l) => l.message)).toEqual(["Recorded the new PII salt's fingerprint (the table holds no snapshots)"]);
+    expect((options.logger as RecordingLogger).lines.map((l) => [l.level, l.message])).toEqual([["info", "Recorded the new PII salt's fingerprint (the table holds no snapshots)"]]);
     const again = optionsOf(SALT);
     await new PiiSaltGuard(again).check(async () => true);
     expect((again.logger as RecordingLogger).lines).toEqual([]);
