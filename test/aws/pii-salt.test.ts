@@ -150,9 +150,12 @@ describe("PiiSaltGuard, what it records and says", () => {
     for (const get of gets) expect((get as GetCommand).input.ConsistentRead).toBe(true);
   });
 
-  it("refuses an item without a fingerprint as corrupt rather than taking it as none", async () => {
+  it.each([
+    ["without a fingerprint", {}],
+    ["whose fingerprint is no text", { fingerprint: 1234 }],
+  ])("refuses an item %s as corrupt rather than taking it as none or as another salt", async (_, fields) => {
     const { tenant, guard } = setup();
-    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...piiSaltItemKey(tenant), recordedAt: "2026-03-01T12:00:00.000Z" } }));
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...piiSaltItemKey(tenant), ...fields, recordedAt: "2026-03-01T12:00:00.000Z" } }));
     const error = await guard(SALT)
       .check(async () => true)
       .catch((e: unknown) => e);
