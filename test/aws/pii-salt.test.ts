@@ -130,11 +130,11 @@ describe("PiiSaltGuard, what it records and says", () => {
     expect((again.logger as RecordingLogger).lines).toEqual([]);
   });
 
-  it("reads and writes nothing in a mode other than hash, whatever salt the secret holds", async () => {
+  it("reads and writes nothing in a mode other than hash, whatever salt the secret holds, nor under hash without a salt", async () => {
     const { optionsOf, record, recorded } = setup();
     await record(OTHER);
     const send = vi.spyOn(table.doc, "send");
-    for (const mode of ["full", "redact"] as const) await new PiiSaltGuard({ ...optionsOf(SALT), pii: { mode, salt: SALT } }).check(async () => true);
+    for (const pii of [{ mode: "full", salt: SALT }, { mode: "redact", salt: SALT }, { mode: "hash" }] as const) await new PiiSaltGuard({ ...optionsOf(SALT), pii }).check(async () => true);
     expect(send).not.toHaveBeenCalled();
     send.mockRestore();
     expect(await recorded()).toBe(piiSaltFingerprint(OTHER));
