@@ -1099,6 +1099,24 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("says 0 s of the invocation were left, not a negative count, when a slow Secrets Manager call took it past its end", async () => {
+    // 5 s left at entry; the context counts down with the clock, as Lambda's does.
+    const endsAt = h.clock.now() + 5_000;
+    const context = { ...lambdaContext(), getRemainingTimeInMillis: () => endsAt - h.clock.now() };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    // The invocation's first read of the secret answers 10 s late: 5 s past the invocation's end.
+    const slow = h.secrets.holdNext("GetSecretValue");
+    const creating = h.rotator()(eventFor(token, "createSecret"), context).catch((e: unknown) => e);
+    await slow.reached;
+    h.sandbox.control.advanceClock(10);
+    slow.release();
+    const error = await creating;
+    expect(error).toBeInstanceOf(RotationError);
+    expect((error as Error).message).toMatch(/not started: 0 s of the invocation were left/);
+    expect(h.refreshTokensPresented).toEqual([]);
+  });
+
   it("bounds its refresh by half the lease counted from when it asked for it, not from a slow answer", async () => {
     // The lease's put answers 10 s late: the lease runs from the ask, so the refresh has 5 s of its first half left.
     const lease = countingLeaseTries(() => h.sandbox.control.advanceClock(10));
