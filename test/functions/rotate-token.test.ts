@@ -974,6 +974,20 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.tokenStore().revokedVersion()).toBeDefined();
   });
 
+  it("fails a later step whose read of the rotation's version fails for another reason than not found, instead of taking it for a skipped rotation", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    // The step's first read, of the rotation's version, is denied: nothing says createSecret skipped.
+    h.secrets.failNext("GetSecretValue", awsError("AccessDeniedException"));
+    await expect(rotator(eventFor(token, "testSecret"))).rejects.toMatchObject({ name: "SecretStoreError", message: expect.stringContaining("GetSecretValue") });
+    expect(h.output.join("\n")).not.toContain("testSecret: skipped");
+    // Secrets Manager's retry tests the token.
+    await rotator(eventFor(token, "testSecret"));
+    expect(h.output.join("\n")).not.toContain("testSecret: skipped");
+  });
+
   it("refuses an event for another secret", async () => {
     const rotator = h.rotator();
     await expect(rotator({ SecretId: "arn:aws:secretsmanager:eu-west-1:1:secret:other", ClientRequestToken: "t", Step: "createSecret" })).rejects.toBeInstanceOf(
