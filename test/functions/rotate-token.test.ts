@@ -440,6 +440,23 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
   });
 
+  it("refreshes at testSecret an empty stored access token, as an absent one, instead of presenting it to the provider", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    // Its expiry still ahead: only the empty token tells it cannot be validated.
+    await h.table.doc.send(
+      new UpdateCommand({ TableName: h.table.tableName, Key: accessTokenItemKey(TENANT), UpdateExpression: "SET accessToken = :empty", ExpressionAttributeValues: { ":empty": "" } }),
+    );
+    expect((await h.tokenStore().load())?.accessToken).toBe("");
+    const presented = h.refreshTokensPresented.length;
+    await rotator(eventFor(token, "testSecret"));
+    expect(h.refreshTokensPresented).toHaveLength(presented + 1);
+    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
+    expect((await h.tokenStore().load())?.accessToken).not.toBe("");
+  });
+
   /** The shared access token's expiry forgotten, as stored for a provider that sends no JWT times and no `expires_in`. */
   async function forgetAccessTokenExpiry(): Promise<void> {
     await h.table.doc.send(new UpdateCommand({ TableName: h.table.tableName, Key: accessTokenItemKey(TENANT), UpdateExpression: "REMOVE accessTokenExpiresAt" }));
