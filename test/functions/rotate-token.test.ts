@@ -1111,19 +1111,26 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("counts the time its invocation spent before createSecret against it: a slow Secrets Manager call leaves the refresh too little", async () => {
-    // 5 s more than a refresh needs at entry; the context counts down with the clock, as Lambda's does.
-    const endsAt = h.clock.now() + TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS + 5_000;
+  /**
+   * createSecret's outcome when the invocation had `leftMs` at entry and its first read of the secret answered 10 s
+   * late; the context counts down with the clock, as Lambda's does.
+   */
+  async function createSecretAfterSlowFirstRead(leftMs: number): Promise<unknown> {
+    const endsAt = h.clock.now() + leftMs;
     const context = { ...lambdaContext(), getRemainingTimeInMillis: () => endsAt - h.clock.now() };
     const token = randomUUID();
     h.secrets.startRotation(token);
-    // The invocation's first read of the secret answers 10 s late.
     const slow = h.secrets.holdNext("GetSecretValue");
     const creating = h.rotator()(eventFor(token, "createSecret"), context).catch((e: unknown) => e);
     await slow.reached;
     h.sandbox.control.advanceClock(10);
     slow.release();
-    const error = await creating;
+    return creating;
+  }
+
+  it("counts the time its invocation spent before createSecret against it: a slow Secrets Manager call leaves the refresh too little", async () => {
+    // 5 s more than a refresh needs at entry.
+    const error = await createSecretAfterSlowFirstRead(TOKEN_LEASE_TTL_MS + REFRESH_TIMEOUT_MARGIN_MS + 5_000);
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started: 40 s of the invocation were left/);
     expect(h.refreshTokensPresented).toEqual([]);
@@ -1131,18 +1138,8 @@ describe("rotate-token handler with too little of its invocation left (a Lambda 
   });
 
   it("says 0 s of the invocation were left, not a negative count, when a slow Secrets Manager call took it past its end", async () => {
-    // 5 s left at entry; the context counts down with the clock, as Lambda's does.
-    const endsAt = h.clock.now() + 5_000;
-    const context = { ...lambdaContext(), getRemainingTimeInMillis: () => endsAt - h.clock.now() };
-    const token = randomUUID();
-    h.secrets.startRotation(token);
-    // The invocation's first read of the secret answers 10 s late: 5 s past the invocation's end.
-    const slow = h.secrets.holdNext("GetSecretValue");
-    const creating = h.rotator()(eventFor(token, "createSecret"), context).catch((e: unknown) => e);
-    await slow.reached;
-    h.sandbox.control.advanceClock(10);
-    slow.release();
-    const error = await creating;
+    // 5 s left at entry: the slow read ends 5 s past the invocation's end.
+    const error = await createSecretAfterSlowFirstRead(5_000);
     expect(error).toBeInstanceOf(RotationError);
     expect((error as Error).message).toMatch(/not started: 0 s of the invocation were left/);
     expect(h.refreshTokensPresented).toEqual([]);
