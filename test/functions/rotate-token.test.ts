@@ -140,6 +140,9 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(h.secrets.current()).toMatchObject({ client_id: "sandbox-client", pii_salt: expect.any(String) });
     expect(h.output.join("\n")).toContain("createSecret: refreshed the provider token and wrote it as AWSCURRENT");
+    // setSecret has nothing to do: it logs so, and does not run createSecret again.
+    expect(h.output.join("\n")).toContain("setSecret: nothing to set, the provider issued the token");
+    expect(h.output.join("\n")).not.toContain("createSecret: version already written");
     expect(await h.familyStillValid()).toBe(true);
   });
 
