@@ -174,6 +174,18 @@ describe("DynamoSnapshotStore on DynamoDB Local", () => {
     expect((await store().getMany([small.key])).get(small.key)).toEqual(small);
   });
 
+  it("measures the threshold in UTF-8 bytes, as DynamoDB sizes an item, not in characters of the JSON", async () => {
+    // 1,100 two-byte characters: about 1.1 K characters of JSON, but about 2.2 KB of it.
+    const accented = snapshot("transaction:accented", { id: "x", note: "é".repeat(1_100) });
+    const json = JSON.stringify(accented.object);
+    expect([json.length <= 2_048, Buffer.byteLength(json) > 2_048]).toEqual([true, true]);
+    await store().putMany([accented]);
+    const raw = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: `SNAP#acme#${accented.key}`, sk: "SNAP" } }));
+    expect(raw.Item?.objz).toBeInstanceOf(Uint8Array);
+    expect(raw.Item?.obj).toBeUndefined();
+    expect((await store().getMany([accented.key])).get(accented.key)).toEqual(accented);
+  });
+
   it("keeps an object whose JSON is above the item limit whole when it fits compressed, not hash-only", async () => {
     // ~480 KB of JSON that gzips to a few KB: only the compressed size decides whether the object is kept.
     const lineItems = Array.from({ length: 8_000 }, (_, i) => ({ id: `li_${i}`, description: "Office supplies", amount: 12.5 }));
