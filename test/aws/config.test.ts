@@ -299,16 +299,16 @@ describe("loadConfig", () => {
   });
 
   it("refuses an EVENT_BUS_NAME the tenants file would refuse (neither a bus name nor a bus ARN), naming it, before every publish fails on it", () => {
-    for (const bus of ["bridge bus", "x".repeat(257), "arn:aws:events:eu-west-1:123456789012:rule/bridge", "arn:aws:events:eu-west-1:1234:event-bus/b"]) {
+    for (const bus of ["bridge bus", "x".repeat(257), "arn:aws:events:eu-west-1:123456789012:rule/bridge", "arn:aws:events:eu-west-1:1234:event-bus/b", "arn:aws:events:eu-west-1:12345678901:event-bus/b", "arn:aws:events:eu-west-1:123456789012:event-bus/", "finance/bus"]) {
       expect(() => loadConfig({ ...valid, EVENT_BUS_NAME: bus })).toThrow(/^Invalid function environment: EVENT_BUS_NAME must be an event bus name or ARN$/);
     }
-    for (const bus of ["b", "x".repeat(256), "acme.finance-bus_1", "arn:aws:events:eu-west-1:123456789012:event-bus/finance"]) {
+    for (const bus of ["b", "x".repeat(256), "acme.finance-bus_1", "arn:aws:events:eu-west-1:123456789012:event-bus/finance", "arn:aws-cn:events:cn-north-1:123456789012:event-bus/finance"]) {
       expect(loadConfig({ ...valid, EVENT_BUS_NAME: ` ${bus} ` }).eventBusName).toBe(bus);
     }
   });
 
   it("refuses a SECRET_ID that is neither a secret name nor a secret ARN, naming it, before every token read fails on it", () => {
-    for (const secret of ["acme token", "x".repeat(513), "arn:aws:secretsmanager:eu-west-1:123456789012:acme", "arn:aws:kms:eu-west-1:123456789012:secret:acme"]) {
+    for (const secret of ["acme token", "x".repeat(513), "arn:aws:secretsmanager:eu-west-1:123456789012:acme", "arn:aws:kms:eu-west-1:123456789012:secret:acme", "arn:aws:secretsmanager:eu-west-1:1234:secret:acme", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme token"]) {
       expect(() => loadConfig({ ...valid, SECRET_ID: secret })).toThrow(/^Invalid function environment: SECRET_ID must be a Secrets Manager secret name or ARN$/);
     }
     for (const secret of ["s", "x".repeat(512), "qashio/acme_token+1=a.b@c-d", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-AbCdEf"]) {
