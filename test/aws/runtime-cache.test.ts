@@ -37,8 +37,8 @@ function containerOptions() {
 }
 
 /** Puts new provider credentials in the secret, and lets the store's cached copy of the old ones run out. */
-async function rotateCredentials(secrets: FakeSecretsManager, clock: FakeClock): Promise<void> {
-  await secrets.client.send(new PutSecretValueCommand({ SecretId: SECRET_ID, SecretString: JSON.stringify({ ...PROVIDER_SECRET, client_secret: "rotated" }) }));
+async function rotateCredentials(secrets: FakeSecretsManager, clock: FakeClock, changed: Partial<typeof PROVIDER_SECRET> = { client_secret: "rotated" }): Promise<void> {
+  await secrets.client.send(new PutSecretValueCommand({ SecretId: SECRET_ID, SecretString: JSON.stringify({ ...PROVIDER_SECRET, ...changed }) }));
   clock.advance(DEFAULT_SECRET_CACHE_TTL_MS + 1);
 }
 
@@ -71,6 +71,18 @@ describe("RuntimeCache", () => {
     expect(handOver.mock.calls.map(([successor]) => successor)).toEqual([a.tokenProvider]);
     expect(await cache.get(options)).toBe(a);
   });
+
+  it.each([{ client_id: "cid-2" }, { pii_salt: "salt-fedcba9876543210" }, { refresh_token: "rt-2" }])(
+    "rebuilds for a changed client id or PII salt, and keeps the runtime for a new refresh token alone (%j)",
+    async (changed) => {
+      const { clock, secrets, options } = containerOptions();
+      const cache = new RuntimeCache();
+      const old = await cache.get(options);
+      await rotateCredentials(secrets, clock, changed);
+      const next = await cache.get(options);
+      expect(next === old).toBe("refresh_token" in changed);
+    },
+  );
 
   it("answers the next invocation after one whose get failed: a failed secret read does not stick to the cache", async () => {
     const { secrets, options } = containerOptions();
