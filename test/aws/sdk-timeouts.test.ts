@@ -9,7 +9,7 @@ import { SecretStoreError } from "../../shared/aws/errors.js";
 import { EventBridgePublisher } from "../../shared/aws/event-publisher.js";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { isRetryableAwsError } from "../../shared/aws/retry.js";
-import { SDK_TIMEOUTS, defaultAwsClients, type AwsClients } from "../../shared/aws/runtime.js";
+import { SDK_TIMEOUTS, defaultAwsClients, sdkClientConfig, type AwsClients } from "../../shared/aws/runtime.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -80,6 +80,10 @@ const event = {
 } satisfies Parameters<EventBridgePublisher["publish"]>[0][number];
 
 describe("defaultAwsClients", () => {
+  it("bounds connecting and answering each by its own timeout (a connection that never opens fails at connectionTimeoutMs)", () => {
+    expect(sdkClientConfig(SHORT)).toMatchObject({ maxAttempts: SHORT.maxAttempts, requestHandler: { connectionTimeout: 1_000, requestTimeout: 150, throwOnRequestTimeout: true } });
+  });
+
   it.each([
     ["DynamoDB", (c: AwsClients) => [c.dynamo, () => c.dynamo.send(new DescribeTableCommand({ TableName: "t" }))] as const],
     ["EventBridge", (c: AwsClients) => [c.eventBridge, () => c.eventBridge.send(new PutEventsCommand({ Entries: [{ Detail: "{}" }] }))] as const],
