@@ -134,6 +134,16 @@ describe("PowertoolsMetricsAdapter", () => {
     expect(units).toEqual([[{ Name: "CycleDurationMs", Unit: "Milliseconds" }], [{ Name: "SyncLagSeconds", Unit: "Seconds" }]]);
   });
 
+  it("keeps data points of one name and dimension set apart when their units differ, each in its own unit", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("CycleDurationMs", 10, "Milliseconds", { type: "list" });
+    adapter.add("CycleDurationMs", 2, "Seconds", { type: "list" });
+    adapter.flush();
+    const points = lines.map((l) => [l.CycleDurationMs, (l._aws as { CloudWatchMetrics: { Metrics: { Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics[0]?.Unit]);
+    expect(points).toEqual([[10, "Milliseconds"], [2, "Seconds"]]);
+  });
+
   it("adds a data point given an empty dimension set to the invocation's buffer, as one given none", () => {
     const { metrics, lines } = capture();
     const adapter = new PowertoolsMetricsAdapter(metrics);
