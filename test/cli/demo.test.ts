@@ -463,17 +463,22 @@ describe("the bridge demo's deposits", () => {
 });
 
 /**
- * Seams that limit every card of the demo's company to one purchase ever at `maxAmount` (whose raise is about twice it),
- * so no card can buy once it bought; `onSandbox` also sees the sandbox.
+ * Seams that limit every card of the demo's company to `maxAmount` in at most `frequency` purchases ever (0: any number);
+ * `onSandbox` also sees the sandbox.
  */
-function everyCardLimitedToOnePurchase(maxAmount: number, onSandbox: (sandbox: Sandbox) => void = () => undefined): DemoSeams {
+function everyCardLimitedEver(maxAmount: number, frequency: number, onSandbox: (sandbox: Sandbox) => void = () => undefined): DemoSeams {
   return {
     onSandbox: (sandbox) => {
       const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
-      for (const card of data?.cards ?? []) card.spendLimit = { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount, frequency: 1 };
+      for (const card of data?.cards ?? []) card.spendLimit = { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount, frequency };
       onSandbox(sandbox);
     },
   };
+}
+
+/** Every card limited to one purchase ever at `maxAmount` (whose raise is about twice it), so no card can buy once it bought. */
+function everyCardLimitedToOnePurchase(maxAmount: number, onSandbox?: (sandbox: Sandbox) => void): DemoSeams {
+  return everyCardLimitedEver(maxAmount, 1, onSandbox);
 }
 
 describe("the bridge demo's spend limit raises", () => {
@@ -488,6 +493,17 @@ describe("the bridge demo's spend limit raises", () => {
     expect(card?.spendLimit.maxAmount).toBe(ISSUER_MAX_SPEND_LIMIT);
     // The demo reads cards as the default BRIDGE_CARD_DETAILS (false) does: a limit raised is no card event.
     expect(stdout).not.toContain("card.updated");
+  });
+
+  it("give a limit its amount stops, not its count, a full window's count again: twice the count it had", async () => {
+    // An amount below any purchase's, and a count of purchases no card's history comes near.
+    let sandbox: Sandbox | undefined;
+    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedEver(1, 1_000, (s) => (sandbox = s)) });
+    expect(code, stderr).toBe(EXIT.ok);
+    const raised = /spend limit of card (\S+) raised in the dashboard/.exec(stdout)?.[1];
+    expect(raised, stdout).toBeDefined();
+    const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
+    expect(card?.spendLimit.frequency).toBe(2_000);
   });
 
   it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
