@@ -317,6 +317,23 @@ describe("bridge demo's events", () => {
   });
 });
 
+describe("bridge demo's events' tenant", () => {
+  it("is demo, on every event the events file holds", async () => {
+    const { code, stderr, eventsFile, dir } = await demo({ cycles: 1, keep: true });
+    try {
+      expect(code, stderr).toBe(EXIT.ok);
+      const tenants = (await readFile(eventsFile, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { detail: { tenant: string } }).detail.tenant);
+      expect(tenants.length).toBeGreaterThan(0);
+      expect(new Set(tenants)).toEqual(new Set(["demo"]));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("what the bridge demo remembers to aim its activity at", () => {
   function event(type: string, id: number, object: Record<string, unknown>, subjectType: "transaction" | "card" = "transaction"): BridgeEvent {
     return {
