@@ -360,6 +360,18 @@ describe("what the bridge demo remembers to aim its activity at", () => {
     expect([...seen.approvals.keys()]).toEqual(["tx-998", "tx-999", "tx-1000"]);
   });
 
+  it("is, unless told, as many purchases and transactions as README says the demo remembers", async () => {
+    const readme = await readFile(join(ROOT, "README.md"), "utf8");
+    const said = Number(/the demo remembers only the (\d+) most recent purchases and transactions it saw/.exec(readme)?.[1]);
+    expect(said).toBeGreaterThan(0);
+    const seen = new SeenTransactions();
+    for (let id = 0; id <= said; id++) seen.remember(purchase(id));
+    expect(seen.purchases).toHaveLength(said);
+    expect(seen.purchases[0]?.id).toBe("tx-1");
+    expect(seen.approvals.size).toBe(said);
+    expect(seen.approvals.has("tx-0")).toBe(false);
+  });
+
   it("updates a transaction seen again in place (the oldest first seen goes first), and remembers only new purchases as purchases", () => {
     const seen = new SeenTransactions(3);
     [1, 2, 3].forEach((id) => seen.remember(purchase(id)));
