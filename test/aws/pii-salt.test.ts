@@ -193,6 +193,8 @@ describe("holdsSnapshots", () => {
   const storeOf = (pages: readonly Snapshot[][]) => ({
     scans: [] as SnapshotScanOptions[],
     async scan(options: SnapshotScanOptions): Promise<SnapshotPage> {
+      // A walk that lost its cursor would loop on microtasks alone, where no test timeout fires: fail it instead.
+      if (this.scans.length >= pages.length) throw new Error(`scanned past the last of ${pages.length} pages`);
       this.scans.push(options);
       const index = options.cursor === undefined ? 0 : Number(options.cursor);
       const snapshots = pages[index] ?? [];
