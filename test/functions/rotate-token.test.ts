@@ -584,6 +584,30 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("refreshes after a 401 when the token set a poller stored while testSecret waited for the lease has no access token to test", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    for (const step of steps.slice(0, 2)) await h.rotator()(eventFor(token, step));
+    await forgetAccessTokenExpiry();
+    h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/oauth2/validate", status: 401, count: 1 });
+    const held = await contender().tryAcquire(REFRESH_LEASE, TOKEN_LEASE_TTL_MS);
+    expect(held).toBeDefined();
+    const lease = countingLeaseTries();
+    const testing = h.rotator({ clients: lease.clients })(eventFor(token, "testSecret"));
+    expect(await eventually(async () => lease.tries() > 0)).toBe(true);
+    // The lease's holder refreshes meanwhile and stores the new refresh token only (its answer was not a token set).
+    const polled = await refresh(sandboxOAuth(), (await h.tokenStore().load())?.refreshToken ?? "");
+    await h.tokenStore().save({ refreshToken: polled.refresh_token });
+    expect((await h.tokenStore().load())?.accessToken).toBeUndefined();
+    const presented = h.refreshTokensPresented.length;
+    await held?.release();
+    // A token set that changed is not enough: with no access token to test, the step refreshes and tests the new one.
+    await testing;
+    expect(h.refreshTokensPresented.slice(presented)).toEqual([polled.refresh_token]);
+    expect(h.output.join("\n")).toContain("testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token");
+    expect(await h.familyStillValid()).toBe(true);
+  });
+
   it("fails testSecret when the provider answers the stored access token with active false", async () => {
     const token = randomUUID();
     h.secrets.startRotation(token);
