@@ -40,6 +40,9 @@ const REFRESH_LEASE = leaseNames.tokenRefresh(TENANT);
 /** The first log line with `message`, parsed (undefined when none was logged). */
 const logged = (message: string) => h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === message);
 
+/** How many times the version `token` was read (a GetSecretValue of that VersionId). */
+const versionReads = (token: string) => h.secrets.calls.filter((call) => call.operation === "GetSecretValue" && call.input.VersionId === token).length;
+
 /** The sandbox's token endpoint, reached as the deployed secret's client. */
 const sandboxOAuth = () => ({ baseUrl: SANDBOX_IN_PROCESS_URL, clientId: "sandbox-client", clientSecret: "sandbox-secret", fetch: h.sandbox.fetch });
 
@@ -313,7 +316,10 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     h.secrets.startRotation(token);
     const rotator = h.rotator();
     await rotator(eventFor(token, "createSecret"));
+    const reads = versionReads(token);
     await rotator(eventFor(token, "createSecret"));
+    // The skip check read the version; its AWSCURRENT label then tells createSecret it is written, with no second read.
+    expect(versionReads(token) - reads).toBe(1);
     expect(h.refreshTokensPresented).toHaveLength(1);
     expect(h.secrets.stagesOf(token)).toEqual(["AWSCURRENT", "AWSPENDING"]);
   });
@@ -327,8 +333,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     await slowWrite.reached;
     const second = h.rotator()(eventFor(token, "createSecret"));
     // Each invocation reads the rotation's version twice (skip check, then createSecret): the second found it empty.
-    const versionReads = () => h.secrets.calls.filter((call) => call.operation === "GetSecretValue" && call.input.VersionId === token).length;
-    expect(await eventually(async () => versionReads() >= 4)).toBe(true);
+    expect(await eventually(async () => versionReads(token) >= 4)).toBe(true);
     slowWrite.release();
     await Promise.all([first, second]);
     expect(h.refreshTokensPresented).toHaveLength(1);
