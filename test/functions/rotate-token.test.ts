@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+import { PutSecretValueCommand, UpdateSecretVersionStageCommand } from "@aws-sdk/client-secrets-manager";
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ACCESS_TOKEN_TTL_SECONDS, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
@@ -1047,6 +1047,19 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
 
   it("refuses a token that is not under rotation", async () => {
     await expect(h.rotator()(eventFor(randomUUID(), "createSecret"))).rejects.toThrow(/no stage for rotation/);
+  });
+
+  it("refuses createSecret for an empty version whose AWSPENDING was moved to another label by hand, spending nothing", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const { secretId, client } = h.secrets;
+    await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: "HELD", MoveToVersionId: token }));
+    await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: "AWSPENDING", RemoveFromVersionId: token }));
+    const error = await h.rotator()(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RotationError);
+    expect(error).toMatchObject({ step: "createSecret", message: expect.stringContaining(`Version ${token} is not AWSPENDING`) });
+    expect(h.refreshTokensPresented).toHaveLength(0);
+    expect(h.secrets.stagesOf(token)).toEqual(["HELD"]);
   });
 
   it("does nothing on a finishSecret Secrets Manager retries after the rotation completed", async () => {
