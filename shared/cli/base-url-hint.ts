@@ -1,6 +1,6 @@
 /**
  * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, a host
- * no name server knows, or a loopback port nothing listens on. Shared by the cycles' failures and authorize's code
+ * no name server knows, a port that speaks no TLS to https, or a loopback port nothing listens on. Shared by the cycles' failures and authorize's code
  * exchange; light to load (no engine).
  */
 import { causeMatching } from "../bridge/errors.js";
@@ -17,8 +17,9 @@ const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
 /**
  * A hint for a failure that most likely comes of the base URL `baseUrl`, held by `setting` (QASHIO_BASE_URL, or the
  * QASHIO_*_URL a named environment reads, which is the one to check): its token endpoint answered as no OAuth server
- * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, or it is a loopback address
- * that refused the connection (the sandbox not started, or another port); else empty. Without it, a cycle's failure
+ * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, its port answered an https
+ * connection with no TLS handshake, or it is a loopback address that refused the connection (the sandbox not started,
+ * or another port); else empty. Without it, a cycle's failure
  * says only that the next cycle resumes.
  *
  * @example
@@ -41,7 +42,23 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
   // on this machine's own address, which no provider serves.
   const reason = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError)?.reason;
   if (reason === "ENOTFOUND") return `; the host of ${setting} (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
+  if (reason !== undefined && NO_TLS_HANDSHAKE.has(reason)) return noTlsHint(baseUrl, setting);
   return reason === "ECONNREFUSED" ? nothingListensHint(baseUrl, setting) : "";
+}
+
+/**
+ * Reasons of an https connection the other end answered with no TLS handshake: a port serving plain http, such as the
+ * sandbox's under an `https://` typed for it. Certificate failures are not among them: those ports do speak TLS.
+ */
+const NO_TLS_HANDSHAKE: ReadonlySet<string> = new Set(["EPROTO", "ERR_SSL_WRONG_VERSION_NUMBER"]);
+
+/** For an https `baseUrl` whose port spoke no TLS: which address, and for a loopback one, the sandbox's http address. */
+function noTlsHint(baseUrl: string, setting: string): string {
+  const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  if (url === undefined) return "";
+  const address = `${url.hostname}:${portOf(url)}`;
+  const sandbox = isLoopbackHost(url.hostname) ? ` (the sandbox serves plain http: http://${address})` : "";
+  return `; ${address}, where ${setting} points, answered no TLS handshake: is its port one that serves https?${sandbox}`;
 }
 
 /** The port `url` connects to: its own, else its scheme's (443 for https, 80 for http). */

@@ -86,6 +86,16 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     expect(error.message).toContain(`nothing listens on ${host}:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010; it listens on 127.0.0.1 only)`);
   });
 
+  it.each([
+    ["https://127.0.0.1:4010", "127.0.0.1:4010", " (the sandbox serves plain http: http://127.0.0.1:4010)"],
+    ["https://provider.example", "provider.example:443", ""],
+  ])("says an https QASHIO_BASE_URL (%s) got no TLS handshake (EPROTO: a plain http port), not only the code", async (baseUrl, address, sandbox) => {
+    const error = await cliErrorOf(unanswered("EPROTO"), { ...bridgeWith(false), baseUrl } as LocalBridge);
+    expect(error).toBeInstanceOf(CycleFailedError);
+    expect(error.exitCode).toBe(EXIT.failed);
+    expect(error.message).toContain(`(EPROTO)); ${address}, where QASHIO_BASE_URL points, answered no TLS handshake: is its port one that serves https?${sandbox}`);
+  });
+
   it("says nothing of the sandbox for a loopback address that reset the connection, which a running one may do", async () => {
     const error = await cliErrorOf(unanswered("ECONNRESET"), { ...bridgeWith(false), baseUrl: "http://127.0.0.1:4010" } as LocalBridge);
     expect(error.message).not.toContain("sandbox");
