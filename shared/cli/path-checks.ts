@@ -104,7 +104,10 @@ export function stateDirProblem(stateDir: string): string | undefined {
   const state = statOf(stateDir);
   if (state === undefined) return creationProblem(stateDir);
   if (!state.isDirectory()) return `must be a directory, but ${stateDir} is a file`;
-  return notWritable(stateDir, constants.W_OK | constants.X_OK) ?? stateEntriesProblem(stateDir);
+  // The bridge's own directory, so the way in is named (chmod, or chown for another owner's), as for its entries; no
+  // guess at a run under sudo, which the way in tells apart from a mode of the user's own.
+  const shut = accessProblem(stateDir, constants.W_OK | constants.X_OK, "writable", { hint: "", need: "read and write" });
+  return shut ?? stateEntriesProblem(stateDir);
 }
 
 /** Entries of the state directory's listing named in {@link foreignStateDirProblem}; the rest are counted. */

@@ -81,11 +81,11 @@ describe("path checks of paths this user may not read", () => {
     readOnly.under = undefined;
   });
 
-  it("name a state directory this user may write but not enter", async () => {
+  it("name a state directory this user may write but not enter, and the way in (README: the message names the fix)", async () => {
     const state = join(dir, "state");
-    await mkdir(state);
+    await mkdir(state, { mode: 0o700 });
     readOnly.unenterable.add(state);
-    expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}`);
+    expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}: this user may not enter ${state} (mode 0700); run \`chmod u+rwx ${state}\``);
   });
 
   it("name a state directory entry left unreadable, hinting at a run as another user", async () => {
