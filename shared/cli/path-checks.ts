@@ -49,7 +49,7 @@ function notWritable(path: string, mode: number): string | undefined {
  * (see `deniedAccessOf` in access-advice.ts).
  */
 function ownPathProblem(path: string, mode: number): string | undefined {
-  return accessProblem(path, mode, "readable and writable", { hint: LEFT_BY_ANOTHER_USER, need: "read and write" });
+  return accessProblem(path, mode, "readable and writable", { hint: leftByAnotherUser(path), need: "read and write" });
 }
 
 /**
@@ -302,16 +302,28 @@ function stateEntriesProblem(stateDir: string): string | undefined {
   return undefined;
 }
 
-/** The likeliest cause of a state entry, or an events file, this user may not use, said right after its path. */
-const LEFT_BY_ANOTHER_USER = " (left by a run as another user, such as under sudo?)";
+/**
+ * The likeliest cause of a state entry, or an events file, this user may not use, said right after its path: a run as
+ * another user, such as under sudo. Not for a path this user owns, which no other user's run left so; empty then.
+ */
+function leftByAnotherUser(path: string): string {
+  const uid = modeCheckingUid();
+  let owner: number | undefined;
+  try {
+    owner = statSync(path).uid;
+  } catch {
+    // Not to be seen (a directory on the way shut): its owner is unknown, and the guess stays.
+  }
+  return uid !== undefined && owner === uid ? "" : " (left by a run as another user, such as under sudo?)";
+}
 
 /**
  * Why this user may not read `file` of the state directory, worded as the cycle's own read errors word it
- * ({@link unreadableProblem}: mode, owner and the fix) with {@link LEFT_BY_ANOTHER_USER}; undefined when it may.
+ * ({@link unreadableProblem}: mode, owner and the fix) with {@link leftByAnotherUser}; undefined when it may.
  */
 function unreadableStateFileProblem(file: string): string | undefined {
   const refusal = accessRefusal(file, constants.R_OK);
-  return refusal === undefined ? undefined : deniedProblem(file, refusal, "read", LEFT_BY_ANOTHER_USER);
+  return refusal === undefined ? undefined : deniedProblem(file, refusal, "read", leftByAnotherUser(file));
 }
 
 /**
@@ -324,7 +336,7 @@ function unreadableFileIn(dir: string): string | undefined {
   try {
     names = readdirSync(dir);
   } catch (error) {
-    return deniedProblem(dir, error, "checked", LEFT_BY_ANOTHER_USER);
+    return deniedProblem(dir, error, "checked", leftByAnotherUser(dir));
   }
   for (const name of names) {
     // A temporary file of an interrupted write is never read: it is swept.

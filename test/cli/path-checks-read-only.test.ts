@@ -88,7 +88,7 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}: this user may not enter ${state} (mode 0700); run \`chmod u+rwx ${state}\``);
   });
 
-  it("name a state directory entry left unreadable, hinting at a run as another user", async () => {
+  it("name a state directory entry of this user's own left unreadable, with no guess at a run as another user (it would own it)", async () => {
     const state = join(dir, "state");
     await mkdir(state);
     const tokens = join(state, "tokens.json");
@@ -99,12 +99,12 @@ describe("path checks of paths this user may not read", () => {
   });
 
   /**
-   * What the cycle's own read errors say of `file` (unreadableProblem), the hint right after the path: the file is this
-   * user's own (the test made it), so its mode alone and the chmod that lets this user read it.
+   * What the cycle's own read errors say of `file` (unreadableProblem): the file is this user's own (the test made it),
+   * so no guess at a run as another user, its mode alone and the chmod that lets this user read it.
    */
   function unreadableMessage(file: string, mode: string): string {
     return (
-      `cannot be read by this user (EACCES): ${file} (left by a run as another user, such as under sudo?): ` +
+      `cannot be read by this user (EACCES): ${file}: ` +
       `this user may not read ${file} (mode ${mode}); run \`chmod u+r ${file}\``
     );
   }
@@ -135,7 +135,7 @@ describe("path checks of paths this user may not read", () => {
     await chmod(denied, 0o500);
     readOnly.unreadable.add(denied);
     expect(stateDirProblem(state)).toBe(
-      `is not readable and writable by this user (EACCES): ${denied} (left by a run as another user, such as under sudo?): ` +
+      `is not readable and writable by this user (EACCES): ${denied}: ` +
         `this user may not read and write ${denied} (mode 0500); run \`chmod u+rwx ${denied}\``,
     );
   });
@@ -154,7 +154,7 @@ describe("path checks of paths this user may not read", () => {
     await chmod(events, 0o200);
     readOnly.unreadable.add(events);
     expect(eventsFileProblem(events)).toBe(
-      `is not readable and writable by this user (EACCES): ${events} (left by a run as another user, such as under sudo?): this user may not read and write ${events} (mode 0200); run \`chmod u+rw ${events}\``,
+      `is not readable and writable by this user (EACCES): ${events}: this user may not read and write ${events} (mode 0200); run \`chmod u+rw ${events}\``,
     );
   });
 });
