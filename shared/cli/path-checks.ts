@@ -428,6 +428,11 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
+  // Said of the directory, not of the file the setting names; its rights are its owner's to give (a shared log
+  // directory is no place for a chown), so the fix is another path.
+  if (accessRefusal(dir, constants.W_OK | constants.X_OK)?.code === "EACCES") {
+    return `cannot be created: this user may not write its directory ${dir} (EACCES); point BRIDGE_EVENTS_FILE into a directory this user may write`;
+  }
   return notWritable(dir, constants.W_OK | constants.X_OK) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
 }
 

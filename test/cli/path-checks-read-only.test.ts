@@ -148,6 +148,15 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBeUndefined();
   });
 
+  it("name the directory a new events file cannot be created in as such, and what to set instead", async () => {
+    const shut = join(dir, "shared-logs");
+    await mkdir(shut);
+    readOnly.unenterable.add(shut);
+    expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
+      `cannot be created: this user may not write its directory ${shut} (EACCES); point BRIDGE_EVENTS_FILE into a directory this user may write`,
+    );
+  });
+
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
