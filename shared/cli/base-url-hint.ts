@@ -1,7 +1,7 @@
 /**
  * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, a host
- * no name server knows, a port that speaks no TLS to https, or a loopback port nothing listens on. Shared by the cycles' failures and authorize's code
- * exchange; light to load (no engine).
+ * no name server knows, a port that speaks no TLS to https, or a loopback port nothing listens on. Shared by the
+ * cycles' failures and authorize's code exchange; light to load (no engine).
  */
 import { causeMatching } from "../bridge/errors.js";
 import { TOKEN_PATH } from "../qashio/auth/oauth.js";
@@ -19,8 +19,7 @@ const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
  * QASHIO_*_URL a named environment reads, which is the one to check): its token endpoint answered as no OAuth server
  * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, its port answered an https
  * connection with no TLS handshake, or it is a loopback address that refused the connection (the sandbox not started,
- * or another port); else empty. Without it, a cycle's failure
- * says only that the next cycle resumes.
+ * or another port); else empty. Without it, a cycle's failure says only that the next cycle resumes.
  *
  * @example
  * ```ts
