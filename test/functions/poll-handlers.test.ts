@@ -100,6 +100,21 @@ describe("poll-transactions handler", () => {
     expect(h.pendingAtProvider()).toBe(0);
   });
 
+  it("warns through the function's logger of an event reduced to fit the bus and of a snapshot too large for its item, stored hash-only", async () => {
+    const target = company().transactions.all().find((t) => t.client_sync_status === "not_synced");
+    if (target === undefined) throw new Error("no pending transaction");
+    // Random text barely compresses: the line items make the event too large until trimmed, the snapshot too large gzipped.
+    const lineItems = Array.from({ length: 1_500 }, (_, i) => ({ id: `li_${i}`, description: randomBytes(300).toString("base64"), amount: i }));
+    h.sandbox.control.state.patchTransaction(company(), target.id, { line_items: lineItems });
+    expect(await h.poller("transactions")()).toMatchObject({ status: "completed", quarantined: 0 });
+    const docs = h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const warned = (message: string) => docs.find((doc) => doc["message"] === message);
+    // The invocation's own logger (its request id, the tenant key), not a silent default.
+    const invocation = { level: "WARN", tenant: TENANT, function_request_id: expect.any(String) };
+    expect(warned("Event reduced to fit EventBridge's entry limit")).toMatchObject({ ...invocation, type: "transaction.created" });
+    expect(warned("Snapshot too large for DynamoDB even compressed; stored hash-only")).toMatchObject({ ...invocation, compressedBytes: expect.any(Number) });
+  });
+
   it("rides out provider faults (500 on a list, 429 on acknowledge) within the cycle", async () => {
     h.sandbox.control.state.faults.add({ method: "GET", pathPrefix: "/public/v1/erp/transactions", status: 500, count: 2 });
     h.sandbox.control.state.faults.add({ method: "POST", pathPrefix: "/public/v1/erp/transactions", status: 429, count: 1, retryAfter: 1 });
