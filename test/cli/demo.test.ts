@@ -395,7 +395,9 @@ describe("what the bridge demo remembers to aim its activity at", () => {
     // Under the demo's own bound every id it remembers is still held; at 5 the sandbox forgets the seed's acknowledged
     // transactions after the first cycle, and most of what the demo remembers soon after.
     const cycles = 100;
-    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles, keep: true, seams: { retainTransactions: 5 } });
+    let demoSandbox: Sandbox | undefined;
+    const seams = { retainTransactions: 5, onSandbox: (s: Sandbox) => (demoSandbox = s) };
+    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles, keep: true, seams });
     try {
       expect(code, stderr).toBe(EXIT.ok);
       expect(stderr).toBe("");
@@ -421,6 +423,9 @@ describe("what the bridge demo remembers to aim its activity at", () => {
       expect(rounds).toHaveLength(cycles - 1);
       expect(new Set(created).size).toBe(created.length);
       expect(created).toHaveLength(made);
+      // The ground of the claim: the sandbox forgot most of them, the demo's targets among them.
+      const transactions = demoSandbox?.control.company(demoSandbox.control.companies()[0]?.id ?? "")?.transactions;
+      expect(created.filter((id) => transactions?.get(id) !== undefined).length).toBeLessThan(made / 2);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
