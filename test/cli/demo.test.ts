@@ -494,6 +494,25 @@ describe("the bridge demo's deposits", () => {
     expect(stdout).toContain("stopped after 11 cycles");
     expect(stdout).not.toContain("deposit of");
   });
+
+  it("are none when the cards spent nothing since the last one: no deposit of 0, which the sandbox refuses", async () => {
+    // No card to buy on (every one terminated) and nothing for the bridge to hand on (the seed's transactions all
+    // acknowledged), so no purchase to refund either: round 10 comes with exactly 0 spent.
+    const seams: DemoSeams = {
+      onSandbox: (sandbox) => {
+        const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
+        for (const card of data?.cards ?? []) card.status = "Terminated";
+        for (const tx of data?.transactions.all() ?? []) data?.transactions.setSyncStatus(tx, "synced");
+      },
+    };
+    const { code, stdout, stderr } = await demo({ cycles: 10, seams });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toBe("");
+    const rounds = stdout.split("\n").filter((l) => l.includes("sandbox activity: "));
+    expect(rounds).toHaveLength(9);
+    for (const round of rounds) expect(round).toMatch(/sandbox activity: 0 new purchases(, \d+ purchases? cleared)?$/);
+    expect(stdout).toContain("stopped after 10 cycles");
+  });
 });
 
 /**
