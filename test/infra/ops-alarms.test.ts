@@ -538,6 +538,23 @@ describe("cycle alarms follow the tenant's schedule", () => {
   });
 });
 
+describe("what an alarm's description tells the operator it reaches", () => {
+  it("names what each heartbeat counts and every way its cycles can stop", () => {
+    const fast = alarmsIn(fastGlobexTemplate());
+    expect(fast("Heartbeat").AlarmDescription).toContain(
+      "none of its cycles runs (schedules disabled or deleted, or EventBridge Scheduler cannot invoke it).",
+    );
+    // A heartbeat on a cycle metric names the metric to graph, and a cause Invocations cannot have: invocations that
+    // fail before their cycle starts.
+    expect(fast("Heartbeat-PollCards").AlarmDescription).toContain(
+      "(FullCardWalks): its schedule is disabled or deleted, EventBridge Scheduler cannot invoke it, or every invocation fails before the cycle starts.",
+    );
+    expect(fast("Heartbeat-SuspendedCards").AlarmDescription).toContain(
+      "(FastPathCardWalks): it is disabled or deleted, EventBridge Scheduler cannot invoke its function, or every tick fails before the cycle starts.",
+    );
+  });
+});
+
 describe("the alarms on plain bridge metrics", () => {
   afterEach(() => vi.unstubAllEnvs());
 
