@@ -553,6 +553,17 @@ describe("what an alarm's description tells the operator it reaches", () => {
       "(FastPathCardWalks): it is disabled or deleted, EventBridge Scheduler cannot invoke its function, or every tick fails before the cycle starts.",
     );
   });
+
+  it("says what still works and what does not while the alarm is on", () => {
+    const globex = alarmsOfGlobexEvery(2, 30);
+    expect(globex("TokenFamilyRevoked").AlarmDescription).toContain("the provider revoked the token family; polling stopped until re-authorization.");
+    expect(globex("TokenSecretWriteFailed").AlarmDescription).toContain("polling goes on, but the secret must be made writable again.");
+    expect(globex("AcknowledgeRefused").AlarmDescription).toContain(
+      "their events are published, but they stay unsynced at the provider and are pulled again every cycle.",
+    );
+    const [unread] = alarmsNamed(exampleStacks().acme.template, "QashioBridge-acme-sandbox-CardDetailsUnread");
+    expect(String(unread?.["AlarmDescription"])).toContain("those cards were taken as listed, so their limit changes are not seen until a read works.");
+  });
 });
 
 describe("the alarms on plain bridge metrics", () => {
