@@ -622,7 +622,7 @@ describe("the alarms on plain bridge metrics", () => {
 });
 
 type DeadLetterAlarm = AlarmProperties & {
-  Metrics: { Id: string; Expression?: string; ReturnData?: boolean; MetricStat?: { Metric: Record<string, unknown>; Period: number; Stat: string } }[];
+  Metrics: { Id: string; Expression?: string; Label?: string; ReturnData?: boolean; MetricStat?: { Metric: Record<string, unknown>; Period: number; Stat: string } }[];
 };
 
 /**
@@ -696,6 +696,11 @@ describe("a webhook queue's alarm on messages held or events EventBridge could n
     expect(expression).toMatch(/\bfailed\b/);
     const called = [...expression.matchAll(/\b([A-Z_]+)\s*\(/g)].map((m) => m[1]);
     expect(called.filter((name) => NOT_FOR_ALARMS.includes(name as string))).toEqual([]);
+  });
+
+  it("labels the sum it alarms on as the queue's messages held or lost, the line the alarm's graph shows", () => {
+    const watched = webhookAlarm().Metrics.filter((m) => m.ReturnData === true);
+    expect(watched.map((m) => m.Label)).toEqual(["Webhook-erp messages held or lost"]);
   });
 
   it("fills both terms of its sum with 0: a queue EventBridge cannot write to may send no depth at all", () => {
