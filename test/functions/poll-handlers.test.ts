@@ -431,6 +431,16 @@ describe("poll-transactions handler", () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
   });
 
+  it("runs a cycle of one kind while the other kind's cycle holds its lease: each kind has a lease of its own", async () => {
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    const transactionsCycle = await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000);
+    expect(await h.poller("cards")()).toMatchObject({ kind: "cards", status: "completed" });
+    await transactionsCycle?.release();
+    const cardsCycle = await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 60_000);
+    expect(await h.poller("transactions")()).toMatchObject({ kind: "transactions", status: "completed" });
+    await cardsCycle?.release();
+  });
+
   it("logs a warm skipped invocation, which emits no metric, in structured JSON only, Powertools' own warning at debug level", async () => {
     expect((await h.poller("transactions")()).status).toBe("completed");
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
