@@ -429,11 +429,12 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
   // Said of the directory, not of the file the setting names; its rights are its owner's to give (a shared log
-  // directory is no place for a chown), so the fix is another path.
-  if (accessRefusal(dir, constants.W_OK | constants.X_OK)?.code === "EACCES") {
-    return `cannot be created: this user may not write its directory ${dir} (EACCES); point BRIDGE_EVENTS_FILE into a directory this user may write`;
+  // directory is no place for a chown), so the fix is another path. EPERM: an immutable directory (chattr +i).
+  const refused = accessRefusal(dir, constants.W_OK | constants.X_OK)?.code;
+  if (refused === "EACCES" || refused === "EPERM") {
+    return `cannot be created: this user may not write its directory ${dir} (${refused}); point BRIDGE_EVENTS_FILE into a directory this user may write`;
   }
-  return notWritable(dir, constants.W_OK | constants.X_OK) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+  return (refused === undefined ? undefined : notWritable(dir, constants.W_OK | constants.X_OK)) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
 }
 
 /**

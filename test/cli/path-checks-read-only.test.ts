@@ -10,7 +10,12 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
 
-const readOnly = vi.hoisted(() => ({ under: undefined as string | undefined, unreadable: new Set<string>(), unenterable: new Set<string>() }));
+const readOnly = vi.hoisted(() => ({
+  under: undefined as string | undefined,
+  unreadable: new Set<string>(),
+  unenterable: new Set<string>(),
+  immutable: new Set<string>(),
+}));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -23,6 +28,10 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     if (readOnly.unenterable.has(String(path)) && (mode ?? 0) & fs.constants.X_OK) {
       throw Object.assign(new Error(`EACCES: permission denied, access '${String(path)}'`), { code: "EACCES" });
+    }
+    // An immutable directory (chattr +i): access(2) answers EPERM for writing, whoever asks.
+    if (readOnly.immutable.has(String(path)) && (mode ?? 0) & fs.constants.W_OK) {
+      throw Object.assign(new Error(`EPERM: operation not permitted, access '${String(path)}'`), { code: "EPERM" });
     }
     fs.accessSync(path, mode);
   }) as typeof fs.accessSync;
@@ -38,6 +47,7 @@ afterEach(async () => {
   readOnly.under = undefined;
   readOnly.unreadable.clear();
   readOnly.unenterable.clear();
+  readOnly.immutable.clear();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -154,6 +164,15 @@ describe("path checks of paths this user may not read", () => {
     readOnly.unenterable.add(shut);
     expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
       `cannot be created: this user may not write its directory ${shut} (EACCES); point BRIDGE_EVENTS_FILE into a directory this user may write`,
+    );
+  });
+
+  it("name an immutable directory a new events file cannot be created in as such too (EPERM, not EACCES)", async () => {
+    const shut = join(dir, "immutable-logs");
+    await mkdir(shut);
+    readOnly.immutable.add(shut);
+    expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
+      `cannot be created: this user may not write its directory ${shut} (EPERM); point BRIDGE_EVENTS_FILE into a directory this user may write`,
     );
   });
 
