@@ -1,6 +1,6 @@
 /**
  * What a failed provider call says of QASHIO_BASE_URL: a token endpoint that answered as no OAuth server does, a host
- * no name server knows, a port that speaks no TLS to https, or a loopback port nothing listens on. Shared by the
+ * no name server knows, a port that completes no TLS handshake, or a loopback port nothing listens on. Shared by the
  * cycles' failures and authorize's code exchange; light to load (no engine).
  */
 import { causeMatching } from "../bridge/errors.js";
@@ -17,8 +17,8 @@ const NO_TOKEN_ENDPOINT = new Set([301, 302, 303, 307, 308, 404, 405, 501]);
 /**
  * A hint for a failure that most likely comes of the base URL `baseUrl`, held by `setting` (QASHIO_BASE_URL, or the
  * QASHIO_*_URL a named environment reads, which is the one to check): its token endpoint answered as no OAuth server
- * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, its port answered an https
- * connection with no TLS handshake, or it is a loopback address that refused the connection (the sandbox not started,
+ * does (a redirect, 404, 405, 501, or a body that is not JSON), its host is not found, an https connection to it
+ * completed no TLS handshake, or it is a loopback address that refused the connection (the sandbox not started,
  * or another port); else empty. Without it, a cycle's failure says only that the next cycle resumes.
  *
  * @example
@@ -46,18 +46,20 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
 }
 
 /**
- * Reasons of an https connection the other end answered with no TLS handshake: a port serving plain http, such as the
- * sandbox's under an `https://` typed for it. Certificate failures are not among them: those ports do speak TLS.
+ * Reasons of an https connection that completed no TLS handshake: a port serving plain http, such as the sandbox's
+ * under an `https://` typed for it, or a TLS server too old for this client (TLS 1.0 only), which this client's
+ * transport reports with the same EPROTO; fetch names the former ERR_SSL_WRONG_VERSION_NUMBER. Certificate failures
+ * are not among them: they have codes of their own.
  */
 const NO_TLS_HANDSHAKE: ReadonlySet<string> = new Set(["EPROTO", "ERR_SSL_WRONG_VERSION_NUMBER"]);
 
-/** For an https `baseUrl` whose port spoke no TLS: which address, and for a loopback one, the sandbox's http address. */
+/** For an https `baseUrl` that completed no TLS handshake: which address, and for a loopback one, the sandbox's http address. */
 function noTlsHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined) return "";
   const address = `${url.hostname}:${portOf(url)}`;
   const sandbox = isLoopbackHost(url.hostname) ? ` (the sandbox serves plain http: http://${address})` : "";
-  return `; ${address}, where ${setting} points, answered no TLS handshake: is its port one that serves https?${sandbox}`;
+  return `; ${address}, where ${setting} points, completed no TLS handshake: does its port serve https, with TLS 1.2 or later?${sandbox}`;
 }
 
 /** The port `url` connects to: its own, else its scheme's (443 for https, 80 for http). */

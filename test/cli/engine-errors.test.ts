@@ -86,14 +86,19 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     expect(error.message).toContain(`nothing listens on ${host}:4010, where QASHIO_BASE_URL points: is the sandbox running? (npm run sandbox -- --port 4010; it listens on 127.0.0.1 only)`);
   });
 
+  // This client's transport (node-transport.ts) reports EPROTO both for a plain http port and for a TLS server too old
+  // for it (TLS 1.0 only), on Node 20 and 24 alike; fetch reports the former as ERR_SSL_WRONG_VERSION_NUMBER.
   it.each([
-    ["https://127.0.0.1:4010", "127.0.0.1:4010", " (the sandbox serves plain http: http://127.0.0.1:4010)"],
-    ["https://provider.example", "provider.example:443", ""],
-  ])("says an https QASHIO_BASE_URL (%s) got no TLS handshake (EPROTO: a plain http port), not only the code", async (baseUrl, address, sandbox) => {
-    const error = await cliErrorOf(unanswered("EPROTO"), { ...bridgeWith(false), baseUrl } as LocalBridge);
+    ["EPROTO", "https://127.0.0.1:4010", "127.0.0.1:4010", " (the sandbox serves plain http: http://127.0.0.1:4010)"],
+    ["EPROTO", "https://provider.example", "provider.example:443", ""],
+    ["ERR_SSL_WRONG_VERSION_NUMBER", "https://localhost:4010", "localhost:4010", " (the sandbox serves plain http: http://localhost:4010)"],
+  ])("says an https QASHIO_BASE_URL got no TLS handshake (%s, %s: a plain http port, or TLS too old), not only the code", async (reason, baseUrl, address, sandbox) => {
+    const error = await cliErrorOf(unanswered(reason), { ...bridgeWith(false), baseUrl } as LocalBridge);
     expect(error).toBeInstanceOf(CycleFailedError);
     expect(error.exitCode).toBe(EXIT.failed);
-    expect(error.message).toContain(`(EPROTO)); ${address}, where QASHIO_BASE_URL points, answered no TLS handshake: is its port one that serves https?${sandbox}`);
+    expect(error.message).toContain(
+      `(${reason})); ${address}, where QASHIO_BASE_URL points, completed no TLS handshake: does its port serve https, with TLS 1.2 or later?${sandbox}`,
+    );
   });
 
   it("says nothing of the sandbox for a loopback address that reset the connection, which a running one may do", async () => {
