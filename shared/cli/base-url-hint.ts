@@ -57,8 +57,13 @@ const NO_TLS_HANDSHAKE: ReadonlySet<string> = new Set(["EPROTO", "ERR_SSL_WRONG_
 function noTlsHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined) return "";
-  const address = `${url.hostname}:${portOf(url)}`;
-  const sandbox = isLoopbackHost(url.hostname) ? ` (the sandbox serves plain http: http://${address})` : "";
+  const port = portOf(url);
+  const address = `${url.hostname}:${port}`;
+  const sandbox = !isLoopbackHost(url.hostname)
+    ? ""
+    : reachesSandbox(url.hostname)
+      ? ` (the sandbox serves plain http: http://${address})`
+      : ` (the sandbox serves plain http on 127.0.0.1 only: http://127.0.0.1:${port})`;
   return `; ${address}, where ${setting} points, completed no TLS handshake: does its port serve https, with TLS 1.2 or later?${sandbox}`;
 }
 
@@ -72,7 +77,11 @@ function nothingListensHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined || !isLoopbackHost(url.hostname)) return "";
   const port = portOf(url);
-  // `npm run sandbox` binds 127.0.0.1 alone: one running answers nothing on [::1] or another 127.x address.
-  const only = url.hostname === "127.0.0.1" || url.hostname === "localhost" ? "" : "; it listens on 127.0.0.1 only";
+  const only = reachesSandbox(url.hostname) ? "" : "; it listens on 127.0.0.1 only";
   return `; nothing listens on ${url.hostname}:${port}, where ${setting} points: is the sandbox running? (npm run sandbox -- --port ${port}${only})`;
+}
+
+/** Whether a sandbox running on this machine answers at loopback host `hostname`: `npm run sandbox` binds 127.0.0.1 alone, not [::1] or another 127.x address. */
+function reachesSandbox(hostname: string): boolean {
+  return hostname === "127.0.0.1" || hostname === "localhost";
 }

@@ -92,6 +92,8 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     ["EPROTO", "https://127.0.0.1:4010", "127.0.0.1:4010", " (the sandbox serves plain http: http://127.0.0.1:4010)"],
     ["EPROTO", "https://provider.example", "provider.example:443", ""],
     ["ERR_SSL_WRONG_VERSION_NUMBER", "https://localhost:4010", "localhost:4010", " (the sandbox serves plain http: http://localhost:4010)"],
+    // The sandbox binds 127.0.0.1 alone: what answered on [::1] is not it.
+    ["EPROTO", "https://[::1]:4010", "[::1]:4010", " (the sandbox serves plain http on 127.0.0.1 only: http://127.0.0.1:4010)"],
   ])("says an https QASHIO_BASE_URL got no TLS handshake (%s, %s: a plain http port, or TLS too old), not only the code", async (reason, baseUrl, address, sandbox) => {
     const error = await cliErrorOf(unanswered(reason), { ...bridgeWith(false), baseUrl } as LocalBridge);
     expect(error).toBeInstanceOf(CycleFailedError);
