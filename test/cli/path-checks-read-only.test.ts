@@ -158,21 +158,16 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBeUndefined();
   });
 
-  it("name the directory a new events file cannot be created in as such, and what to set instead", async () => {
+  // EPERM: an immutable directory (chattr +i), which no user may write.
+  it.each([
+    ["EACCES", readOnly.unenterable],
+    ["EPERM", readOnly.immutable],
+  ] as const)("name the directory a new events file cannot be created in as such (%s), and what to set instead", async (code, refusing) => {
     const shut = join(dir, "shared-logs");
     await mkdir(shut);
-    readOnly.unenterable.add(shut);
+    refusing.add(shut);
     expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
-      `cannot be created: this user may not write its directory ${shut} (EACCES); point BRIDGE_EVENTS_FILE into a directory this user may write`,
-    );
-  });
-
-  it("name an immutable directory a new events file cannot be created in as such too (EPERM, not EACCES)", async () => {
-    const shut = join(dir, "immutable-logs");
-    await mkdir(shut);
-    readOnly.immutable.add(shut);
-    expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
-      `cannot be created: this user may not write its directory ${shut} (EPERM); point BRIDGE_EVENTS_FILE into a directory this user may write`,
+      `cannot be created: this user may not write its directory ${shut} (${code}); point BRIDGE_EVENTS_FILE into a directory this user may write`,
     );
   });
 
