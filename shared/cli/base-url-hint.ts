@@ -53,7 +53,10 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
  */
 const NO_TLS_HANDSHAKE: ReadonlySet<string> = new Set(["EPROTO", "ERR_SSL_WRONG_VERSION_NUMBER"]);
 
-/** For an https `baseUrl` that completed no TLS handshake: which address, and for a loopback one, the sandbox's http address. */
+/**
+ * For an https `baseUrl` that completed no TLS handshake: which address, and for a loopback one, the sandbox's http
+ * address.
+ */
 function noTlsHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined) return "";
@@ -81,7 +84,10 @@ function nothingListensHint(baseUrl: string, setting: string): string {
   return `; nothing listens on ${url.hostname}:${port}, where ${setting} points: is the sandbox running? (npm run sandbox -- --port ${port}${only})`;
 }
 
-/** Whether a sandbox running on this machine answers at loopback host `hostname`: `npm run sandbox` binds 127.0.0.1 alone, not [::1] or another 127.x address. */
+/**
+ * Whether a sandbox running on this machine answers at loopback host `hostname`: `npm run sandbox` binds 127.0.0.1
+ * alone, not [::1] or another 127.x address.
+ */
 function reachesSandbox(hostname: string): boolean {
   return hostname === "127.0.0.1" || hostname === "localhost";
 }

@@ -49,20 +49,20 @@ function notWritable(path: string, mode: number): string | undefined {
  * (see `deniedAccessOf` in access-advice.ts).
  */
 function ownPathProblem(path: string, mode: number): string | undefined {
-  return accessProblem(path, mode, "readable and writable", { hint: leftByAnotherUser(path), need: "read and write" });
+  return accessProblem(path, mode, "readable and writable", { hint: leftByAnotherUser, need: "read and write" });
 }
 
 /**
  * What access(2) refuses for `mode` on `path`, worded as a setting's problem (`what` it is not), or undefined. A
- * read-only mount is named as such (no user's rights open it); `own` adds the hint and the way in for a path of the
- * bridge's own.
+ * read-only mount is named as such (no user's rights open it); `own` adds the hint (made only for a refused path) and
+ * the way in for a path of the bridge's own.
  */
-function accessProblem(path: string, mode: number, what: string, own?: { readonly hint: string; readonly need: Need }): string | undefined {
+function accessProblem(path: string, mode: number, what: string, own?: { readonly hint?: (path: string) => string; readonly need: Need }): string | undefined {
   const code = accessRefusal(path, mode)?.code;
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
-  const problem = `is not ${what} by this user (${code}): ${path}${own?.hint ?? ""}`;
+  const problem = `is not ${what} by this user (${code}): ${path}${own?.hint?.(path) ?? ""}`;
   return own === undefined ? problem : withDeniedAccess(problem, path, code, own.need);
 }
 
@@ -106,7 +106,7 @@ export function stateDirProblem(stateDir: string): string | undefined {
   if (!state.isDirectory()) return `must be a directory, but ${stateDir} is a file`;
   // The bridge's own directory, so the way in is named (chmod, or chown for another owner's), as for its entries; no
   // guess at a run under sudo, which the way in tells apart from a mode of the user's own.
-  const shut = accessProblem(stateDir, constants.W_OK | constants.X_OK, "writable", { hint: "", need: "read and write" });
+  const shut = accessProblem(stateDir, constants.W_OK | constants.X_OK, "writable", { need: "read and write" });
   return shut ?? stateEntriesProblem(stateDir);
 }
 
