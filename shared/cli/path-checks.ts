@@ -57,8 +57,18 @@ function ownPathProblem(path: string, mode: number): string | undefined {
  * read-only mount is named as such (no user's rights open it); `own` adds the hint (made only for a refused path) and
  * the way in for a path of the bridge's own.
  */
-function accessProblem(path: string, mode: number, what: string, own?: { readonly hint?: (path: string) => string; readonly need: Need }): string | undefined {
-  const code = accessRefusal(path, mode)?.code;
+function accessProblem(path: string, mode: number, what: string, own?: OwnPath): string | undefined {
+  return refusalProblem(path, accessRefusal(path, mode)?.code, what, own);
+}
+
+/** What a path of the bridge's own adds to its refusal: the likely cause (asked only once refused) and the need. */
+interface OwnPath {
+  readonly hint?: (path: string) => string;
+  readonly need: Need;
+}
+
+/** {@link accessProblem} for the `code` access(2) already answered for `path` (undefined: no refusal). */
+function refusalProblem(path: string, code: string | undefined, what: string, own?: OwnPath): string | undefined {
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
@@ -434,7 +444,7 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   if (refused === "EACCES" || refused === "EPERM") {
     return `cannot be created: this user may not write its directory ${dir} (${refused}); point BRIDGE_EVENTS_FILE into a directory this user may write`;
   }
-  return (refused === undefined ? undefined : notWritable(dir, constants.W_OK | constants.X_OK)) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+  return refusalProblem(dir, refused, "writable") ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
 }
 
 /**
