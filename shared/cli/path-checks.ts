@@ -35,18 +35,9 @@ function accessRefusal(path: string, mode: number): NodeJS.ErrnoException | unde
 }
 
 /**
- * Why this process lacks `mode` access to `path`, worded as a setting's problem, or undefined when it has it. The
- * path may be anyone's (a parent directory), whose owner's rights are not for the bridge to hand out: the problem
- * names no fix. For a path of the bridge's own, {@link ownPathProblem}.
- */
-function notWritable(path: string, mode: number): string | undefined {
-  return accessProblem(path, mode, "writable");
-}
-
-/**
- * {@link notWritable} for a path of the bridge's own (a state entry, the events file), read and written by it alone:
- * the likely cause follows the path, and an EACCES says what shuts this user out and the way in
- * (see `deniedAccessOf` in access-advice.ts).
+ * Why this process lacks `mode` access to `path`, a path of the bridge's own (a state entry, the events file), read
+ * and written by it alone, worded as a setting's problem, or undefined when it has it: the likely cause follows the
+ * path, and an EACCES says what shuts this user out and the way in (see `deniedAccessOf` in access-advice.ts).
  */
 function ownPathProblem(path: string, mode: number): string | undefined {
   return accessProblem(path, mode, "readable and writable", { hint: leftByAnotherUser, need: "read and write" });
@@ -438,13 +429,21 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
-  // Said of the directory, not of the file the setting names; its rights are its owner's to give (a shared log
-  // directory is no place for a chown), so the fix is another path. EPERM: an immutable directory (chattr +i).
+  return eventsDirProblem(dir) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+}
+
+/**
+ * What stops an events file not made yet from being created in existing directory `dir` (its own, or its symbolic
+ * link's target's), worded as the setting's problem, or undefined. Said of the directory, not of the file the setting
+ * names; its rights are its owner's to give (a shared log directory is no place for a chown), so the fix is another
+ * path. EPERM: an immutable directory (chattr +i).
+ */
+function eventsDirProblem(dir: string): string | undefined {
   const refused = accessRefusal(dir, constants.W_OK | constants.X_OK)?.code;
   if (refused === "EACCES" || refused === "EPERM") {
     return `cannot be created: this user may not write its directory ${dir} (${refused}); point BRIDGE_EVENTS_FILE into a directory this user may write`;
   }
-  return refusalProblem(dir, refused, "writable") ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+  return refusalProblem(dir, refused, "writable");
 }
 
 /**
@@ -461,7 +460,7 @@ function danglingLinkProblem(eventsFile: string): string | undefined {
     return `is a symbolic link to ${target}, whose directory ${dir} does not exist (the bridge makes the directories of the setting's own path only): create it, or set the file's own path`;
   }
   if (!stats.isDirectory()) return `cannot be created: ${dir} (where its symbolic link points) is a file, not a directory`;
-  return notWritable(dir, constants.W_OK | constants.X_OK);
+  return eventsDirProblem(dir);
 }
 
 /**

@@ -171,6 +171,20 @@ describe("path checks of paths this user may not read", () => {
     );
   });
 
+  it.each([
+    ["EACCES", readOnly.unenterable],
+    ["EPERM", readOnly.immutable],
+  ] as const)("word the directory an events file's link points into, not made yet, as a plain new file's (%s), with what to set instead", async (code, refusing) => {
+    const shut = join(dir, "shared-logs");
+    await mkdir(shut);
+    refusing.add(shut);
+    const link = join(dir, "events.jsonl");
+    await symlink(join(shut, "events.jsonl"), link);
+    expect(eventsFileProblem(link)).toBe(
+      `cannot be created: this user may not write its directory ${shut} (${code}); point BRIDGE_EVENTS_FILE into a directory this user may write`,
+    );
+  });
+
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
