@@ -11,7 +11,7 @@ import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { isSnapshotStoreEntry } from "../local/snapshot-store.js";
 import { tokenSetOf } from "../local/token-store.js";
 import { printable } from "./terminal-text.js";
-import { deniedProblem, looseAccessProblem, modeCheckingUid, uncheckedProblem, withDeniedAccess, type LooseAccessWording, type Need } from "./access-advice.js";
+import { deniedProblem, looseAccessProblem, modeCheckingUid, shellWord, uncheckedProblem, withDeniedAccess, type LooseAccessWording, type Need } from "./access-advice.js";
 
 /** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
 export function statOf(path: string): Stats | undefined {
@@ -45,8 +45,8 @@ function ownPathProblem(path: string, mode: number): string | undefined {
 
 /**
  * What access(2) refuses for `mode` on `path`, worded as a setting's problem (`what` it is not), or undefined. A
- * read-only mount is named as such (no user's rights open it); `own` adds the hint (made only for a refused path) and
- * the way in for a path of the bridge's own.
+ * read-only mount and an immutable path are named as such (no user's rights open them); `own` adds the hint (made
+ * only for a refused path) and the way in for a path of the bridge's own.
  */
 function accessProblem(path: string, mode: number, what: string, own?: OwnPath): string | undefined {
   return refusalProblem(path, accessRefusal(path, mode)?.code, what, own);
@@ -63,6 +63,11 @@ function refusalProblem(path: string, code: string | undefined, what: string, ow
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
+  // Nor here: access(2) answers EPERM for writing an immutable file or directory (chattr +i), which no mode opens.
+  if (code === "EPERM") {
+    const word = shellWord(path);
+    return `is immutable (EPERM: no user may write it): ${path}; clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it), or use another path`;
+  }
   const problem = `is not ${what} by this user (${code}): ${path}${own?.hint?.(path) ?? ""}`;
   return own === undefined ? problem : withDeniedAccess(problem, path, code, own.need);
 }

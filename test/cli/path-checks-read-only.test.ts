@@ -98,6 +98,25 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}: this user may not enter ${state} (mode 0700); run \`chmod u+rwx ${state}\``);
   });
 
+  /** What the checks say of an immutable `path` of the bridge's own: no mode lets anyone write it, so no chmod. */
+  function immutableMessage(path: string): string {
+    return `is immutable (EPERM: no user may write it): ${path}; clear its flag with \`sudo chattr -i ${path}\` (\`lsattr -d ${path}\` shows it), or use another path`;
+  }
+
+  it("name an immutable state directory (EPERM) and a fix that opens it, not a chmod", async () => {
+    const state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+    readOnly.immutable.add(state);
+    expect(stateDirProblem(state)).toBe(immutableMessage(state));
+  });
+
+  it("name an immutable existing events file (EPERM) alike", async () => {
+    const events = join(dir, "events.jsonl");
+    await writeFile(events, "");
+    readOnly.immutable.add(events);
+    expect(eventsFileProblem(events)).toBe(immutableMessage(events));
+  });
+
   it("name a state directory entry of this user's own left unreadable, with no guess at a run as another user (it would own it)", async () => {
     const state = join(dir, "state");
     await mkdir(state);
