@@ -69,7 +69,7 @@ export type Need = "read" | "read and write";
 export function deniedAccessOf(path: string, need: Need = "read"): string | undefined {
   const closed = closedDirectoryOn(path);
   if (closed !== undefined) {
-    const way = ownedByThisUser(closed.stats) ? `run \`chmod u+rwx ${shellWord(closed.dir)}\`` : "use a path this user may enter, or run as its owner";
+    const way = ownersChmod(closed.dir, closed.stats, "rwx") ?? "use a path this user may enter, or run as its owner";
     return `this user may not enter ${closed.dir} (${modeAndOwner(closed.stats)}); ${way}`;
   }
   let stats: Stats;
@@ -81,10 +81,22 @@ export function deniedAccessOf(path: string, need: Need = "read"): string | unde
   const word = shellWord(path);
   const directory = stats.isDirectory();
   const bits = directory ? "rwx" : need === "read" ? "r" : "rw";
-  const way = ownedByThisUser(stats)
-    ? `run \`chmod u+${bits} ${word}\``
-    : `run as its owner, or give it to this user (\`sudo chown ${directory ? "-R " : ""}${modeCheckingUid() ?? "$(id -u)"} ${word}\`)`;
+  const way =
+    ownersChmod(path, stats, bits) ??
+    `run as its owner, or give it to this user (\`sudo chown ${directory ? "-R " : ""}${modeCheckingUid() ?? "$(id -u)"} ${word}\`)`;
   return `this user may not ${directory ? "read and write" : need} ${path} (${modeAndOwner(stats)}); ${way}`;
+}
+
+/**
+ * The way in to `path` when this user owns it (`stats`) and its own mode shuts this user out: the chmod giving the
+ * owner `bits` (a directory needs all of rwx, to be listed, entered and written); undefined for another user's path,
+ * whose rights are its owner's to give.
+ *
+ * @example
+ * ownersChmod("/srv/logs", stats, "rwx"); // "run `chmod u+rwx /srv/logs`"
+ */
+export function ownersChmod(path: string, stats: OwnerAndMode, bits: "r" | "rw" | "rwx"): string | undefined {
+  return ownedByThisUser(stats) ? `run \`chmod u+${bits} ${shellWord(path)}\`` : undefined;
 }
 
 /** Whether this process's user owns what `stats` describe: the effective uid, which permission checks use (as {@link modeCheckingUid}). */

@@ -11,7 +11,7 @@ import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { isSnapshotStoreEntry } from "../local/snapshot-store.js";
 import { tokenSetOf } from "../local/token-store.js";
 import { printable } from "./terminal-text.js";
-import { deniedProblem, looseAccessProblem, modeCheckingUid, shellWord, uncheckedProblem, withDeniedAccess, type LooseAccessWording, type Need } from "./access-advice.js";
+import { deniedProblem, looseAccessProblem, modeCheckingUid, ownersChmod, shellWord, uncheckedProblem, withDeniedAccess, type LooseAccessWording, type Need } from "./access-advice.js";
 
 /** The path's stats, or undefined when it does not exist; other errors (EACCES, ELOOP) throw. */
 export function statOf(path: string): Stats | undefined {
@@ -434,19 +434,22 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
-  return eventsDirProblem(dir) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+  return eventsDirProblem(dir, parent) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
 }
 
 /**
  * What stops an events file not made yet from being created in existing directory `dir` (its own, or its symbolic
- * link's target's), worded as the setting's problem, or undefined. Said of the directory, not of the file the setting
- * names; its rights are its owner's to give (a shared log directory is no place for a chown), so the fix is another
- * path. EPERM: an immutable directory (chattr +i).
+ * link's target's; `stats` its stats), worded as the setting's problem, or undefined. Said of the directory, not of
+ * the file the setting names; another user's directory has its rights for its owner to give (a shared log directory is
+ * no place for a chown), so the fix is another path; this user's own, shut by its own mode (EACCES), a chmod opens
+ * too. EPERM: an immutable directory (chattr +i), which no chmod opens.
  */
-function eventsDirProblem(dir: string): string | undefined {
+function eventsDirProblem(dir: string, stats: Stats): string | undefined {
   const refused = accessRefusal(dir, constants.W_OK | constants.X_OK)?.code;
   if (refused === "EACCES" || refused === "EPERM") {
-    return `cannot be created: this user may not write its directory ${dir} (${refused}); point BRIDGE_EVENTS_FILE into a directory this user may write`;
+    const chmod = refused === "EACCES" ? ownersChmod(dir, stats, "rwx") : undefined;
+    const way = `${chmod === undefined ? "" : `${chmod}, or `}point BRIDGE_EVENTS_FILE into a directory this user may write`;
+    return `cannot be created: this user may not write its directory ${dir} (${refused}); ${way}`;
   }
   return refusalProblem(dir, refused, "writable");
 }
@@ -465,7 +468,7 @@ function danglingLinkProblem(eventsFile: string): string | undefined {
     return `is a symbolic link to ${target}, whose directory ${dir} does not exist (the bridge makes the directories of the setting's own path only): create it, or set the file's own path`;
   }
   if (!stats.isDirectory()) return `cannot be created: ${dir} (where its symbolic link points) is a file, not a directory`;
-  return eventsDirProblem(dir);
+  return eventsDirProblem(dir, stats);
 }
 
 /**

@@ -4,7 +4,7 @@
  * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
 import type * as nodeFs from "node:fs";
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -177,31 +177,44 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBeUndefined();
   });
 
-  // EPERM: an immutable directory (chattr +i), which no user may write.
-  it.each([
-    ["EACCES", readOnly.unenterable],
-    ["EPERM", readOnly.immutable],
-  ] as const)("name the directory a new events file cannot be created in as such (%s), and what to set instead", async (code, refusing) => {
-    const shut = join(dir, "shared-logs");
-    await mkdir(shut);
-    refusing.add(shut);
-    expect(eventsFileProblem(join(shut, "events.jsonl"))).toBe(
-      `cannot be created: this user may not write its directory ${shut} (${code}); point BRIDGE_EVENTS_FILE into a directory this user may write`,
-    );
-  });
+  /**
+   * What the check says of a new events file's directory `shut` refused with `code`: the setting to change, and for
+   * `own` directory's EACCES (its own mode) the chmod that opens it, as the state directory's message words it.
+   */
+  function unwritableDirMessage(shut: string, code: string, own: boolean): string {
+    const chmod = own ? `run \`chmod u+rwx ${shut}\`, or ` : "";
+    return `cannot be created: this user may not write its directory ${shut} (${code}); ${chmod}point BRIDGE_EVENTS_FILE into a directory this user may write`;
+  }
 
-  it.each([
-    ["EACCES", readOnly.unenterable],
-    ["EPERM", readOnly.immutable],
-  ] as const)("word the directory an events file's link points into, not made yet, as a plain new file's (%s), with what to set instead", async (code, refusing) => {
-    const shut = join(dir, "shared-logs");
-    await mkdir(shut);
-    refusing.add(shut);
-    const link = join(dir, "events.jsonl");
-    await symlink(join(shut, "events.jsonl"), link);
-    expect(eventsFileProblem(link)).toBe(
-      `cannot be created: this user may not write its directory ${shut} (${code}); point BRIDGE_EVENTS_FILE into a directory this user may write`,
-    );
+  /** Where a new events file goes: in `shut` itself, or through a symbolic link beside it whose target lies in `shut`. */
+  const placings = {
+    "a new events file": async (shut: string) => join(shut, "events.jsonl"),
+    "an events file's link to a file not made yet": async (shut: string) => {
+      const link = join(dir, "events.jsonl");
+      await symlink(join(shut, "events.jsonl"), link);
+      return link;
+    },
+  };
+
+  // EPERM: an immutable directory (chattr +i), which no user may write, and no chmod opens.
+  describe.each(Object.entries(placings))("for %s", (_what, place) => {
+    it.each([
+      ["EACCES", readOnly.unenterable, true],
+      ["EPERM", readOnly.immutable, false],
+    ] as const)("name the directory it cannot be created in, this user's own (%s), and what to set instead", async (code, refusing, chmod) => {
+      const shut = join(dir, "shared-logs");
+      await mkdir(shut);
+      refusing.add(shut);
+      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, code, chmod));
+    });
+
+    it.runIf(process.geteuid?.() === 0)("name no chmod for another user's directory (EACCES): its rights are its owner's to give (staged as root, who may chown)", async () => {
+      const shut = join(dir, "shared-logs");
+      await mkdir(shut);
+      await chown(shut, 4242, 4242);
+      readOnly.unenterable.add(shut);
+      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, "EACCES", false));
+    });
   });
 
   it("name an events file this user may write but not read (the publisher reads its last byte)", async () => {

@@ -99,6 +99,13 @@ beforeAll(async () => {
   await chown(join(dir, "other-user-events.jsonl"), 1001, 1001);
   await symlink(join(dir, "other-user-events.jsonl"), join(dir, "other-user-link.jsonl"));
   await lchown(join(dir, "other-user-link.jsonl"), NOBODY, NOBODY);
+  // This user's own directory it made read-only (0500), for a new events file, named or through a link; root's 0755
+  // "root-state" stands for another user's.
+  await mkdir(join(dir, "own-read-only-logs"), { mode: 0o500 });
+  await chown(join(dir, "own-read-only-logs"), NOBODY, NOBODY);
+  await mkdir(join(dir, "own-links"), { mode: 0o700 });
+  await chown(join(dir, "own-links"), NOBODY, NOBODY);
+  await symlink(join(dir, "own-read-only-logs", "events.jsonl"), join(dir, "own-links", "events.jsonl"));
   // This user's own events files: one its group may write, one its group may only read (a consumer's group).
   for (const [name, mode] of [["group-writable-events.jsonl", 0o620], ["group-readable-events.jsonl", 0o640]] as const) {
     await writeFile(join(dir, name), "", { mode });
@@ -210,6 +217,20 @@ describe.runIf(canStage)("bridge run as a user who cannot write the configured p
     // Past the settings: the provider at 127.0.0.1:9 does not answer, so the cycle fails (exit 1), not exit 2.
     expect(accepted.stderr).not.toContain("BRIDGE_EVENTS_FILE");
     expect(accepted.code).toBe(1);
+  });
+
+  it("names the chmod for a new events file's directory of this user's own it may not write, named or through a link, and none for another user's, exit 2", async () => {
+    const own = join(dir, "own-read-only-logs");
+    const refusal = (shut: string, chmod: string): string =>
+      `BRIDGE_EVENTS_FILE: cannot be created: this user may not write its directory ${shut} (EACCES); ${chmod}point BRIDGE_EVENTS_FILE into a directory this user may write`;
+    for (const events of [["own-read-only-logs", "events.jsonl"], ["own-links", "events.jsonl"]]) {
+      const { code, stderr } = await runOnceAsNobody(["events-state"], events);
+      expect(code, events.join("/")).toBe(2);
+      expect(stderr, events.join("/")).toContain(refusal(own, `run \`chmod u+rwx ${own}\`, or `));
+    }
+    const { code, stderr } = await runOnceAsNobody(["events-state"], ["root-state", "events.jsonl"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(refusal(join(dir, "root-state"), ""));
   });
 
   it("names a state directory that cannot be created, or lies where this user cannot look, exit 2", async () => {
