@@ -47,6 +47,15 @@ describe("cliErrorOf: a refused refresh", () => {
     expect(error.message).toMatch(/^the provider revoked this integration's token family: run `npm run bridge -- authorize`/);
     expect(error.message).not.toContain("QASHIO_CLIENT_SECRET");
   });
+
+  it("words a 401 without an error code for stored tokens in full: check both first, else sign in again, then an unread seed's hint", async () => {
+    const error = await cliErrorOf(refusedRefresh(401, []), bridgeWith(false, { seedIgnoredHint: "; QASHIO_REFRESH_TOKEN is not read" }));
+    expect(error.message).toBe(
+      "the provider refused this integration's refresh token or QASHIO_CLIENT_ID / QASHIO_CLIENT_SECRET (a 401 without an error code answers both): " +
+        "if either changed, check both first (authorizing again with wrong ones fails too); else run `npm run bridge -- authorize` to sign in again; " +
+        "QASHIO_REFRESH_TOKEN is not read",
+    );
+  });
 });
 
 describe("cliErrorOf: a provider call that got no answer", () => {
