@@ -73,6 +73,13 @@ describe("cliErrorOf: a provider call that got no answer", () => {
     expect(error.message).toContain("; the host of QASHIO_BASE_URL (https://provider.example) was not found: check the setting, or this machine's name resolution");
   });
 
+  it("names the QASHIO_*_URL a named environment reads, not QASHIO_BASE_URL, for a host not found", async () => {
+    const bridge = { ...bridgeWith(false), baseUrl: "https://sandbox.example.test", settings: { stateDir: "/state", baseUrlSetting: "QASHIO_SANDBOX_URL" } } as unknown as LocalBridge;
+    const error = await cliErrorOf(unanswered("ENOTFOUND"), bridge);
+    expect(error.message).toContain("; the host of QASHIO_SANDBOX_URL (https://sandbox.example.test) was not found");
+    expect(error.message).not.toContain("QASHIO_BASE_URL");
+  });
+
   it.each(["ECONNRESET", "ECONNREFUSED", "EAI_AGAIN"])("says nothing of QASHIO_BASE_URL for %s, which a provider or network outage gives too", async (reason) => {
     const error = await cliErrorOf(unanswered(reason), bridgeWith(false));
     expect(error.message).not.toContain("QASHIO_BASE_URL");
