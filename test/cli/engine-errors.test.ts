@@ -296,6 +296,12 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
     expect(stateErrorOf("gone", state).message).toBe("the cycle failed: Error: gone");
   });
 
+  it("words any other failure as the command asks (conform-pii's own words), for the engine's failures and the state directory's alike", async () => {
+    const otherwise = (e: Error) => `conform-pii stopped: ${e.name}: ${e.message}`;
+    expect(stateErrorOf(new TypeError("boom"), state, otherwise).message).toBe("conform-pii stopped: TypeError: boom");
+    expect((await cliErrorOf(new TypeError("boom"), bridgeWith(false), otherwise)).message).toBe("conform-pii stopped: TypeError: boom");
+  });
+
   it("names the state directory's file system after any other failure it made (the conform-pii pass id not written)", () => {
     const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
     expect(stateErrorOf(full, state).message).toBe(
