@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { CorruptStateError, LeaseUnreadableError, TokenFileUnwritableError } from "../../shared/local/errors.js";
-import { cliErrorOf, leaseUnreadableProblem, stateErrorOf } from "../../shared/cli/engine-errors.js";
+import { cliErrorOf, leaseUnreadableProblem, stateErrorOf, systemErrorCode } from "../../shared/cli/engine-errors.js";
 import { AUTHORIZE_AGAIN, AuthorizeAgainError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge, LocalState } from "../../shared/cli/local-bridge.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
@@ -307,5 +307,19 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
     expect(stateErrorOf(full, state).message).toBe(
       "the cycle failed: Error: ENOSPC: no space left on device, write; the file system of /state (BRIDGE_STATE_DIR, ENOSPC) is full: make room there; nothing is lost",
     );
+  });
+});
+
+describe("systemErrorCode", () => {
+  // The cycle lease takes a code it returns for a state directory that takes no writes, and rethrows anything else.
+  it.each([
+    [{ code: "ENOSPC" }, "ENOSPC"],
+    [{ code: "E2BIG" }, "E2BIG"],
+    [{ code: "ERR_INVALID_ARG_TYPE" }, undefined],
+    [{ code: -28 }, undefined],
+    [{}, undefined],
+    [undefined, undefined],
+  ])("takes only a system call's code (%j: %s), not node's own ERR_ codes nor a number", (error, code) => {
+    expect(systemErrorCode(error)).toBe(code);
   });
 });
