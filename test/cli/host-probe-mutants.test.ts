@@ -1,4 +1,4 @@
-import { Socket } from "node:net";
+import { createServer, Socket, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { assertHostAnswers } from "../../shared/cli/host-probe.js";
 
@@ -35,3 +35,18 @@ describe("assertHostAnswers: what a failed probe names", () => {
   });
 });
 
+describe("assertHostAnswers: node:net's own connect", () => {
+  it("connects to the URL's own host: a listener on 127.0.0.1 answers, its port on 127.0.0.2 refuses", async () => {
+    const server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      await expect(assertHostAnswers(`http://127.0.0.1:${port}`, "QASHIO_BASE_URL")).resolves.toBeUndefined();
+      // Refused on Linux, where all of 127.0.0.0/8 is this machine's; not reached within the timeout where it is not.
+      const error = await failureOf(assertHostAnswers(`http://127.0.0.2:${port}`, "QASHIO_BASE_URL", { timeoutMs: 2_000 }));
+      expect(error.message).toContain(`QASHIO_BASE_URL (http://127.0.0.2:${port}) does not answer (`);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
