@@ -11,6 +11,9 @@ export const MAX_DURATION_MS = 2 ** 31 - 1;
 const UNIT_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
 const UNITS = Object.keys(UNIT_MS);
 
+/** A number without a unit. */
+const BARE_NUMBER = /^\d+(?:\.\d+)?$/;
+
 /** Milliseconds of a duration's text, or what is wrong with its form, worded for a prefix that names the value or not. */
 export type DurationReading = { readonly ms: number } | { readonly problem: string };
 
@@ -22,7 +25,7 @@ export type DurationReading = { readonly ms: number } | { readonly problem: stri
 function readMagnitude(magnitude: string, echo: boolean): DurationReading {
   if (/^0+(?:\.0+)?$/.test(magnitude)) return { ms: 0 };
   // A number alone is no duration: 30 could mean seconds or minutes.
-  if (/^\d+(?:\.\d+)?$/.test(magnitude)) {
+  if (BARE_NUMBER.test(magnitude)) {
     return { problem: `no unit; ${echo ? `write e.g. ${magnitude}s or ${magnitude}m` : "put s (seconds) or m (minutes) after the number"}` };
   }
   const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
@@ -49,8 +52,9 @@ function readMagnitude(magnitude: string, echo: boolean): DurationReading {
  * form: the one wording of a duration's problem for the options (which quote the value before it) and the settings
  * (which never echo a value). Only `echo` tells them apart: with it, a number without a unit is written back with
  * units ("write e.g. 300s or 300m"). A bare `0` is one (zero in any unit), and a leading minus gives a negative
- * duration: both are durations that are too short rather than no durations, so the range check
- * (durationRangeProblem) names the minimum instead of the format. Likewise a sum too large for a number comes back as
+ * duration, with a unit or without (`-1` is negative in any unit: read so, in milliseconds): both are durations that
+ * are too short rather than no durations, so the range check (durationRangeProblem) names the minimum instead of the
+ * format. Likewise a sum too large for a number comes back as
  * Infinity (-Infinity with the minus), for the range check to report as too long. Each unit comes once, largest
  * first: `1h1h` and `30s1h` are refused.
  *
@@ -61,7 +65,10 @@ function readMagnitude(magnitude: string, echo: boolean): DurationReading {
 export function readDuration(text: string, { echo }: { readonly echo: boolean }): DurationReading {
   const trimmed = text.trim();
   const negative = trimmed.startsWith("-");
-  const reading = readMagnitude(negative ? trimmed.slice(1) : trimmed, echo);
+  const magnitude = negative ? trimmed.slice(1) : trimmed;
+  // A negative number without a unit is negative in whichever unit was meant: too short, as -5s is, not unitless.
+  if (negative && BARE_NUMBER.test(magnitude)) return { ms: -Number(magnitude) };
+  const reading = readMagnitude(magnitude, echo);
   return negative && "ms" in reading ? { ms: -reading.ms } : reading;
 }
 

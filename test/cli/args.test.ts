@@ -99,6 +99,11 @@ describe("parseCommand", () => {
     [["run", "--interval", "-5s"], "--interval must be at least 1s, got -5s"],
     [["run", "--interval", "500ms"], "--interval must be at least 1s, got 500ms"],
     [["demo", "--interval", "-5s"], "--interval must not be negative, got -5s"],
+    // A negative number is too short in any unit: the minimum is its problem, not the unit it lacks.
+    [["run", "--interval", "-1"], "--interval must be at least 1s, got -1"],
+    [["run", "--interval", "-5"], "--interval must be at least 1s, got -5"],
+    [["run", "--interval", "-0.5"], "--interval must be at least 1s, got -0.5"],
+    [["demo", "--interval", "-1"], "--interval must not be negative, got -1"],
     [["run", "--interval", "often"], '--interval: invalid duration "often": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s'],
   ])("answers %j with the real problem", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(UsageError);

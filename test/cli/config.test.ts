@@ -165,6 +165,12 @@ describe("readLocalSettings", () => {
     expect(error.message).not.toContain("300");
   });
 
+  it("tells a negative BRIDGE_CYCLE_BUDGET without a unit its minimum, not that it lacks a unit, without echoing the value", () => {
+    const error = issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "-300" });
+    expect(error.issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "must be at least 1s" }]);
+    expect(error.message).not.toContain("300");
+  });
+
   // One function words the problem for the setting and the options: only the value the option quotes differs.
   it.each(["soon", "5 minutes", "1h1h", "30s1h"])("words a BRIDGE_CYCLE_BUDGET of %j as --interval's refusal, without the value", (text) => {
     const option = (() => {

@@ -45,6 +45,10 @@ describe("parseDuration", () => {
     expect(() => parseDuration("1.5")).toThrow(new UsageError('invalid duration "1.5": no unit; write e.g. 1.5s or 1.5m'));
   });
 
+  it("reads a negative number without a unit as a negative duration (negative in any unit), for the range check to refuse", () => {
+    for (const text of ["-1", "-5", "-0.5", " -300 "]) expect(parseDuration(text)).toBeLessThan(0);
+  });
+
   it("rounds to whole milliseconds, which is what the timers take", () => {
     expect(parseDuration("1.5ms")).toBe(2);
     expect(parseDuration("0.0004s")).toBe(0);
