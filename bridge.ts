@@ -5,14 +5,14 @@
 import { main, stopNotice } from "./shared/cli/main.js";
 import { TokensLostError } from "./shared/cli/errors.js";
 import { spendingRefreshes } from "./shared/cli/token-spending.js";
-import { REFRESH_UNSAVED, StopSignals, stopAtOnce } from "./shared/cli/stop-at-once.js";
+import { REFRESH_UNSAVED, StopSignals, stopAtOnce, type StopSignal } from "./shared/cli/stop-at-once.js";
 
 const controller = new AbortController();
 /** One soon after the first is the same stop delivered twice, no new one (as `npm run sandbox` counts them). */
 const signals = new StopSignals();
 /** Set once `main` has returned: the process is winding down to exit with the command's result. */
 let finished = false;
-const stop = () => {
+const stop = (signal: StopSignal) => {
   const stops = signals.hear();
   if (stops === 0) return;
   // A first one is ignored while winding down, which lets work the command left in flight (a read-ahead's token
@@ -35,7 +35,7 @@ const stop = () => {
     return;
   }
   // A page can take seconds to finish: say that the signal was heard, and what a second one would do now.
-  const notice = stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy });
+  const notice = stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy, signal });
   if (notice !== undefined) process.stderr.write(`${notice}\n`);
   controller.abort();
 };

@@ -8,7 +8,7 @@ import { CliError, EXIT, failureMessage, UsageError } from "./errors.js";
 import { DURATIONS_HELP, USAGE, usageOf } from "./help.js";
 import { line, type CliIo } from "./io.js";
 import { invokedIn, npmOwnOptionWarnings } from "./npm-options.js";
-import { secondStopNotice } from "./stop-at-once.js";
+import { secondStopNotice, type StopSignal } from "./stop-at-once.js";
 
 /**
  * The settings block of `help`: every setting with the commands that read it, or, for one command (`run --help`),
@@ -75,17 +75,22 @@ async function dispatch(parsed: ParsedCommand, io: CliIo): Promise<number> {
 }
 
 /**
- * What the first Ctrl-C (or SIGTERM) does to `command`, said when it arrives: a cycle or a conform-pii pass ends after
- * its page in hand, a re-drive after its batch in hand, `authorize` is cancelled at once (it says so itself), the rest
- * finish what they do; then what a second one does (see {@link secondStopNotice}). `refreshUnsaved`: a token refresh
- * is under way, or new tokens a failed save left are held (`spendingRefreshes.busy`).
+ * What the first Ctrl-C (or SIGTERM, SIGHUP: `signal`, named then) does to `command`, said when it arrives: a cycle or
+ * a conform-pii pass ends after its page in hand, a re-drive after its batch in hand, `authorize` is cancelled at once
+ * (it says so itself), the rest finish what they do; then what a second one does (see {@link secondStopNotice}).
+ * `refreshUnsaved`: a token refresh is under way, or new tokens a failed save left are held (`spendingRefreshes.busy`).
  *
  * @example
- * process.stderr.write(`${stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy })}\n`);
+ * process.stderr.write(`${stopNotice(process.argv[2], { refreshUnsaved: spendingRefreshes.busy, signal: "SIGTERM" })}\n`);
  */
-export function stopNotice(command: string | undefined, { refreshUnsaved = false } = {}): string | undefined {
+export function stopNotice(
+  command: string | undefined,
+  { refreshUnsaved = false, signal = "SIGINT" }: { readonly refreshUnsaved?: boolean; readonly signal?: StopSignal } = {},
+): string | undefined {
   const clean = cleanStopOf(command);
-  return clean && `stopping cleanly ${clean}; ${secondStopNotice(refreshUnsaved)}`;
+  // Ctrl-C is the person at the terminal, who knows; another signal is named for the log reader.
+  const received = signal === "SIGINT" ? "" : `${signal} received: `;
+  return clean && `${received}stopping cleanly ${clean}; ${secondStopNotice(refreshUnsaved, signal)}`;
 }
 
 /** When the first stop ends `command`, past "stopping cleanly"; undefined for `authorize`. */

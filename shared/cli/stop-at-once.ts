@@ -41,14 +41,20 @@ export class StopSignals {
 /** Said while a stop waits for the save of a refresh token's successor, which a second stop does not skip. */
 export const REFRESH_UNSAVED = "a new refresh token is not saved yet";
 
+/** The signals bridge.ts counts as stops; any of them after the first is a second stop. */
+export type StopSignal = "SIGINT" | "SIGTERM" | "SIGHUP";
+
 /**
- * What a second Ctrl-C does, for the first one's notice: stops at once, but not while `refreshUnsaved` (a token refresh
- * under way, or new tokens a failed save left held): it then waits for their save, tried once more (bridge.ts).
+ * What a second stop does, for the first one's notice, worded for the `first` signal received: a person's Ctrl-C is
+ * told of Ctrl-C, a SIGTERM or SIGHUP (a supervisor, `kill`, a closed terminal) of any stop signal. It stops at once,
+ * but not while `refreshUnsaved` (a token refresh under way, or new tokens a failed save left held): it then waits for
+ * their save, tried once more (bridge.ts).
  */
-export function secondStopNotice(refreshUnsaved: boolean): string {
+export function secondStopNotice(refreshUnsaved: boolean, first: StopSignal = "SIGINT"): string {
+  const again = first === "SIGINT" ? "Ctrl-C again" : "a second stop signal (Ctrl-C, SIGTERM or SIGHUP)";
   return refreshUnsaved
-    ? `${REFRESH_UNSAVED}: Ctrl-C again stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out`
-    : "Ctrl-C again stops at once";
+    ? `${REFRESH_UNSAVED}: ${again} stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out`
+    : `${again} stops at once`;
 }
 
 /** The parts of `process` the ending uses. */

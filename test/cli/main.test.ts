@@ -215,6 +215,20 @@ describe("bridge.ts main", () => {
     expect(new Set(starts.map((s) => s.join(","))).size, rows.join("\n")).toBe(1);
   });
 
+  it("words the notice of a first SIGTERM or SIGHUP for the signal received, not for Ctrl-C alone: any stop signal is a second one", () => {
+    for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+      expect(stopNotice("run", { signal })).toBe(
+        `${signal} received: stopping cleanly after the page in hand; a second stop signal (Ctrl-C, SIGTERM or SIGHUP) stops at once`,
+      );
+      expect(stopNotice("redrive", { signal, refreshUnsaved: true })).toBe(
+        `${signal} received: stopping cleanly after the batch in hand; a new refresh token is not saved yet: a second stop signal (Ctrl-C, SIGTERM or SIGHUP) ` +
+          "stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out",
+      );
+    }
+    expect(stopNotice("run", { signal: "SIGINT" })).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stopNotice("authorize", { signal: "SIGTERM" })).toBeUndefined();
+  });
+
   it("says on a first Ctrl-C that demo stops after the page in hand, and that other commands stop once they finish", () => {
     expect(stopNotice("demo")).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
     for (const command of ["bench", "version", "help", undefined]) expect(stopNotice(command)).toBe("stopping cleanly once this finishes; Ctrl-C again stops at once");

@@ -130,7 +130,7 @@ describe("bridge run --once (spawned)", () => {
     const { code, stdout, stderr } = await child.outcome;
     expect(code).toBe(EXIT.ok);
     expect(stdout).not.toContain("cycle 2:");
-    expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stderr).toContain("SIGTERM received: stopping cleanly after the page in hand; a second stop signal (Ctrl-C, SIGTERM or SIGHUP) stops at once");
     expect(stderr).toContain("stopped after 1 cycle");
   });
 
@@ -194,8 +194,8 @@ describe("bridge run --once (spawned)", () => {
       const next = await runInProcess(["run", "--once"], env);
       expect(next.code, next.stderr).toBe(EXIT.ok);
       expect(stderr).toContain("a new refresh token is not saved yet: stopping once it is");
-      // The first signal came with the refresh in flight: its notice said so, not "Ctrl-C again stops at once".
-      expect(stderr).toContain("stopping cleanly after the page in hand; a new refresh token is not saved yet: Ctrl-C again stops once it is");
+      // The first signal came with the refresh in flight: its notice said so, not that a second one "stops at once".
+      expect(stderr).toContain("SIGTERM received: stopping cleanly after the page in hand; a new refresh token is not saved yet: a second stop signal (Ctrl-C, SIGTERM or SIGHUP) stops once it is");
       expect(stderr).not.toContain("stops at once");
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
@@ -214,7 +214,7 @@ describe("bridge run --once (spawned)", () => {
     const { code, stdout, stderr } = await child.outcome;
     expect(code).toBe(EXIT.incomplete);
     expect(Date.now() - stoppedAt, "the cycle went on after the signal").toBeLessThan(3_000);
-    expect(stderr).toContain("stopping cleanly after the page in hand; Ctrl-C again stops at once");
+    expect(stderr).toContain("SIGTERM received: stopping cleanly after the page in hand; a second stop signal (Ctrl-C, SIGTERM or SIGHUP) stops at once");
     expect(stderr).toContain("the cycle stopped after the page in hand, as asked (Ctrl-C, SIGTERM or SIGHUP); run again to resume");
     expect(stdout).toContain("stopped as asked, the next run resumes");
     const first = new Set((await readEvents(h.eventsFile)).map((e) => e.detail.subject.id));
