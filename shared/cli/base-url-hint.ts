@@ -41,7 +41,7 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
   // on this machine's own address, which no provider serves.
   const reason = causeMatching(error, (e): e is NetworkError => e instanceof NetworkError)?.reason;
   if (reason === "ENOTFOUND") return `; the host of ${setting} (${baseUrl}) was not found: check the setting, or this machine's name resolution`;
-  if (reason !== undefined && NO_TLS_HANDSHAKE.has(reason)) return noTlsHint(baseUrl, setting);
+  if (reason !== undefined && completedNoTlsHandshake(reason)) return noTlsHint(baseUrl, setting);
   return reason === "ECONNREFUSED" ? nothingListensHint(baseUrl, setting) : "";
 }
 
@@ -52,6 +52,11 @@ export function baseUrlHint(error: unknown, baseUrl: string, setting = "QASHIO_B
  * are not among them: they have codes of their own.
  */
 const NO_TLS_HANDSHAKE: ReadonlySet<string> = new Set(["EPROTO", "ERR_SSL_WRONG_VERSION_NUMBER"]);
+
+/** Whether a connection failing with system code `reason` completed no TLS handshake (a plain http port, or TLS < 1.2). */
+export function completedNoTlsHandshake(reason: string): boolean {
+  return NO_TLS_HANDSHAKE.has(reason);
+}
 
 /**
  * For an https `baseUrl` that completed no TLS handshake: which address, and for a loopback one, the sandbox's http

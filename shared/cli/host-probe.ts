@@ -1,12 +1,16 @@
 /**
  * Whether the provider's host takes a TCP connection, asked before `authorize` waits for the browser: a sign-in whose
  * code exchange cannot reach the token endpoint would only wait out its --timeout. It connects and closes: no request,
- * no byte sent, so no secret goes to a host that may be the wrong one. Any answer passes (what an HTTP request would
- * get is not asked). The provider client uses no proxy, so a direct connection is what the exchange makes too.
+ * no HTTP byte sent, so no secret goes to a host that may be the wrong one. For an https URL it also completes a TLS
+ * handshake (a ClientHello is all it sends), so a port serving plain http (the sandbox typed with https://) is refused
+ * before the sign-in with the no-TLS hint a failed exchange gets. Any other answer passes (what an HTTP request would
+ * get is not asked), a certificate this machine does not trust too: the exchange reports it as a run does. The
+ * provider client uses no proxy, so a direct connection is what the exchange makes too.
  */
-import { connect as netConnect, type Socket } from "node:net";
+import { isIP, connect as netConnect, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { NetworkError } from "../qashio/errors.js";
-import { baseUrlHint, portOf } from "./base-url-hint.js";
+import { baseUrlHint, completedNoTlsHandshake, portOf } from "./base-url-hint.js";
 import { AuthorizeError } from "./errors.js";
 
 /** How long the connection may take: a reachable provider takes one within a round trip or two. */
@@ -17,8 +21,20 @@ export interface HostProbeOptions {
   readonly timeoutMs?: number;
   /** Ctrl-C: the probe ends, as the sign-in does. */
   readonly signal?: AbortSignal;
-  /** Opens the connection (tests: one that never connects). @default node:net's connect */
-  readonly connect?: (port: number, host: string) => Socket;
+  /**
+   * Opens the connection, with a TLS handshake when `tls` (tests: one that never connects).
+   * @default node:net's connect, or node:tls's without certificate checks
+   */
+  readonly connect?: (port: number, host: string, tls: boolean) => Socket;
+}
+
+/**
+ * Opens a TCP connection, or a TLS one that names the host as the exchange's https request does (SNI, not for an IP
+ * address) and takes any certificate: whether the exchange trusts it is the exchange's to report, and nothing is sent.
+ */
+function openConnection(port: number, host: string, tls: boolean): Socket {
+  if (!tls) return netConnect(port, host);
+  return tlsConnect({ port, host, rejectUnauthorized: false, ...(isIP(host) === 0 ? { servername: host } : {}) });
 }
 
 const CANCELLED = Symbol("cancelled");
@@ -33,13 +49,15 @@ const CANCELLED = Symbol("cancelled");
  * await assertHostAnswers("http://127.0.0.1:4010", "QASHIO_BASE_URL", { signal: io.signal });
  */
 export async function assertHostAnswers(baseUrl: string, setting: string, options: HostProbeOptions = {}): Promise<void> {
-  const { timeoutMs = HOST_PROBE_TIMEOUT_MS, signal, connect = netConnect } = options;
+  const { timeoutMs = HOST_PROBE_TIMEOUT_MS, signal, connect = openConnection } = options;
   const url = new URL(baseUrl);
   // node:net takes an IPv6 address without the brackets a URL writes it in.
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const port = portOf(url);
+  const tls = url.protocol === "https:";
   const failure = await new Promise<string | typeof CANCELLED | undefined>((resolve) => {
-    const socket = connect(port, host);
+    const socket = connect(port, host, tls);
+    let connected = false;
     const end = (outcome: string | typeof CANCELLED | undefined) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -47,12 +65,21 @@ export async function assertHostAnswers(baseUrl: string, setting: string, option
       resolve(outcome);
     };
     const onAbort = () => end(CANCELLED);
-    const timer = setTimeout(() => end(`no connection within ${timeoutMs < 1_000 ? `${timeoutMs} ms` : `${timeoutMs / 1_000} s`}`), timeoutMs);
+    const within = timeoutMs < 1_000 ? `${timeoutMs} ms` : `${timeoutMs / 1_000} s`;
+    const timer = setTimeout(() => end(`no ${connected ? "TLS handshake" : "connection"} within ${within}`), timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted === true) onAbort();
-    socket.once("connect", () => end(undefined));
-    // `on`, not `once`: an error after the first must not go unhandled.
-    socket.on("error", (error: NodeJS.ErrnoException) => end(error.code ?? error.name));
+    socket.once("connect", () => {
+      connected = true;
+      if (!tls) end(undefined);
+    });
+    if (tls) socket.once("secureConnect", () => end(undefined));
+    // `on`, not `once`: an error after the first must not go unhandled. Once connected, only a port that completed no
+    // TLS handshake is refused: another TLS failure is the exchange's to report, in its words.
+    socket.on("error", (error: NodeJS.ErrnoException) => {
+      const reason = error.code ?? error.name;
+      end(connected && !completedNoTlsHandshake(reason) ? undefined : reason);
+    });
   });
   if (failure === undefined) return;
   if (failure === CANCELLED) throw new AuthorizeError("authorization cancelled");

@@ -1,8 +1,11 @@
-import { getEventListeners } from "node:events";
-import { Socket } from "node:net";
+import { getEventListeners, once } from "node:events";
+import { createServer as createHttpServer } from "node:http";
+import { type AddressInfo, createServer as createTcpServer, type Server, Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuthorizeError } from "../../shared/cli/errors.js";
 import { assertHostAnswers } from "../../shared/cli/host-probe.js";
+import { SELF_SIGNED_CERT, SELF_SIGNED_KEY } from "./support/self-signed-tls.js";
 
 /** A connect that records where it was asked to connect and hands back a socket that never connects. */
 function silent() {
@@ -17,11 +20,21 @@ function silent() {
   return { asked, sockets, connect };
 }
 
-/** A connect whose socket connects at once, as any listener's does. */
+/** A connect whose socket connects at once, as any listener's does, and completes a TLS handshake when asked for one. */
 function answering(): Socket {
   const socket = new Socket();
-  queueMicrotask(() => socket.emit("connect"));
+  queueMicrotask(() => {
+    socket.emit("connect");
+    socket.emit("secureConnect");
+  });
   return socket;
+}
+
+/** Listens on 127.0.0.1 (any free port): its port, and how to close it. */
+async function listening(server: Server): Promise<{ port: number; close: () => Promise<void> }> {
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { port: (server.address() as AddressInfo).port, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 describe("assertHostAnswers", () => {
@@ -67,6 +80,71 @@ describe("assertHostAnswers", () => {
       "QASHIO_SANDBOX_URL (https://sandbox.example.test) does not answer (ENOTFOUND): the code exchange after the sign-in could not reach it, " +
         "so no sign-in was started; the host of QASHIO_SANDBOX_URL (https://sandbox.example.test) was not found: check the setting, or this machine's name resolution",
     );
+  });
+
+  it("refuses an https URL whose port serves plain http (the sandbox typed with https://) before the sign-in, with a failed run's no-TLS hint, sending no request", async () => {
+    const requests: string[] = [];
+    const server = createHttpServer((request, response) => {
+      requests.push(request.url ?? "");
+      response.end();
+    });
+    const { port, close } = await listening(server);
+    try {
+      const error = await assertHostAnswers(`https://127.0.0.1:${port}`, "QASHIO_BASE_URL").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthorizeError);
+      expect((error as Error).message).toBe(
+        `QASHIO_BASE_URL (https://127.0.0.1:${port}) does not answer (ERR_SSL_WRONG_VERSION_NUMBER): the code exchange after the sign-in could not reach it, ` +
+          `so no sign-in was started; 127.0.0.1:${port}, where QASHIO_BASE_URL points, completed no TLS handshake: does its port serve https, with TLS 1.2 or later? ` +
+          `(the sandbox serves plain http: http://127.0.0.1:${port})`,
+      );
+      expect(requests).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("lets an https URL whose server takes a TLS handshake pass, a certificate this machine does not trust too (the exchange reports that as a run does)", async () => {
+    const server = createTlsServer({ key: SELF_SIGNED_KEY, cert: SELF_SIGNED_CERT });
+    // The client closes once its side is done (TLS 1.3): the server's side then ends in a reset, not a secure connection.
+    server.on("tlsClientError", () => undefined);
+    // Keys are derived only from a ClientHello: a TCP connection alone derives none.
+    let keysDerived = 0;
+    server.on("keylog", () => (keysDerived += 1));
+    const { port, close } = await listening(server);
+    try {
+      await expect(assertHostAnswers(`https://localhost:${port}`, "QASHIO_BASE_URL")).resolves.toBeUndefined();
+      await vi.waitFor(() => expect(keysDerived).toBeGreaterThan(0));
+    } finally {
+      await close();
+    }
+  });
+
+  it("names a TLS handshake not completed in time as such, and lets a TLS failure other than no handshake pass for the exchange to report", async () => {
+    const connectedOnly = (then?: (socket: Socket) => void) => () => {
+      const socket = new Socket();
+      queueMicrotask(() => {
+        socket.emit("connect");
+        then?.(socket);
+      });
+      return socket;
+    };
+    await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 50, connect: connectedOnly() })).rejects.toThrow(
+      "QASHIO_BASE_URL (https://api.example.test) does not answer (no TLS handshake within 50 ms)",
+    );
+    const alert = connectedOnly((socket) => socket.emit("error", Object.assign(new Error("alert"), { code: "ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR" })));
+    await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect: alert })).resolves.toBeUndefined();
+    const reset = connectedOnly((socket) => socket.emit("error", Object.assign(new Error("read EPROTO"), { code: "EPROTO" })));
+    await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect: reset })).rejects.toThrow("completed no TLS handshake");
+  });
+
+  it("asks an http URL for a TCP connection only: a port that would complete no TLS handshake passes", async () => {
+    const server = createTcpServer((socket) => socket.on("error", () => undefined));
+    const { port, close } = await listening(server);
+    try {
+      await expect(assertHostAnswers(`http://127.0.0.1:${port}`, "QASHIO_BASE_URL")).resolves.toBeUndefined();
+    } finally {
+      await close();
+    }
   });
 
   describe("with a fake clock", () => {
