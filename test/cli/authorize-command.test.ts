@@ -219,19 +219,26 @@ describe("bridge authorize", () => {
     expect(new URL(opened[0] as string).pathname).toBe("/oauth2/authorize");
   });
 
-  it("warns at once, naming each missing scope and what fails without it, when --scope asks for less than the cycles need; tokens stored, exit 0", async () => {
+  it("warns before the sign-in, naming each missing scope and what fails without it, when --scope asks for less than the cycles need, and not again for a grant of that; tokens stored, exit 0", async () => {
     const h = (harness = await startHarness());
     const { io: cli, out } = io(h.env);
+    let warnedBeforeSignIn = "";
 
-    const code = await authorizeCommand({ ...args, scope: "transactions:read" }, cli, { onAuthorizeUrl: approve(h) });
+    const code = await authorizeCommand({ ...args, scope: "transactions:read" }, cli, {
+      onAuthorizeUrl: async (url) => {
+        warnedBeforeSignIn = out.stderr;
+        await approve(h)(url);
+      },
+    });
 
     expect(code).toBe(EXIT.ok);
     expect(out.stdout).toContain("Authorized (scope: transactions:read). Tokens stored in");
-    expect(out.stderr).toContain(
-      "warning: the grant (scope: transactions:read) lacks transactions:write and cards:read, which the bridge's cycles need: " +
+    expect(out.stderr).toBe(warnedBeforeSignIn);
+    expect(warnedBeforeSignIn).toBe(
+      "warning: --scope (transactions:read) lacks transactions:write and cards:read, which the bridge's cycles need: " +
         "each call needing one is refused 403 and never retried. Without transactions:write, every transaction cycle publishes " +
         "its transactions and then fails its acknowledge, so it pulls the same transactions again each time; without cards:read, " +
-        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.`,
+        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.\n`,
     );
     // The run that follows fails as the warning said: its acknowledge is refused.
     const run = await runInProcess(["run", "--once"], h.env);
@@ -251,11 +258,11 @@ describe("bridge authorize", () => {
     expect(await authorizeCommand(args, narrowed.io, { onAuthorizeUrl: approve(h), fetch: answerWith("transactions:read transactions:write") })).toBe(EXIT.ok);
     expect(narrowed.out.stderr).toContain("warning: the grant (scope: transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
 
+    // Judged by the ask, which was warned of before the sign-in: not warned of twice.
     const unnamed = io(h.env);
     expect(await authorizeCommand({ ...args, scope: "cards:read transactions:read" }, unnamed.io, { onAuthorizeUrl: approve(h), fetch: answerWith(undefined) })).toBe(EXIT.ok);
-    expect(unnamed.out.stderr).toContain(
-      "warning: the scope asked for (cards:read transactions:read; the provider's answer named none) lacks transactions:write, which the bridge's cycles need",
-    );
+    expect(unnamed.out.stderr).toContain("warning: --scope (cards:read transactions:read) lacks transactions:write, which the bridge's cycles need");
+    expect(unnamed.out.stderr.match(/lacks/g)).toHaveLength(1);
 
     const full = io(h.env);
     expect(await authorizeCommand(args, full.io, { onAuthorizeUrl: approve(h), fetch: answerWith(undefined) })).toBe(EXIT.ok);
@@ -292,7 +299,12 @@ describe("bridge authorize", () => {
     const before = await readFile(tokenFile, "utf8");
     const { io: cli, out } = io(h.env);
 
-    const error = await authorizeCommand({ ...args, scope: "wallet:read transactions:write" }, cli, { onAuthorizeUrl: approve(h) }).catch((e: unknown) => e);
+    const narrowing: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      return Response.json({ ...((await response.json()) as Record<string, unknown>), scope: "wallet:read transactions:write" });
+    };
+    const error = await authorizeCommand(args, cli, { onAuthorizeUrl: approve(h), fetch: narrowing }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(GrantTooNarrowError);
     expect((error as GrantTooNarrowError).exitCode).toBe(EXIT.usage);
@@ -307,6 +319,35 @@ describe("bridge authorize", () => {
     expect(await readFile(tokenFile, "utf8")).toBe(before);
     const run = await runInProcess(["run", "--once"], h.env);
     expect(run.code).toBe(EXIT.ok);
+  });
+
+  it("refuses, exit 2 before the sign-in, a --scope value the provider has no scope of, naming each (a near one suggested, commas told to be spaces), and a --scope with which no cycle can read", async () => {
+    const h = (harness = await startHarness());
+    const signIns: string[] = [];
+    const refusal = async (scope: string) => {
+      const { io: cli, out } = io(h.env);
+      const error = await authorizeCommand({ ...args, scope }, cli, { onAuthorizeUrl: (url) => void signIns.push(url) }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UsageError);
+      expect((error as UsageError).exitCode).toBe(EXIT.usage);
+      expect(out.stdout).toBe("");
+      return (error as Error).message;
+    };
+    expect(await refusal(`${DEFAULT_SCOPES} transaction:read cards:all`)).toBe(
+      '--scope: "transaction:read" (did you mean transactions:read?) and "cards:all" are no scopes of the provider\'s ' +
+        "(wallet:read, cards:read, cards:write, transactions:read, transactions:write and users:read); no sign-in was started",
+    );
+    expect(await refusal("transactions:read,transactions:write,cards:read")).toBe(
+      '--scope: "transactions:read,transactions:write,cards:read" is no scope of the provider\'s ' +
+        "(wallet:read, cards:read, cards:write, transactions:read, transactions:write and users:read): separate scopes with spaces, not commas; no sign-in was started",
+    );
+    expect(await refusal("transactions:read \u001b[2J")).toContain('--scope: "\\u001b[2J" is no scope');
+    expect(await refusal("wallet:read transactions:write")).toBe(
+      "--scope (wallet:read transactions:write) lacks transactions:read and cards:read, which the bridge's cycles need: each call needing one is refused 403 " +
+        "and never retried. Without transactions:read, every transaction cycle fails at its first call (transactions list); without cards:read, " +
+        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
+        "No sign-in was started: no cycle of the bridge could read anything with it.",
+    );
+    expect(signIns).toEqual([]);
   });
 
   it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {
@@ -395,7 +436,7 @@ describe("bridge authorize", () => {
     expect(await authorizeCommand({ ...args, scope: "transactions:read transactions:write", secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client })).toBe(EXIT.ok);
 
     expect(out.stdout).toContain(`Tokens stored in secret ${ARN}`);
-    expect(out.stderr).toContain("warning: the grant (scope: transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
+    expect(out.stderr).toContain("warning: --scope (transactions:read transactions:write) lacks cards:read, which the bridge's cycles need");
   });
 
   it("with --secret-id, refuses a grant with which no cycle can read anything without writing the secret", async () => {
@@ -403,7 +444,12 @@ describe("bridge authorize", () => {
     const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: "rt-before", pii_salt: "from-cdk-0123456789abcdef" });
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
 
-    const error = await authorizeCommand({ ...args, scope: "wallet:read", secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client }).catch((e: unknown) => e);
+    const narrowing: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      return Response.json({ ...((await response.json()) as Record<string, unknown>), scope: "wallet:read" });
+    };
+    const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, fetch: narrowing }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(GrantTooNarrowError);
     expect((error as Error).message).toContain("This sign-in was not stored: the one before it, if any, is kept.");
