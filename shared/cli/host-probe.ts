@@ -41,10 +41,11 @@ const CANCELLED = Symbol("cancelled");
 
 /**
  * Connects to the host and port of `baseUrl` (held by `setting`, QASHIO_BASE_URL or the QASHIO_*_URL of a named
- * environment) and closes the connection at once.
+ * environment), with a TLS handshake for an https one, and closes the connection at once.
  *
- * @throws AuthorizeError (exit 1) when the connection is refused, fails, or is not made within `timeoutMs`, naming
- *   `setting` and `baseUrl` (and, as a failed run does, the sandbox for a loopback address nothing listens on).
+ * @throws AuthorizeError (exit 1) when the connection is refused, fails, or is not made within `timeoutMs`, or (for
+ *   https) completes no TLS handshake, naming `setting` and `baseUrl` (and, as a failed run does, the sandbox for a
+ *   loopback address nothing listens on, or for one typed with https://).
  * @example
  * await assertHostAnswers("http://127.0.0.1:4010", "QASHIO_BASE_URL", { signal: io.signal });
  */
