@@ -4,6 +4,7 @@
  * file found there that this process neither wrote nor fsynced the directory for can still be taken back by a power
  * loss, the file it replaced with it, after this process acted on what it read.
  */
+import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fsyncDirSync, type FileIdentity } from "./atomic.js";
 
@@ -32,10 +33,16 @@ export class DurableNames {
 
   constructor(private readonly limit = DURABLE_NAMES_LIMIT) {}
 
-  /** Fsyncs `file`'s directory unless the file of `identity` is the one known durable at `file`; then knows it. */
+  /**
+   * Fsyncs `file`'s directory unless the file of `identity` is the one known durable at `file`; then knows it. A
+   * symbolic link's target's directory too: an open through a link (the events file may be one) creates the target
+   * there, and that entry is the one a power loss could take.
+   */
   makeDurable(file: string, identity: FileIdentity): void {
     if (this.knows(file, identity)) return;
     fsyncDirSync(path.dirname(file));
+    const target = linkTargetOf(file);
+    if (target !== undefined) fsyncDirSync(path.dirname(target));
     this.#remember(file, identityKey(identity));
   }
 
@@ -64,6 +71,17 @@ export class DurableNames {
     this.#known.delete(file);
     this.#known.set(file, key);
     if (this.#known.size > this.limit) this.#known.delete(this.#known.keys().next().value as string);
+  }
+}
+
+/** The real path `file` leads to when it is a symbolic link; undefined for any other file, or one gone meanwhile. */
+function linkTargetOf(file: string): string | undefined {
+  try {
+    return lstatSync(file).isSymbolicLink() ? realpathSync(file) : undefined;
+  } catch (err) {
+    // Moved away since it was written (a rotation): the name to make durable is the rotation's, not this process's.
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
   }
 }
 

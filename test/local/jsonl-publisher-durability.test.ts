@@ -6,7 +6,7 @@
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -94,6 +94,16 @@ describe("JsonlEventPublisher durability", () => {
     journal.events.length = 0;
     await publisher.publish([sampleEvent(3)]);
     expect(journal.events.at(-1)).toBe(dirFsync);
+  });
+
+  it("fsyncs the directory the file is created in when BRIDGE_EVENTS_FILE is a symbolic link to a file not made yet, not only the link's", async () => {
+    // The open follows the link and creates its target there: that directory's entry is the one a power loss could take.
+    const target = path.join(dir, "real", "events.jsonl");
+    await mkdir(path.dirname(target));
+    await symlink(target, file);
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
+    expect(journal.events.filter((e) => e.startsWith("fsync") && !e.endsWith(file)).map((e) => e.replaceAll(dir, "<dir>"))).toContain("fsync <dir>/real");
+    expect(existsSync(target)).toBe(true);
   });
 
   it("makes the directories it creates for the file durable before its first append resolves (BRIDGE_EVENTS_FILE in a directory not there yet)", async () => {
