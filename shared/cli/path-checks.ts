@@ -434,7 +434,10 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
   const parent = statOf(dir);
   if (parent === undefined) return creationProblem(dir);
   if (!parent.isDirectory()) return `cannot be created: ${dir} is a file, not a directory`;
-  return eventsDirProblem(dir, parent) ?? danglingLinkProblem(eventsFile) ?? fileCreationProblem(eventsFile);
+  // A symbolic link to a file not made yet: the first append creates its target, so the target's directory is the one
+  // to write (the creation probe goes there too); the link's own, like an existing file's, need not be writable.
+  if (linkTargetOf(eventsFile) !== undefined) return danglingLinkProblem(eventsFile);
+  return eventsDirProblem(dir, parent) ?? fileCreationProblem(eventsFile);
 }
 
 /**
@@ -457,10 +460,10 @@ function eventsDirProblem(dir: string, stats: Stats): string | undefined {
 /**
  * What stops the first append through `eventsFile`, a symbolic link to a file not made yet, from creating its target:
  * the publisher makes the directories of the setting's own path, not the link's target's, so a target in a directory
- * that does not exist failed every cycle's publish (ENOENT), nothing acknowledged, until someone made it.
+ * that does not exist failed every cycle's publish (ENOENT), nothing acknowledged, until someone made it. The target's
+ * directory is then checked as a new file's own is.
  */
 function danglingLinkProblem(eventsFile: string): string | undefined {
-  if (linkTargetOf(eventsFile) === undefined) return undefined;
   const target = realPathOf(eventsFile);
   const dir = dirname(target);
   const stats = statOf(dir);
@@ -468,7 +471,7 @@ function danglingLinkProblem(eventsFile: string): string | undefined {
     return `is a symbolic link to ${target}, whose directory ${dir} does not exist (the bridge makes the directories of the setting's own path only): create it, or set the file's own path`;
   }
   if (!stats.isDirectory()) return `cannot be created: ${dir} (where its symbolic link points) is a file, not a directory`;
-  return eventsDirProblem(dir, stats);
+  return eventsDirProblem(dir, stats) ?? fileCreationProblem(target);
 }
 
 /**

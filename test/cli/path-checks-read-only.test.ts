@@ -4,7 +4,7 @@
  * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
 import type * as nodeFs from "node:fs";
-import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -72,6 +72,19 @@ describe("path checks on a read-only file system", () => {
       const link = join(elsewhere, "events.jsonl");
       await symlink(join(dir, "out", "events.jsonl"), link);
       expect(eventsFileProblem(link)).toBe(`is on a read-only file system (EROFS): ${join(dir, "out")}`);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it("take a link on a read-only mount to an events file not made yet in a writable directory: the first append creates the target, as an existing file's directory need not be writable", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), "writable-"));
+    try {
+      const link = join(dir, "events.jsonl");
+      await symlink(join(elsewhere, "events.jsonl"), link);
+      expect(eventsFileProblem(link)).toBeUndefined();
+      // The check's creation probe went beside the target, where the append creates it, and left nothing.
+      expect(await readdir(elsewhere)).toEqual([]);
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }
