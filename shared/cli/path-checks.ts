@@ -58,16 +58,21 @@ interface OwnPath {
   readonly need: Need;
 }
 
+// Nor these: access(2) answers EPERM for writing an immutable file or directory (chattr +i), which no mode opens.
+const IMMUTABLE = "immutable (EPERM: no user may write it)";
+
+/** The way to write immutable `path` again: clear its flag (no chmod opens it), and how to see the flag. */
+function chattrFix(path: string): string {
+  const word = shellWord(path);
+  return `clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it)`;
+}
+
 /** {@link accessProblem} for the `code` access(2) already answered for `path` (undefined: no refusal). */
 function refusalProblem(path: string, code: string | undefined, what: string, own?: OwnPath): string | undefined {
   if (code === undefined) return undefined;
   // Not the user's rights: nobody writes there until it is mounted read-write.
   if (code === "EROFS") return `is on a read-only file system (EROFS): ${path}`;
-  // Nor here: access(2) answers EPERM for writing an immutable file or directory (chattr +i), which no mode opens.
-  if (code === "EPERM") {
-    const word = shellWord(path);
-    return `is immutable (EPERM: no user may write it): ${path}; clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it), or use another path`;
-  }
+  if (code === "EPERM") return `is ${IMMUTABLE}: ${path}; ${chattrFix(path)}, or use another path`;
   const problem = `is not ${what} by this user (${code}): ${path}${own?.hint?.(path) ?? ""}`;
   return own === undefined ? problem : withDeniedAccess(problem, path, code, own.need);
 }
@@ -445,14 +450,15 @@ export function eventsFileProblem(eventsFile: string): string | undefined {
  * link's target's; `stats` its stats), worded as the setting's problem, or undefined. Said of the directory, not of
  * the file the setting names; another user's directory has its rights for its owner to give (a shared log directory is
  * no place for a chown), so the fix is another path; this user's own, shut by its own mode (EACCES), a chmod opens
- * too. EPERM: an immutable directory (chattr +i), which no chmod opens.
+ * too. EPERM: an immutable directory (chattr +i), which no chmod opens: named so, with the chattr that clears it.
  */
 function eventsDirProblem(dir: string, stats: Stats): string | undefined {
   const refused = accessRefusal(dir, constants.W_OK | constants.X_OK)?.code;
-  if (refused === "EACCES" || refused === "EPERM") {
-    const chmod = refused === "EACCES" ? ownersChmod(dir, stats, "rwx") : undefined;
-    const way = `${chmod === undefined ? "" : `${chmod}, or `}point BRIDGE_EVENTS_FILE into a directory this user may write`;
-    return `cannot be created: this user may not write its directory ${dir} (${refused}); ${way}`;
+  const elsewhere = "point BRIDGE_EVENTS_FILE into a directory this user may write";
+  if (refused === "EPERM") return `cannot be created: its directory ${dir} is ${IMMUTABLE}; ${chattrFix(dir)}, or ${elsewhere}`;
+  if (refused === "EACCES") {
+    const chmod = ownersChmod(dir, stats, "rwx");
+    return `cannot be created: this user may not write its directory ${dir} (EACCES); ${chmod === undefined ? "" : `${chmod}, or `}${elsewhere}`;
   }
   return refusalProblem(dir, refused, "writable");
 }

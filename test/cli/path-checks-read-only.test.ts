@@ -209,16 +209,24 @@ describe("path checks of paths this user may not read", () => {
     },
   };
 
-  // EPERM: an immutable directory (chattr +i), which no user may write, and no chmod opens.
   describe.each(Object.entries(placings))("for %s", (_what, place) => {
-    it.each([
-      ["EACCES", readOnly.unenterable, true],
-      ["EPERM", readOnly.immutable, false],
-    ] as const)("name the directory it cannot be created in, this user's own (%s), and what to set instead", async (code, refusing, chmod) => {
+    it("name the directory it cannot be created in, this user's own (EACCES), the chmod and what to set instead", async () => {
       const shut = join(dir, "shared-logs");
       await mkdir(shut);
-      refusing.add(shut);
-      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, code, chmod));
+      readOnly.unenterable.add(shut);
+      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, "EACCES", true));
+    });
+
+    // EPERM: an immutable directory (chattr +i), which no user may write and no chmod opens: named so, as an immutable
+    // state directory or events file is, not as this user's rights.
+    it("name the immutable directory it cannot be created in (EPERM), the chattr that clears it and what to set instead", async () => {
+      const shut = join(dir, "shared-logs");
+      await mkdir(shut);
+      readOnly.immutable.add(shut);
+      expect(eventsFileProblem(await place(shut))).toBe(
+        `cannot be created: its directory ${shut} is immutable (EPERM: no user may write it); clear its flag with ` +
+          `\`sudo chattr -i ${shut}\` (\`lsattr -d ${shut}\` shows it), or point BRIDGE_EVENTS_FILE into a directory this user may write`,
+      );
     });
 
     it.runIf(process.geteuid?.() === 0)("name no chmod for another user's directory (EACCES): its rights are its owner's to give (staged as root, who may chown)", async () => {
