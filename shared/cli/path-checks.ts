@@ -67,6 +67,11 @@ function chattrFix(path: string): string {
   return `clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it)`;
 }
 
+/** {@link refusalProblem}'s words for `path` when it is immutable (access(2) refuses writing it EPERM); else undefined. */
+function immutableProblem(path: string): string | undefined {
+  return accessRefusal(path, constants.W_OK)?.code === "EPERM" ? refusalProblem(path, "EPERM", "writable") : undefined;
+}
+
 /** {@link accessProblem} for the `code` access(2) already answered for `path` (undefined: no refusal). */
 function refusalProblem(path: string, code: string | undefined, what: string, own?: OwnPath): string | undefined {
   if (code === undefined) return undefined;
@@ -303,11 +308,13 @@ function stateEntriesProblem(stateDir: string): string | undefined {
         "place and leaves the target as it was; move the file into the state directory, or link the state directory itself"
       );
     }
-    // Files are read, and replaced by a rename in the directory: reading is all they need.
+    // Files are read, and replaced by a rename in the directory: reading is all they need, their own mode aside. Not
+    // an immutable one (chattr +i), which the rename may not replace either: a refresh's save would fail then, after
+    // the provider rotated the refresh token (exit 3).
     const problem = directory
       ? (ownPathProblem(path, constants.R_OK | constants.W_OK | constants.X_OK) ??
         (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
-      : unreadableStateFileProblem(path);
+      : (unreadableStateFileProblem(path) ?? immutableProblem(path));
     if (problem !== undefined) return problem;
   }
   return undefined;

@@ -123,6 +123,17 @@ describe("path checks of paths this user may not read", () => {
     expect(stateDirProblem(state)).toBe(immutableMessage(state));
   });
 
+  // Read, and replaced by a rename, which an immutable file refuses (EPERM) as writing it is: a token refresh's save
+  // would fail after the provider rotated the refresh token, signing the integration out (exit 3) at the first refresh.
+  it.each(["tokens.json", "binding.json"])("name an immutable state file, %s (EPERM), alike: no rename replaces it", async (name) => {
+    const state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+    const file = join(state, name);
+    await writeFile(file, "{}", { mode: 0o600 });
+    readOnly.immutable.add(file);
+    expect(stateDirProblem(state)).toBe(immutableMessage(file));
+  });
+
   it("name an immutable existing events file (EPERM) alike", async () => {
     const events = join(dir, "events.jsonl");
     await writeFile(events, "");
