@@ -202,12 +202,12 @@ describe("path checks of paths this user may not read", () => {
   });
 
   /**
-   * What the check says of a new events file's directory `shut` refused with `code`: the setting to change, and for
-   * `own` directory's EACCES (its own mode) the chmod that opens it, as the state directory's message words it.
+   * What the check says of a new events file's directory `shut` refused EACCES: the setting to change, and for an
+   * `own` directory (shut by its own mode) the chmod that opens it, as the state directory's message words it.
    */
-  function unwritableDirMessage(shut: string, code: string, own: boolean): string {
+  function unwritableDirMessage(shut: string, own: boolean): string {
     const chmod = own ? `run \`chmod u+rwx ${shut}\`, or ` : "";
-    return `cannot be created: this user may not write its directory ${shut} (${code}); ${chmod}point BRIDGE_EVENTS_FILE into a directory this user may write`;
+    return `cannot be created: this user may not write its directory ${shut} (EACCES); ${chmod}point BRIDGE_EVENTS_FILE into a directory this user may write`;
   }
 
   /** Where a new events file goes: in `shut` itself, or through a symbolic link beside it whose target lies in `shut`. */
@@ -225,7 +225,7 @@ describe("path checks of paths this user may not read", () => {
       const shut = join(dir, "shared-logs");
       await mkdir(shut);
       readOnly.unenterable.add(shut);
-      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, "EACCES", true));
+      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, true));
     });
 
     // EPERM: an immutable directory (chattr +i), which no user may write and no chmod opens: named so, as an immutable
@@ -245,7 +245,7 @@ describe("path checks of paths this user may not read", () => {
       await mkdir(shut);
       await chown(shut, 4242, 4242);
       readOnly.unenterable.add(shut);
-      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, "EACCES", false));
+      expect(eventsFileProblem(await place(shut))).toBe(unwritableDirMessage(shut, false));
     });
   });
 
