@@ -278,7 +278,8 @@ export function parseCommand(argv: readonly string[], env: Env = {}): ParsedComm
         command: "authorize",
         args: {
           port,
-          scope: scope?.trim(),
+          // One space between scopes, as RFC 6749 §3.3 sends them: a pasted list may hold tabs, new lines or runs.
+          scope: scope?.trim().split(/\s+/).join(" "),
           // A pasted ARN often carries a blank around it, which Secrets Manager would answer as no such secret.
           secretId: secretId?.trim(),
           noOpen: values["no-open"] === true,

@@ -282,6 +282,14 @@ describe("parseCommand", () => {
     });
   });
 
+  // The check before the sign-in reads any blanks between scopes as one separator; the sign-in address must then carry
+  // them as RFC 6749 §3.3 writes them (one space each), or a strict provider refuses them after the browser round trip.
+  it("separates --scope's scopes by one space, as sent, however a pasted list (tabs, new lines, double spaces) held them", () => {
+    expect(parseCommand(["authorize", "--scope", "transactions:read\ttransactions:write\n  cards:read"])).toMatchObject({
+      args: { scope: "transactions:read transactions:write cards:read" },
+    });
+  });
+
   it.each([["--port", "http"], ["--port", "70000"], ["--port", "-1"]])("rejects authorize %s %s", (flag, value) => {
     expect(() => parseCommand(["authorize", flag, value])).toThrow(UsageError);
   });
