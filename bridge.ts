@@ -26,7 +26,7 @@ const stop = (signal: StopSignal) => {
     if (!spendingRefreshes.busy) return stopAtOnce();
     // Later signals find the wait under way.
     if (stops === 2) {
-      process.stderr.write(`${REFRESH_UNSAVED}: stopping once it is (a kill now would sign the integration out)\n`);
+      process.stderr.write(`${REFRESH_UNSAVED}: stopping once it is (a SIGKILL, kill -9, now would sign the integration out)\n`);
       void spendingRefreshes.settled().then((lost) => {
         for (const { file, failure } of lost) process.stderr.write(`error: ${new TokensLostError(file, { failure }).message}\n`);
         stopAtOnce();

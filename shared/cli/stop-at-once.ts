@@ -53,7 +53,7 @@ export type StopSignal = "SIGINT" | "SIGTERM" | "SIGHUP";
 export function secondStopNotice(refreshUnsaved: boolean, first: StopSignal = "SIGINT"): string {
   const again = first === "SIGINT" ? "Ctrl-C again" : "a second stop signal (Ctrl-C, SIGTERM or SIGHUP)";
   return refreshUnsaved
-    ? `${REFRESH_UNSAVED}: ${again} stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out`
+    ? `${REFRESH_UNSAVED}: ${again} stops once it is (or one more try to save it failed), not at once: a SIGKILL (kill -9) before then would sign the integration out`
     : `${again} stops at once`;
 }
 

@@ -192,7 +192,7 @@ describe("bridge.ts main", () => {
   });
 
   it("says on a first Ctrl-C during a token refresh, or with new tokens held unsaved, that a second one waits for their save, not that it stops at once", () => {
-    const waits = "a new refresh token is not saved yet: Ctrl-C again stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out";
+    const waits = "a new refresh token is not saved yet: Ctrl-C again stops once it is (or one more try to save it failed), not at once: a SIGKILL (kill -9) before then would sign the integration out";
     expect(stopNotice("run", { refreshUnsaved: true })).toBe(`stopping cleanly after the page in hand; ${waits}`);
     expect(stopNotice("redrive", { refreshUnsaved: true })).toBe(`stopping cleanly after the batch in hand; ${waits}`);
     expect(stopNotice("run", { refreshUnsaved: false })).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");
@@ -222,7 +222,7 @@ describe("bridge.ts main", () => {
       );
       expect(stopNotice("redrive", { signal, refreshUnsaved: true })).toBe(
         `${signal} received: stopping cleanly after the batch in hand; a new refresh token is not saved yet: a second stop signal (Ctrl-C, SIGTERM or SIGHUP) ` +
-          "stops once it is (or one more try to save it failed), not at once: a kill before then would sign the integration out",
+          "stops once it is (or one more try to save it failed), not at once: a SIGKILL (kill -9) before then would sign the integration out",
       );
     }
     expect(stopNotice("run", { signal: "SIGINT" })).toBe("stopping cleanly after the page in hand; Ctrl-C again stops at once");

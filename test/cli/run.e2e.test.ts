@@ -193,7 +193,7 @@ describe("bridge run --once (spawned)", () => {
       // The family lives: the next run uses the saved successor (a spent token would be refused: exit 3).
       const next = await runInProcess(["run", "--once"], env);
       expect(next.code, next.stderr).toBe(EXIT.ok);
-      expect(stderr).toContain("a new refresh token is not saved yet: stopping once it is");
+      expect(stderr).toContain("a new refresh token is not saved yet: stopping once it is (a SIGKILL, kill -9, now would sign the integration out)");
       // The first signal came with the refresh in flight: its notice said so, not that a second one "stops at once".
       expect(stderr).toContain("SIGTERM received: stopping cleanly after the page in hand; a new refresh token is not saved yet: a second stop signal (Ctrl-C, SIGTERM or SIGHUP) stops once it is");
       expect(stderr).not.toContain("stops at once");
