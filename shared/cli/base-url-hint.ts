@@ -62,7 +62,7 @@ export function completedNoTlsHandshake(reason: string): boolean {
  * For an https `baseUrl` that completed no TLS handshake: which address, and for a loopback one, the sandbox's http
  * address.
  */
-function noTlsHint(baseUrl: string, setting: string): string {
+export function noTlsHint(baseUrl: string, setting: string): string {
   const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   if (url === undefined) return "";
   const port = portOf(url);

@@ -10,7 +10,7 @@
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { NetworkError } from "../qashio/errors.js";
-import { baseUrlHint, completedNoTlsHandshake, portOf } from "./base-url-hint.js";
+import { baseUrlHint, completedNoTlsHandshake, noTlsHint, portOf } from "./base-url-hint.js";
 import { AuthorizeError } from "./errors.js";
 
 /** How long the connection may take: a reachable provider takes one within a round trip or two. */
@@ -56,9 +56,9 @@ export async function assertHostAnswers(baseUrl: string, setting: string, option
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const port = portOf(url);
   const tls = url.protocol === "https:";
+  let connected = false;
   const failure = await new Promise<string | typeof CANCELLED | undefined>((resolve) => {
     const socket = connect(port, host, tls);
-    let connected = false;
     const end = (outcome: string | typeof CANCELLED | undefined) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -84,8 +84,10 @@ export async function assertHostAnswers(baseUrl: string, setting: string, option
   });
   if (failure === undefined) return;
   if (failure === CANCELLED) throw new AuthorizeError("authorization cancelled");
-  // Worded as a failed run's connection error is (base-url-hint.ts), from the same system code.
-  const hint = baseUrlHint(new NetworkError(`connecting to ${setting} failed`, { reason: failure }), baseUrl, setting);
+  // Worded as a failed run's connection error is (base-url-hint.ts), from the same system code. An https port that took
+  // the connection and failed completed no TLS handshake (other failures pass), in time or at all: not a matter of reach.
+  const hint =
+    tls && connected ? noTlsHint(baseUrl, setting) : baseUrlHint(new NetworkError(`connecting to ${setting} failed`, { reason: failure }), baseUrl, setting);
   throw new AuthorizeError(
     `${setting} (${baseUrl}) does not answer (${failure}): the code exchange after the sign-in could not reach it, so no sign-in was started` +
       (hint || `; check the setting, and that this machine reaches ${url.host}${url.port === "" ? `:${port}` : ""}`),

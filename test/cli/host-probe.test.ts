@@ -137,6 +137,19 @@ describe("assertHostAnswers", () => {
     await expect(assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { connect: reset })).rejects.toThrow("completed no TLS handshake");
   });
 
+  it("asks of an https port that took the connection but no TLS handshake in time whether it serves https, not whether this machine reaches it", async () => {
+    const connectedOnly = () => {
+      const socket = new Socket();
+      queueMicrotask(() => socket.emit("connect"));
+      return socket;
+    };
+    const error = (await assertHostAnswers("https://api.example.test", "QASHIO_BASE_URL", { timeoutMs: 50, connect: connectedOnly }).catch((e: unknown) => e)) as Error;
+    expect(error.message).toBe(
+      "QASHIO_BASE_URL (https://api.example.test) does not answer (no TLS handshake within 50 ms): the code exchange after the sign-in could not reach it, " +
+        "so no sign-in was started; api.example.test:443, where QASHIO_BASE_URL points, completed no TLS handshake: does its port serve https, with TLS 1.2 or later?",
+    );
+  });
+
   it("asks an http URL for a TCP connection only: a port that would complete no TLS handshake passes", async () => {
     const server = createTcpServer((socket) => socket.on("error", () => undefined));
     const { port, close } = await listening(server);
