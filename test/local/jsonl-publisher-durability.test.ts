@@ -19,7 +19,7 @@ import { makeRig } from "../bridge/fakes.js";
  * Writes, truncations and fsyncs in order, each naming the file its descriptor was opened on; and links that took
  * effect, each naming the name it gave.
  */
-const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>() }));
+const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>(), lstats: [] as string[] }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
@@ -45,7 +45,12 @@ vi.mock("node:fs", async (importOriginal) => {
     fs.linkSync(from, to);
     journal.events.push(`link ${String(to)}`);
   }) as typeof fs.linkSync;
-  const mocked = { openSync, writeSync, ftruncateSync, fsyncSync, linkSync };
+  // Kept apart from the events: what an append costs besides its writes and fsyncs.
+  const lstatSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    journal.lstats.push(String(file));
+    return (fs.lstatSync as (file: nodeFs.PathLike, ...rest: unknown[]) => nodeFs.Stats)(file, ...rest);
+  }) as typeof fs.lstatSync;
+  const mocked = { openSync, writeSync, ftruncateSync, fsyncSync, linkSync, lstatSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -55,6 +60,7 @@ beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-durable-"));
   file = path.join(dir, "events.jsonl");
   journal.events.length = 0;
+  journal.lstats.length = 0;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -104,6 +110,20 @@ describe("JsonlEventPublisher durability", () => {
     await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
     expect(journal.events.filter((e) => e.startsWith("fsync") && !e.endsWith(file)).map((e) => e.replaceAll(dir, "<dir>"))).toContain("fsync <dir>/real");
     expect(existsSync(target)).toBe(true);
+  });
+
+  it("costs a later append through a symbolic link no directory fsync and no look at the link: the file is known durable", async () => {
+    const target = path.join(dir, "real", "events.jsonl");
+    await mkdir(path.dirname(target));
+    await symlink(target, file);
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    expect(journal.lstats).toContain(file);
+    journal.events.length = 0;
+    journal.lstats.length = 0;
+    await publisher.publish([sampleEvent(2)]);
+    expect(journal.events.filter((e) => e.startsWith("fsync") && !e.endsWith(file))).toEqual([]);
+    expect(journal.lstats).not.toContain(file);
   });
 
   it("makes the directories it creates for the file durable before its first append resolves (BRIDGE_EVENTS_FILE in a directory not there yet)", async () => {
