@@ -102,11 +102,15 @@ describe("JsonlEventPublisher durability", () => {
     expect(journal.events.at(-1)).toBe(dirFsync);
   });
 
-  it("fsyncs the directory the file is created in when BRIDGE_EVENTS_FILE is a symbolic link to a file not made yet, not only the link's", async () => {
+  // A relative link is read from the link's directory, not from the process's working directory.
+  it.each([
+    ["absolute", (target: string) => target],
+    ["relative", (target: string) => path.relative(dir, target)],
+  ])("fsyncs the directory the file is created in when BRIDGE_EVENTS_FILE is a symbolic link (%s) to a file not made yet, not only the link's", async (_kind, linkText) => {
     // The open follows the link and creates its target there: that directory's entry is the one a power loss could take.
     const target = path.join(dir, "real", "events.jsonl");
     await mkdir(path.dirname(target));
-    await symlink(target, file);
+    await symlink(linkText(target), file);
     await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
     expect(journal.events.filter((e) => e.startsWith("fsync") && !e.endsWith(file)).map((e) => e.replaceAll(dir, "<dir>"))).toContain("fsync <dir>/real");
     expect(existsSync(target)).toBe(true);
