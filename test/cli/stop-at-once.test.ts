@@ -68,4 +68,8 @@ describe("StopSignals (the one rule bridge.ts and npm run sandbox count stop sig
     expect(hear([1_000, 1_050, 1_051, 5_000])).toEqual([1, 2, 3, 4]);
     expect(hear([1_000, 1_010, 1_200, 1_201])).toEqual([1, 0, 2, 3]);
   });
+
+  it("measures the 50 ms from the first signal, not from its last repeat: a stream of repeats does not hold off a second stop", () => {
+    expect(hear([1_000, 1_040, 1_080])).toEqual([1, 0, 2]);
+  });
 });
