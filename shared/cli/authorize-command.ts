@@ -13,7 +13,7 @@ import type { FetchLike } from "../qashio/http.js";
 import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { authorizeWithBrowser } from "./authorize.js";
-import { DEFAULT_SCOPES, grantShortfall, requestedShortfall, type GrantShortfall } from "./cycle-scopes.js";
+import { checkRequestedScope, DEFAULT_SCOPES, grantShortfall, type GrantShortfall } from "./cycle-scopes.js";
 import { readAuthorizeSettings, settingNameWarnings } from "./config.js";
 import { loadEnv } from "./env-file.js";
 import { assertHostAnswers } from "./host-probe.js";
@@ -119,8 +119,8 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
 export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: AuthorizeSeams = {}): Promise<number> {
   const scope = args.scope ?? DEFAULT_SCOPES;
   // The scope asked for is judged as its grant will be: refused, or warned of, before anything else is read.
-  const askedShortfall = requestedShortfall(scope);
-  if (askedShortfall !== undefined) line(io.stderr, `warning: ${askedShortfall.message}`);
+  const asked = checkRequestedScope(scope);
+  for (const warning of asked.warnings) line(io.stderr, `warning: ${warning}`);
   const env = await loadEnv(io.env, io.cwd, undefined, { signal: io.signal });
   for (const warning of settingNameWarnings(env)) line(io.stderr, `warning: ${warning}`);
   // Every setting is checked before the browser opens: a failure after sign-in would waste the issued token family.
@@ -241,6 +241,6 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   // The granted scope is the token endpoint's word, shown escaped (printable): it may hold anything.
   line(io.stdout, `Authorized${result.scope ? ` (scope: ${printable(result.scope)})` : ""}. Tokens stored in ${where}.`);
   // A grant lacking just what the ask lacked was warned of before the sign-in.
-  if (shortfall !== undefined && shortfall.missing.join(" ") !== askedShortfall?.missing.join(" ")) line(io.stderr, `warning: ${shortfall.message}`);
+  if (shortfall !== undefined && shortfall.missing.join(" ") !== asked.missing.join(" ")) line(io.stderr, `warning: ${shortfall.message}`);
   return EXIT.ok;
 }

@@ -20,11 +20,13 @@ type CycleScope = keyof typeof CYCLE_SCOPES;
 export const DEFAULT_SCOPES = Object.keys(CYCLE_SCOPES).join(" ");
 
 /**
- * The provider's scopes: those the spec names (§5 rule 8, "Scope strings seen"). It shows no complete list (rule 10),
- * but the cycles call with none other, and the provider refuses a scope it does not know (invalid_scope) only once the
- * person has signed in.
+ * The scopes the spec names (§5 rule 8, "Scope strings seen"). It gives no complete list (rule 10), so a value outside
+ * it is warned of, not refused: it may be one of the provider's that only a person asking for it knows.
  */
-const PROVIDER_SCOPES: readonly string[] = ["wallet:read", "cards:read", "cards:write", "transactions:read", "transactions:write", "users:read"];
+const SPEC_SCOPES: readonly string[] = ["wallet:read", "cards:read", "cards:write", "transactions:read", "transactions:write", "users:read"];
+
+/** The scopes a shortfall's fix asks for. */
+const WITH_SCOPES = `the default scope (${DEFAULT_SCOPES}) or a --scope holding them`;
 
 /** Without both, no cycle takes in anything. */
 const READ_SCOPES: readonly CycleScope[] = ["transactions:read", "cards:read"];
@@ -49,10 +51,12 @@ export interface GrantShortfall {
 export function grantShortfall(granted: string | undefined, requested: string): GrantShortfall | undefined {
   const named = granted !== undefined && granted.trim() !== "";
   const scope = named ? granted : requested;
-  return shortfallOf(scope, named ? `the grant (scope: ${printable(scope)})` : `the scope asked for (${printable(scope)}; the provider's answer named none)`);
+  const subject = named ? `the grant (scope: ${printable(scope)})` : `the scope asked for (${printable(scope)}; the provider's answer named none)`;
+  const shortfall = shortfallOf(scope, subject);
+  return shortfall && { ...shortfall, message: `${shortfall.message} Authorize again with ${WITH_SCOPES}.` };
 }
 
-/** What `scope` lacks of the cycles' scopes, worded with `subject` (the grant, or the scope asked for) first. */
+/** What `scope` lacks of the cycles' scopes, worded with `subject` (the grant, or the scope asked for) first; no fix. */
 function shortfallOf(scope: string, subject: string): GrantShortfall | undefined {
   // Scope names are case-sensitive and space-separated (RFC 6749 §3.3; spec §2.8); commas are read as separators too, as some
   // servers list them so, and no scope the cycles need holds one: else a working grant would read as granting nothing.
@@ -62,36 +66,56 @@ function shortfallOf(scope: string, subject: string): GrantShortfall | undefined
   const fails = missing.map((s) => `without ${s}, ${CYCLE_SCOPES[s]}`).join("; ");
   const message =
     `${subject} lacks ${wordList(missing)}, which the bridge's cycles need: each call needing one is refused 403 and never retried. ` +
-    `${fails.charAt(0).toUpperCase()}${fails.slice(1)}. Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.`;
+    `${fails.charAt(0).toUpperCase()}${fails.slice(1)}.`;
   return { missing, nothingReads: READ_SCOPES.every((s) => missing.includes(s)), message };
 }
 
+/** `authorize --scope` judged before the sign-in. */
+export interface RequestedScope {
+  /** Said before the sign-in: values the spec names no scope of, and what the set lacks of the cycles' scopes. */
+  readonly warnings: readonly string[];
+  /** The cycles' scopes the set lacks: a grant lacking just these is not warned of again. */
+  readonly missing: readonly CycleScope[];
+}
+
 /**
- * Checks `authorize --scope` before the sign-in, as the grant is checked after it: a value that is no scope of the
- * provider's (the provider would refuse it after the browser round trip) or a set with which no cycle can read (the
- * grant would be refused unstored) is a usage error; a set lacking some of the cycles' scopes comes back, for a
- * warning, as a grant of it gets one.
+ * Checks `authorize --scope` before the sign-in, as the grant is checked after it. A value joining scopes with commas
+ * (the provider would refuse it after the browser round trip) or a set with which no cycle can read (the grant would
+ * be refused unstored) is a usage error. A value the spec names no scope of (a near one suggested), and a set lacking
+ * some of the cycles' scopes, come back as warnings.
  *
- * @throws UsageError (exit 2) naming each value that is no scope of the provider's, or what the set lacks.
+ * @throws UsageError (exit 2) naming each comma-joined value, or what the set lacks.
  * @example
- * requestedShortfall("transactions:read transactions:write")?.message; // "--scope (transactions:read transactions:write) lacks cards:read, ..."
+ * checkRequestedScope("transactions:read transactions:write").missing; // ["cards:read"]
  */
-export function requestedShortfall(requested: string): GrantShortfall | undefined {
-  const unknown = requested.split(/\s+/).filter((value) => value !== "" && !PROVIDER_SCOPES.includes(value));
-  if (unknown.length > 0) {
-    const named = unknown.map((value) => {
-      const meant = value.includes(",") ? undefined : nearest(value, PROVIDER_SCOPES);
-      return `"${printable(value)}"${meant === undefined ? "" : ` (did you mean ${meant}?)`}`;
-    });
-    const commas = unknown.some((value) => value.includes(",")) ? ": separate scopes with spaces, not commas" : "";
-    throw new UsageError(
-      `--scope: ${wordList(named)} ${unknown.length === 1 ? "is no scope" : "are no scopes"} of the provider's (${wordList(PROVIDER_SCOPES)})${commas}; ` +
-        "no sign-in was started",
-    );
+export function checkRequestedScope(requested: string): RequestedScope {
+  const values = requested.split(/\s+/).filter((value) => value !== "");
+  const quoted = (value: string) => `"${printable(value)}"`;
+  const joined = values.filter((value) => value.includes(","));
+  if (joined.length > 0) {
+    throw new UsageError(`--scope: ${wordList(joined.map(quoted))} ${joined.length === 1 ? "joins" : "join"} scopes with a comma: separate them with spaces; no sign-in was started`);
   }
+  const unknown = values.filter((value) => !SPEC_SCOPES.includes(value));
+  const one = unknown.length === 1;
+  const unnamed = `${wordList(unknown.map((value) => `${quoted(value)}${suggestion(value)}`))} ${one ? "is no scope" : "are no scopes"} the spec names`;
   const shortfall = shortfallOf(requested, `--scope (${printable(requested)})`);
   if (shortfall?.nothingReads === true) {
-    throw new UsageError(`${shortfall.message} No sign-in was started: no cycle of the bridge could read anything with it.`);
+    const typos = unknown.length === 0 ? "" : ` ${unnamed}.`;
+    throw new UsageError(`${shortfall.message} Authorize with ${WITH_SCOPES}. No sign-in was started: no cycle of the bridge could read anything with it.${typos}`);
   }
-  return shortfall;
+  const warnings: string[] = [];
+  if (unknown.length > 0) {
+    warnings.push(
+      `--scope: ${unnamed} (${wordList(SPEC_SCOPES)}); the provider may refuse ${one ? "it" : "them"} (invalid_scope) once you have signed in: ` +
+        `if ${one ? "it is a typo" : "they are typos"}, stop with Ctrl-C and ask again`,
+    );
+  }
+  if (shortfall !== undefined) warnings.push(`${shortfall.message} To ask for them, stop with Ctrl-C and authorize with ${WITH_SCOPES}.`);
+  return { warnings, missing: shortfall?.missing ?? [] };
+}
+
+/** " (did you mean ...?)" for a value near one of the spec's scopes, else nothing. */
+function suggestion(value: string): string {
+  const meant = nearest(value, SPEC_SCOPES);
+  return meant === undefined ? "" : ` (did you mean ${meant}?)`;
 }

@@ -238,7 +238,8 @@ describe("bridge authorize", () => {
       "warning: --scope (transactions:read) lacks transactions:write and cards:read, which the bridge's cycles need: " +
         "each call needing one is refused 403 and never retried. Without transactions:write, every transaction cycle publishes " +
         "its transactions and then fails its acknowledge, so it pulls the same transactions again each time; without cards:read, " +
-        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them.\n`,
+        `every card cycle fails at its first call (cards list). To ask for them, stop with Ctrl-C and authorize with the default scope (${DEFAULT_SCOPES}) ` +
+        "or a --scope holding them.\n",
     );
     // The run that follows fails as the warning said: its acknowledge is refused.
     const run = await runInProcess(["run", "--once"], h.env);
@@ -321,7 +322,7 @@ describe("bridge authorize", () => {
     expect(run.code).toBe(EXIT.ok);
   });
 
-  it("refuses, exit 2 before the sign-in, a --scope value the provider has no scope of, naming each (a near one suggested, commas told to be spaces), and a --scope with which no cycle can read", async () => {
+  it("refuses, exit 2 before the sign-in, a --scope value joining scopes with commas and a --scope with which no cycle can read, a typo named", async () => {
     const h = (harness = await startHarness());
     const signIns: string[] = [];
     const refusal = async (scope: string) => {
@@ -332,22 +333,55 @@ describe("bridge authorize", () => {
       expect(out.stdout).toBe("");
       return (error as Error).message;
     };
-    expect(await refusal(`${DEFAULT_SCOPES} transaction:read cards:all`)).toBe(
-      '--scope: "transaction:read" (did you mean transactions:read?) and "cards:all" are no scopes of the provider\'s ' +
-        "(wallet:read, cards:read, cards:write, transactions:read, transactions:write and users:read); no sign-in was started",
-    );
     expect(await refusal("transactions:read,transactions:write,cards:read")).toBe(
-      '--scope: "transactions:read,transactions:write,cards:read" is no scope of the provider\'s ' +
-        "(wallet:read, cards:read, cards:write, transactions:read, transactions:write and users:read): separate scopes with spaces, not commas; no sign-in was started",
+      '--scope: "transactions:read,transactions:write,cards:read" joins scopes with a comma: separate them with spaces; no sign-in was started',
     );
-    expect(await refusal("transactions:read \u001b[2J")).toContain('--scope: "\\u001b[2J" is no scope');
-    expect(await refusal("wallet:read transactions:write")).toBe(
+    expect(await refusal("transactions:read, cards:read transactions:write,\u001b[2J")).toBe(
+      '--scope: "transactions:read," and "transactions:write,\\u001b[2J" join scopes with a comma: separate them with spaces; no sign-in was started',
+    );
+    const nothingReads =
       "--scope (wallet:read transactions:write) lacks transactions:read and cards:read, which the bridge's cycles need: each call needing one is refused 403 " +
-        "and never retried. Without transactions:read, every transaction cycle fails at its first call (transactions list); without cards:read, " +
-        `every card cycle fails at its first call (cards list). Authorize again with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
-        "No sign-in was started: no cycle of the bridge could read anything with it.",
+      "and never retried. Without transactions:read, every transaction cycle fails at its first call (transactions list); without cards:read, " +
+      `every card cycle fails at its first call (cards list). Authorize with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
+      "No sign-in was started: no cycle of the bridge could read anything with it.";
+    expect(await refusal("wallet:read transactions:write")).toBe(nothingReads);
+    // A typo that leaves nothing to read with is named with the near scope meant.
+    expect(await refusal("wallet:read transactions:write cards:raed")).toContain(
+      `Authorize with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. No sign-in was started: no cycle of the bridge could read ` +
+        'anything with it. "cards:raed" (did you mean cards:read?) is no scope the spec names.',
     );
     expect(signIns).toEqual([]);
+  });
+
+  it("warns before the sign-in of a --scope value the spec names no scope of, a near one suggested, and signs in: the spec's list of scopes is not complete", async () => {
+    const h = (harness = await startHarness());
+    const { io: cli, out } = io(h.env);
+    let warnedBeforeSignIn = "";
+    const granting: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
+      // A provider knowing a scope the spec does not name grants it.
+      return Response.json({ ...((await response.json()) as Record<string, unknown>), scope: `${DEFAULT_SCOPES} ledger:read` });
+    };
+    const code = await authorizeCommand({ ...args, scope: `${DEFAULT_SCOPES} ledger:read transaction:read` }, cli, {
+      fetch: granting,
+      onAuthorizeUrl: async (url) => {
+        warnedBeforeSignIn = out.stderr;
+        const signIn = new URL(url);
+        expect(signIn.searchParams.get("scope")).toBe(`${DEFAULT_SCOPES} ledger:read transaction:read`);
+        // The sandbox knows the spec's scopes only: approved as the provider knowing them would.
+        signIn.searchParams.set("scope", DEFAULT_SCOPES);
+        await approve(h)(signIn.toString());
+      },
+    });
+    expect(code).toBe(EXIT.ok);
+    expect(warnedBeforeSignIn).toBe(
+      'warning: --scope: "ledger:read" and "transaction:read" (did you mean transactions:read?) are no scopes the spec names (wallet:read, cards:read, ' +
+        "cards:write, transactions:read, transactions:write and users:read); the provider may refuse them (invalid_scope) once you have signed in: " +
+        "if they are typos, stop with Ctrl-C and ask again\n",
+    );
+    expect(out.stderr).toBe(warnedBeforeSignIn);
+    expect(out.stdout).toContain(`Authorized (scope: ${DEFAULT_SCOPES} ledger:read). Tokens stored in`);
   });
 
   it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {

@@ -3,13 +3,13 @@
  * reach: near misses of the provider's other scopes, a mix of comma-joined and mistyped values, a grant's escapes.
  */
 import { describe, expect, it } from "vitest";
-import { grantShortfall, requestedShortfall } from "../../shared/cli/cycle-scopes.js";
+import { checkRequestedScope, grantShortfall } from "../../shared/cli/cycle-scopes.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 /** The refusal of `requested`, as its message. */
 function refusalOf(requested: string): string {
   try {
-    requestedShortfall(requested);
+    checkRequestedScope(requested);
   } catch (error) {
     expect(error).toBeInstanceOf(UsageError);
     return (error as UsageError).message;
@@ -17,21 +17,30 @@ function refusalOf(requested: string): string {
   throw new Error(`--scope ${requested} was not refused`);
 }
 
-describe("requestedShortfall", () => {
-  it("suggests the near one among all the provider's scopes, not only those the cycles call with", () => {
-    expect(refusalOf("transactions:read cards:read wallet:raed")).toContain('"wallet:raed" (did you mean wallet:read?)');
-    expect(refusalOf("transactions:read cards:read users:reed")).toContain('"users:reed" (did you mean users:read?)');
+describe("checkRequestedScope", () => {
+  it("suggests the near one among all the spec's scopes, not only those the cycles call with", () => {
+    expect(checkRequestedScope("transactions:read transactions:write cards:read wallet:raed").warnings[0]).toContain('"wallet:raed" (did you mean wallet:read?)');
+    expect(checkRequestedScope("transactions:read transactions:write cards:read users:reed").warnings[0]).toContain('"users:reed" (did you mean users:read?)');
   });
 
-  it("suggests no near scope for a comma-joined value, whose fix is the spaces the note asks for", () => {
-    expect(refusalOf("transactions:read, cards:read")).toBe(
-      '--scope: "transactions:read," is no scope of the provider\'s (wallet:read, cards:read, cards:write, transactions:read, transactions:write and users:read): ' +
-        "separate scopes with spaces, not commas; no sign-in was started",
+  it("warns of nothing for the default scopes or any of the spec's, and tells a single unknown value as 'it'", () => {
+    expect(checkRequestedScope("transactions:read transactions:write cards:read wallet:read cards:write users:read")).toEqual({ warnings: [], missing: [] });
+    const [warning] = checkRequestedScope("transactions:read transactions:write cards:read erp:export").warnings;
+    expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\) once you have signed in: if it is a typo/);
+  });
+
+  it("refuses a comma-joined value whatever else the set holds, before judging what it lacks", () => {
+    expect(refusalOf("cards:all transactions:read,transactions:write")).toBe(
+      '--scope: "transactions:read,transactions:write" joins scopes with a comma: separate them with spaces; no sign-in was started',
     );
   });
 
-  it("adds the note on commas when any value refused holds one, beside another refused for a typo", () => {
-    expect(refusalOf("cards:all transactions:read,transactions:write")).toMatch(/are no scopes of the provider's \([^)]*\): separate scopes with spaces, not commas; no sign-in was started$/);
+  it("says what the set lacks after any unknown value's warning, and returns what it lacks for the grant's warning not to repeat", () => {
+    const asked = checkRequestedScope("transactions:read cards:read ledger:read");
+    expect(asked.missing).toEqual(["transactions:write"]);
+    expect(asked.warnings).toHaveLength(2);
+    expect(asked.warnings[0]).toMatch(/^--scope: "ledger:read" is no scope/);
+    expect(asked.warnings[1]).toMatch(/^--scope \(transactions:read cards:read ledger:read\) lacks transactions:write, .* To ask for them, stop with Ctrl-C and authorize with /);
   });
 });
 
