@@ -58,7 +58,7 @@ interface OwnPath {
   readonly need: Need;
 }
 
-// Nor these: access(2) answers EPERM for writing an immutable file or directory (chattr +i), which no mode opens.
+/** What a path is when access(2) refuses writing it EPERM: immutable (chattr +i), which no user's rights or mode open. */
 const IMMUTABLE = "immutable (EPERM: no user may write it)";
 
 /** The way to write immutable `path` again: clear its flag (no chmod opens it), and how to see the flag. */
