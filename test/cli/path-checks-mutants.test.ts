@@ -1,0 +1,60 @@
+/**
+ * Path checks that hand mutation found unpinned: a fix quoted for the shell it is pasted into, a symbolic link followed
+ * to its last target, the outermost closed directory named, and no way in offered where permissions are not the cause.
+ * Root reads and enters anything, so access(2) answers the codes a test gives for the paths and modes it names.
+ */
+import type * as nodeFs from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
+
+const refusals = vi.hoisted(() => ({ answers: [] as { path: string; mode: number; code: string }[] }));
+
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof nodeFs>();
+  const accessSync = ((path: nodeFs.PathLike, mode?: number) => {
+    const answer = refusals.answers.find((refusal) => refusal.path === String(path) && ((mode ?? 0) & refusal.mode) !== 0);
+    if (answer !== undefined) throw Object.assign(new Error(`${answer.code}: access '${String(path)}'`), { code: answer.code });
+    fs.accessSync(path, mode);
+  }) as typeof fs.accessSync;
+  return { ...fs, default: { ...fs, accessSync }, accessSync };
+});
+
+/** access(2) answers `code` for `path` when asked any of the `mode` bits. */
+function refuse(path: string, mode: number, code: string): void {
+  refusals.answers.push({ path, mode, code });
+}
+
+const W_OK = 2;
+const X_OK = 1;
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "path-checks-mutants-"));
+});
+afterEach(async () => {
+  refusals.answers.length = 0;
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the fix a path check names", () => {
+  it("quotes a path a shell would split in the chattr that clears an immutable events file's flag (EPERM)", async () => {
+    const events = join(dir, "my events.jsonl");
+    await writeFile(events, "");
+    refuse(events, W_OK, "EPERM");
+    const word = `'${events}'`;
+    expect(eventsFileProblem(events)).toBe(
+      `is immutable (EPERM: no user may write it): ${events}; clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it), or use another path`,
+    );
+  });
+
+  it("quotes a path a shell would split in the chmod that opens this user's own state directory", async () => {
+    const state = join(dir, "my state");
+    await mkdir(state, { mode: 0o700 });
+    refuse(state, X_OK, "EACCES");
+    expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}: this user may not enter ${state} (mode 0700); run \`chmod u+rwx '${state}'\``);
+  });
+
+});
