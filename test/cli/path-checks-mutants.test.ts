@@ -27,6 +27,7 @@ function refuse(path: string, mode: number, code: string): void {
   refusals.answers.push({ path, mode, code });
 }
 
+const R_OK = 4;
 const W_OK = 2;
 const X_OK = 1;
 
@@ -55,6 +56,20 @@ describe("the fix a path check names", () => {
     await mkdir(state, { mode: 0o700 });
     refuse(state, X_OK, "EACCES");
     expect(stateDirProblem(state)).toBe(`is not writable by this user (EACCES): ${state}: this user may not enter ${state} (mode 0700); run \`chmod u+rwx '${state}'\``);
+  });
+
+  it("names the outermost directory this user may not enter, not a deeper one: opening that alone would not let it in", async () => {
+    const outer = join(dir, "outer");
+    const inner = join(outer, "inner");
+    await mkdir(inner, { recursive: true, mode: 0o700 });
+    const events = join(inner, "events.jsonl");
+    await writeFile(events, "");
+    refuse(events, R_OK, "EACCES");
+    refuse(outer, X_OK, "EACCES");
+    refuse(inner, X_OK, "EACCES");
+    expect(eventsFileProblem(events)).toBe(
+      `is not readable and writable by this user (EACCES): ${events}: this user may not enter ${outer} (mode 0700); run \`chmod u+rwx ${outer}\``,
+    );
   });
 
 });
