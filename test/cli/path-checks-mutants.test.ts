@@ -72,4 +72,10 @@ describe("the fix a path check names", () => {
     );
   });
 
+  it("offers no way in for a refusal that is no matter of permissions (EIO from a network mount): a chmod would not help", async () => {
+    const events = join(dir, "events.jsonl");
+    await writeFile(events, "", { mode: 0o600 });
+    refuse(events, R_OK | W_OK, "EIO");
+    expect(eventsFileProblem(events)).toBe(`is not readable and writable by this user (EIO): ${events}`);
+  });
 });
