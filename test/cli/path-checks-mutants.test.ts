@@ -4,7 +4,7 @@
  * Root reads and enters anything, so access(2) answers the codes a test gives for the paths and modes it names.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -78,4 +78,19 @@ describe("the fix a path check names", () => {
     refuse(events, R_OK | W_OK, "EIO");
     expect(eventsFileProblem(events)).toBe(`is not readable and writable by this user (EIO): ${events}`);
   });
+});
+
+describe("an events file that is a symbolic link to a file not made yet", () => {
+  it("is followed through a chain of links to its last target: a directory missing there fails every append", async () => {
+    const target = join(dir, "gone", "events.jsonl");
+    const hop = join(dir, "hop.jsonl");
+    const link = join(dir, "events.jsonl");
+    await symlink(target, hop);
+    await symlink(hop, link);
+    expect(eventsFileProblem(link)).toBe(
+      `is a symbolic link to ${target}, whose directory ${join(dir, "gone")} does not exist ` +
+        "(the bridge makes the directories of the setting's own path only): create it, or set the file's own path",
+    );
+  });
+
 });
