@@ -4,7 +4,8 @@
  * Root reads and enters anything, so access(2) answers the codes a test gives for the paths and modes it names.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -93,4 +94,11 @@ describe("an events file that is a symbolic link to a file not made yet", () => 
     );
   });
 
+  it.runIf(existsSync("/proc/self"))("is probed where the append creates it: a target the filesystem refuses (/proc) is named, though the link's directory takes files", async () => {
+    const target = "/proc/qashio-bridge-events.jsonl";
+    const link = join(dir, "events.jsonl");
+    await symlink(target, link);
+    expect(eventsFileProblem(link)).toBe(`cannot be created (ENOENT): ${target}`);
+    expect(await readdir(dir)).toEqual(["events.jsonl"]);
+  });
 });
