@@ -675,13 +675,14 @@ describe("readLocalSettings on the file system", () => {
     expect(existsSync(join(dir, "fresh-events.jsonl"))).toBe(false);
   });
 
-  it("accepts an events file that is a link to a file not created yet, probing beside the link, never through it", async () => {
+  it("accepts an events file that is a link to a file not created yet, probing beside its target, never through the link", async () => {
     // Opening the link itself exclusively would fail (EEXIST): only a probe of its own name tells creatable apart.
     await mkdir(join(dir, "logs"));
     await symlink(join(dir, "logs", "events.jsonl"), join(dir, "linked-events.jsonl"));
     expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "linked-events.jsonl" }, dir).eventsFile).toBe(join(dir, "linked-events.jsonl"));
     expect(existsSync(join(dir, "logs", "events.jsonl"))).toBe(false);
     expect((await readdir(dir)).filter((name) => name.startsWith("linked-events.jsonl"))).toEqual(["linked-events.jsonl"]);
+    expect(await readdir(join(dir, "logs"))).toEqual([]);
   });
 
   it("refuses an events file that is a link into a directory that does not exist: every append failed, as only the file's own path has its directories made", async () => {
