@@ -772,6 +772,16 @@ describe("JsonlEventPublisher", () => {
     });
   });
 
+  it("stamps the envelope's time with when the bridge published the event, not with the change's own occurred_at", async () => {
+    const file = path.join(dir, "events.jsonl");
+    // A backlog after an outage: the change is days older than its publish (docs/events.md, Envelope and detail).
+    const event = sampleEvent(1);
+    const late = { ...event, time: "2025-01-18T07:30:00.000Z", detail: { ...event.detail, occurred_at: "2025-01-15T10:00:00.000Z" } };
+    await new JsonlEventPublisher({ file }).publish([late]);
+    const envelope = JSON.parse(await readFile(file, "utf8")) as { time: string; detail: { occurred_at: string } };
+    expect({ time: envelope.time, occurred_at: envelope.detail.occurred_at }).toEqual({ time: late.time, occurred_at: late.detail.occurred_at });
+  });
+
   it("stamps the documented account and region on the envelope when none is given", async () => {
     const file = path.join(dir, "events.jsonl");
     await new JsonlEventPublisher({ file }).publish([sampleEvent(1)]);
