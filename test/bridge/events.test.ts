@@ -601,6 +601,39 @@ describe("docs/events.md", () => {
     // Provider fields arrive at any time: they are no minor version, and a consumer must not wait for one.
     expect(bump!.replace(/\s+/g, " ")).toMatch(/provider[^.]*(no|not|without)[^.]*(bump|version)|(no|not|without)[^.]*(bump|version)[^.]*provider/i);
   });
+
+  it("sum up the detail's shape, as README.md does too, with exactly the members the published schemas declare", async () => {
+    /** The members a `{ a, b?: { c } }` summary names, nested ones as `b/c`, without their `?`. */
+    const summed = (text: string): string[] => {
+      const members: string[] = [];
+      const within: string[] = [];
+      for (const [, name, opens, closes] of text.matchAll(/(\w+)\??(:\s*\{)?|(\})/g)) {
+        if (closes) within.pop();
+        else if (name) {
+          members.push([...within, name].join("/"));
+          if (opens) within.push(name);
+        }
+      }
+      return members.sort();
+    };
+    /** Members each schema declares outside the provider's object, nested ones as `b/c` (a change's and `parent`'s have bullets of their own). */
+    const declared = (node: JsonSchemaNode, at: string[] = []): string[] =>
+      Object.entries(node.properties ?? {}).flatMap(([name, member]) => {
+        const inner = [...at, name];
+        return [inner.join("/"), ...(inner.join("/") === "data/object" ? [] : declared(member, inner))];
+      });
+    const nested = new Set(
+      [...renderEventJsonSchemas().values()].flatMap((text) => declared(JSON.parse(text) as JsonSchemaNode)).filter((m) => !/^data\/\w+\//.test(m)),
+    );
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const detailLine = /`detail`:\s+`(\{ id, type,[^`]*\})`/.exec(catalog);
+    expect(detailLine, "docs/events.md, Envelope and detail: the `detail` summary").not.toBeNull();
+    expect(summed(detailLine![1]!)).toEqual([...nested].sort());
+    const readme = await readFile(path.join(docs, "../README.md"), "utf8");
+    const readmeLine = /Every event's `detail` is `(\{[^`]*\})`/.exec(readme);
+    expect(readmeLine, "README.md, Events: the `detail` summary").not.toBeNull();
+    expect(summed(readmeLine![1]!)).toEqual([...nested].filter((m) => !m.includes("/")).sort());
+  });
 });
 
 describe("docs/events.md, Delivery is at least once", () => {
