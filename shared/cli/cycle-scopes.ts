@@ -89,7 +89,8 @@ export interface RequestedScope {
  * checkRequestedScope("transactions:read transactions:write").missing; // ["cards:read"]
  */
 export function checkRequestedScope(requested: string): RequestedScope {
-  const values = requested.split(/\s+/).filter((value) => value !== "");
+  // Each value named once in what is said of it, however often it was given.
+  const values = [...new Set(requested.split(/\s+/).filter((value) => value !== ""))];
   const quoted = (value: string) => `"${printable(value)}"`;
   const joined = values.filter((value) => value.includes(","));
   if (joined.length > 0) {

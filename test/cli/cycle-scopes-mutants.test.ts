@@ -29,6 +29,13 @@ describe("checkRequestedScope", () => {
     expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\) once you have signed in: if it is a typo/);
   });
 
+  it("names a value given twice once, in the warning and in the refusal", () => {
+    const [warning] = checkRequestedScope("transactions:read transactions:write cards:read erp:export erp:export").warnings;
+    expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\)/);
+    expect(refusalOf("a,b transactions:read a,b")).toMatch(/^--scope: "a,b" joins scopes with a comma/);
+    expect(refusalOf("erp:export erp:export")).toMatch(/\. "erp:export" is no scope the spec names\.$/);
+  });
+
   it("refuses a comma-joined value whatever else the set holds, before judging what it lacks", () => {
     expect(refusalOf("cards:all transactions:read,transactions:write")).toBe(
       '--scope: "transactions:read,transactions:write" joins scopes with a comma: separate them with spaces; no sign-in was started',
