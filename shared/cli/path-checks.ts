@@ -554,8 +554,12 @@ function fileCreationProblem(file: string): string | undefined {
  * as a young one may be another check's in flight; the directory's other files are left alone, as it may hold anything.
  */
 function sweepStaleProbes(eventsFile: string): void {
-  const name = basename(eventsFile);
-  removeStaleTempsSync(dirname(eventsFile), { of: (target) => target === name });
+  // A symbolic link's probe is made beside its target (danglingLinkProblem), so its leftovers are swept there too.
+  const files = linkTargetOf(eventsFile) === undefined ? [eventsFile] : [eventsFile, realPathOf(eventsFile)];
+  for (const file of files) {
+    const name = basename(file);
+    removeStaleTempsSync(dirname(file), { of: (target) => target === name });
+  }
 }
 
 /** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */

@@ -4,7 +4,7 @@
  * state directory's own probe (a mkdir) takes a directory another process made meanwhile.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -85,6 +85,19 @@ describe("the events file's creation probe", () => {
     await utimes(join(dir, left), stale, stale);
     expect(eventsFileProblem(events)).toBeUndefined();
     expect(await readdir(dir)).toEqual(["events.jsonl"]);
+  });
+
+  it("removes a stale probe left beside a symbolic link's target, where that link's check makes its probe", async () => {
+    await mkdir(join(dir, "data"));
+    await mkdir(join(dir, "links"));
+    const events = join(dir, "links", "events.jsonl");
+    await symlink(join(dir, "data", "events.jsonl"), events);
+    const left = join(dir, "data", "events.jsonl.4242.0123abcd.tmp");
+    await writeFile(left, "");
+    const stale = new Date(Date.now() - STALE_TEMP_MS - 60_000);
+    await utimes(left, stale, stale);
+    expect(eventsFileProblem(events)).toBeUndefined();
+    expect(await readdir(join(dir, "data"))).toEqual([]);
   });
 
   it("leaves stale temp files of other names in the events file's directory alone (it may hold anything)", async () => {
