@@ -101,13 +101,14 @@ export function checkRequestedScope(requested: string): RequestedScope {
   const unnamed = `${wordList(unknown.map((value) => `${quoted(value)}${suggestion(value)}`))} ${one ? "is no scope" : "are no scopes"} the spec names`;
   const shortfall = shortfallOf(requested, `--scope (${printable(requested)})`);
   if (shortfall?.nothingReads === true) {
-    const typos = unknown.length === 0 ? "" : ` ${unnamed}.`;
-    throw new UsageError(`${shortfall.message} Authorize with ${WITH_SCOPES}. No sign-in was started: no cycle of the bridge could read anything with it.${typos}`);
+    // A typo's near scope first: most often the whole fix.
+    const typos = unknown.length === 0 ? "" : `--scope: ${unnamed}. `;
+    throw new UsageError(`${typos}${shortfall.message} Authorize with ${WITH_SCOPES}. No sign-in was started: no cycle of the bridge could read anything with it.`);
   }
   const warnings: string[] = [];
   if (unknown.length > 0) {
     warnings.push(
-      `--scope: ${unnamed} (${wordList(SPEC_SCOPES)}); the provider may refuse ${one ? "it" : "them"} (invalid_scope) once you have signed in: ` +
+      `--scope: ${unnamed} (${wordList(SPEC_SCOPES)}); the provider may refuse ${one ? "it" : "them"} (invalid_scope) at the sign-in: ` +
         `if ${one ? "it is a typo" : "they are typos"}, stop with Ctrl-C and ask again`,
     );
   }

@@ -345,10 +345,9 @@ describe("bridge authorize", () => {
       `every card cycle fails at its first call (cards list). Authorize with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. ` +
       "No sign-in was started: no cycle of the bridge could read anything with it.";
     expect(await refusal("wallet:read transactions:write")).toBe(nothingReads);
-    // A typo that leaves nothing to read with is named with the near scope meant.
-    expect(await refusal("wallet:read transactions:write cards:raed")).toContain(
-      `Authorize with the default scope (${DEFAULT_SCOPES}) or a --scope holding them. No sign-in was started: no cycle of the bridge could read ` +
-        'anything with it. "cards:raed" (did you mean cards:read?) is no scope the spec names.',
+    // A typo that leaves nothing to read with is named first, with the near scope meant: most often the whole fix.
+    expect(await refusal("wallet:read transactions:write cards:raed")).toBe(
+      '--scope: "cards:raed" (did you mean cards:read?) is no scope the spec names. ' + nothingReads.replace("(wallet:read transactions:write)", "(wallet:read transactions:write cards:raed)"),
     );
     expect(signIns).toEqual([]);
   });
@@ -377,7 +376,7 @@ describe("bridge authorize", () => {
     expect(code).toBe(EXIT.ok);
     expect(warnedBeforeSignIn).toBe(
       'warning: --scope: "ledger:read" and "transaction:read" (did you mean transactions:read?) are no scopes the spec names (wallet:read, cards:read, ' +
-        "cards:write, transactions:read, transactions:write and users:read); the provider may refuse them (invalid_scope) once you have signed in: " +
+        "cards:write, transactions:read, transactions:write and users:read); the provider may refuse them (invalid_scope) at the sign-in: " +
         "if they are typos, stop with Ctrl-C and ask again\n",
     );
     expect(out.stderr).toBe(warnedBeforeSignIn);

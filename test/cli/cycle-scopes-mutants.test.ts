@@ -26,14 +26,14 @@ describe("checkRequestedScope", () => {
   it("warns of nothing for the default scopes or any of the spec's, and tells a single unknown value as 'it'", () => {
     expect(checkRequestedScope("transactions:read transactions:write cards:read wallet:read cards:write users:read")).toEqual({ warnings: [], missing: [] });
     const [warning] = checkRequestedScope("transactions:read transactions:write cards:read erp:export").warnings;
-    expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\) once you have signed in: if it is a typo/);
+    expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\) at the sign-in: if it is a typo/);
   });
 
   it("names a value given twice once, in the warning and in the refusal", () => {
     const [warning] = checkRequestedScope("transactions:read transactions:write cards:read erp:export erp:export").warnings;
     expect(warning).toMatch(/^--scope: "erp:export" is no scope the spec names \(.*\); the provider may refuse it \(invalid_scope\)/);
     expect(refusalOf("a,b transactions:read a,b")).toMatch(/^--scope: "a,b" joins scopes with a comma/);
-    expect(refusalOf("erp:export erp:export")).toMatch(/\. "erp:export" is no scope the spec names\.$/);
+    expect(refusalOf("erp:export erp:export")).toMatch(/^--scope: "erp:export" is no scope the spec names\. --scope \(erp:export erp:export\) lacks /);
   });
 
   it("refuses a comma-joined value whatever else the set holds, before judging what it lacks", () => {
