@@ -7,9 +7,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Two workers at least, not vitest's one per core but one: most tests wait (on child processes, timers, sockets,
-    // DynamoDB Local), so a second worker on a two-core machine more than halves the run (measured: 631 s to 253 s; a
-    // third gained 3 % more).
+    // At least two: `vitest run` takes a worker per core but one, so one on a two-core machine, and most tests wait (on
+    // child processes, timers, sockets, DynamoDB Local): a second worker there more than halves the run (measured: 631 s
+    // to 253 s; a third gained 3 % more).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // CI names the tests running now in a file, for its watchdog to print if a run hangs (.ci/run).
     reporters: process.env.QASHIO_RUNNING_TESTS === undefined ? ["default"] : ["default", "./test/running-tests-reporter.ts"],
