@@ -41,7 +41,7 @@ export class DurableNames {
   makeDurable(file: string, identity: FileIdentity): void {
     if (this.knows(file, identity)) return;
     fsyncDirSync(path.dirname(file));
-    const target = linkTargetOf(file);
+    const target = realPathOfLink(file);
     if (target !== undefined) fsyncDirSync(path.dirname(target));
     this.#remember(file, identityKey(identity));
   }
@@ -75,7 +75,7 @@ export class DurableNames {
 }
 
 /** The real path `file` leads to when it is a symbolic link; undefined for any other file, or one gone meanwhile. */
-function linkTargetOf(file: string): string | undefined {
+function realPathOfLink(file: string): string | undefined {
   try {
     return lstatSync(file).isSymbolicLink() ? realpathSync(file) : undefined;
   } catch (err) {
