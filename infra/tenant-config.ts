@@ -9,6 +9,7 @@ import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, TENANT_ID_PATTERN, TENAN
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 import { formatPath, issueField } from "./field-path.js";
+import { tenantIssueMessage } from "./tenant-issue-messages.js";
 import { TENANT_DEFAULTS } from "./tenant-defaults.js";
 import { webhookSchema, type WebhookAuthConfig } from "./webhook-schema.js";
 
@@ -267,7 +268,7 @@ export type TenantConfig = z.output<typeof tenantSchema>;
  * ```
  */
 export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
-  const result = tenantSchema.safeParse(raw);
+  const result = tenantSchema.safeParse(raw, { error: tenantIssueMessage });
   if (result.success) return result.data;
   const rawId = typeof raw === "object" && raw !== null ? (raw as { id?: unknown }).id : undefined;
   const tenant = typeof rawId === "string" && TENANT_ID_PATTERN.test(rawId) ? rawId : `tenants[${index}]`;

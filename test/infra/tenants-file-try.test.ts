@@ -1,0 +1,49 @@
+/**
+ * A platform engineer's typical mistakes in a tenants file, as synth reports them: each message names the tenant, the
+ * field and what to do about it.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { TenantConfigError } from "../../infra/errors.js";
+import { loadTenantsFile } from "../../infra/tenants-file.js";
+import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
+import { thrown } from "../thrown.js";
+
+const dir = mkdtempSync(join(tmpdir(), "tenants-try-"));
+const example = JSON.parse(readFileSync(EXAMPLE_TENANTS_FILE, "utf8")) as { tenants: Record<string, unknown>[] };
+
+/** The synth message for the example file with a third tenant `initech`, changed by `edit`. */
+function messageFor(edit: (tenant: Record<string, unknown>) => void): string {
+  const initech: Record<string, unknown> = { id: "initech", environment: "eu", eventSource: "initech.qashio.bridge", alarms: { email: "ops@initech.example" } };
+  edit(initech);
+  const path = join(dir, "tenants.json");
+  writeFileSync(path, JSON.stringify({ tenants: [...example.tenants, initech] }, null, 2));
+  return thrown(() => loadTenantsFile(path), TenantConfigError).message;
+}
+
+describe("a tenants file's mistakes, as synth names them", () => {
+  it("names the field a misspelt key was meant to be", () => {
+    expect(messageFor((t) => (t.archiveRetentionDay = 7))).toBe(
+      'tenant "initech": field archiveRetentionDay: Unrecognized key: "archiveRetentionDay" (did you mean "archiveRetentionDays"?)',
+    );
+    expect(messageFor((t) => (t.schedules = { enable: false }))).toBe(
+      'tenant "initech": field schedules.enable: Unrecognized key: "enable" (did you mean "enabled"?)',
+    );
+  });
+
+  it("suggests no field the object already sets, nor one too far from the key", () => {
+    expect(messageFor((t) => (t.eventSourc = "x"))).toBe('tenant "initech": field eventSourc: Unrecognized key: "eventSourc"');
+    expect(messageFor((t) => (t.colour = "red"))).toBe('tenant "initech": field colour: Unrecognized key: "colour"');
+  });
+
+  it("says a missing required field is required, not that it was undefined", () => {
+    expect(messageFor((t) => delete t.alarms)).toBe('tenant "initech": field alarms: is required');
+    expect(messageFor((t) => delete t.environment)).toBe('tenant "initech": field environment: is required');
+  });
+
+  it("still names a value of the wrong type by what it must be", () => {
+    expect(messageFor((t) => (t.emitCardCreated = "true"))).toBe('tenant "initech": field emitCardCreated: Invalid input: expected boolean, received string');
+  });
+});
