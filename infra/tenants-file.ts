@@ -22,12 +22,13 @@ export function loadTenantsFile(path: string): TenantConfig[] {
     const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).name;
     throw new TenantConfigError(`tenants file ${path} cannot be read (${code})`, {}, { cause });
   }
+  if (text.trim() === "") throw new TenantConfigError(`tenants file ${path} is empty: it must hold {"tenants": [ ... ]}`);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (cause) {
     // The file holds no secrets (secrets are referenced by ARN), so the parser's position note may be shown.
-    throw new TenantConfigError(`tenants file ${path} is not valid JSON (YAML is not supported): ${(cause as Error).message}`, {}, { cause });
+    throw new TenantConfigError(`tenants file ${path} is not valid JSON (YAML is not supported): ${withLineAndColumn((cause as Error).message, text)}`, {}, { cause });
   }
   const repeated = repeatedKeys(text);
   if (repeated.length > 0) {
@@ -66,4 +67,15 @@ function repeatedKeys(text: string): string[] {
     } else lastString = token;
   }
   return [...repeated];
+}
+
+/**
+ * A JSON.parse message with the line and column of its `at position N`: Node 20 gives the offset alone, which an editor
+ * does not jump to (newer Node versions add their own line and column, replaced here so the note reads the same).
+ */
+function withLineAndColumn(message: string, text: string): string {
+  const offset = /at position (\d+)/.exec(message)?.[1];
+  if (offset === undefined) return message;
+  const before = text.slice(0, Number(offset)).split("\n");
+  return `${message.replace(/ \(line \d+ column \d+\)$/, "")} (line ${before.length}, column ${(before.at(-1) ?? "").length + 1})`;
 }

@@ -47,3 +47,17 @@ describe("a tenants file's mistakes, as synth names them", () => {
     expect(messageFor((t) => (t.emitCardCreated = "true"))).toBe('tenant "initech": field emitCardCreated: Invalid input: expected boolean, received string');
   });
 });
+
+describe("a tenants file that is no JSON document", () => {
+  it("names the line and column of a syntax error, not only the character offset", () => {
+    const path = join(dir, "syntax.json");
+    writeFileSync(path, '{\n  "tenants": [\n    { "id": "initech" "environment": "eu" }\n  ]\n}\n');
+    expect(thrown(() => loadTenantsFile(path), TenantConfigError).message).toMatch(/is not valid JSON \(YAML is not supported\): .*\(line 3, column 23\)$/);
+  });
+
+  it("says an empty file is empty", () => {
+    const path = join(dir, "empty.json");
+    writeFileSync(path, " \n");
+    expect(thrown(() => loadTenantsFile(path), TenantConfigError).message).toBe(`tenants file ${path} is empty: it must hold {"tenants": [ ... ]}`);
+  });
+});
