@@ -74,3 +74,17 @@ describe("README's Describe the tenant", () => {
     }
   });
 });
+
+describe("README's Deploying a tenant, for the platform engineer handing a tenant over", () => {
+  const section = (): string => /^## Deploying a tenant\n([^]*?)^## /m.exec(read("README.md"))?.[1] ?? "";
+
+  it("names every output of a tenant's stack", () => {
+    const outputs = Object.keys((exampleStacks().globex.template.toJSON() as { Outputs: Record<string, unknown> }).Outputs);
+    expect(outputs.length).toBeGreaterThan(0);
+    expect(outputs.filter((key) => !section().includes(`\`${key}\``))).toEqual([]);
+  });
+
+  it("says what the tenant's consumers subscribe to: its bus, its source, and the rule patterns in docs/events.md", () => {
+    expect(section()).toMatch(/`EventBusName` output[^]*`eventSource`[^]*`detail\.tenant`[^]*\(docs\/events\.md#subscribing\)/);
+  });
+});
