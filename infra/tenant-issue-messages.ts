@@ -1,9 +1,16 @@
 /**
- * What a tenant's zod issues say where zod's own words leave the fix to guess: a misspelt key names the field it was
- * most likely meant to be, and a missing field is called required rather than "received undefined".
+ * What a tenant's zod issues say where zod's own words leave the fix to guess: a misspelt key or a mistyped option
+ * names what it was most likely meant to be, and a missing field is called required rather than "received undefined".
  */
 import * as z from "zod";
 import { nearest } from "../shared/nearest.js";
+
+/** zod's English message of an issue, which a hint is appended to. */
+const english = z.locales.en().localeError;
+function zodMessage(issue: z.core.$ZodRawIssue): string {
+  const message = english(issue);
+  return typeof message === "string" ? message : (message?.message ?? "Invalid input");
+}
 
 /**
  * Per-parse error map of a tenant entry (`safeParse(raw, { error: tenantIssueMessage })`). A schema's own message
@@ -12,20 +19,27 @@ import { nearest } from "../shared/nearest.js";
 export const tenantIssueMessage: z.core.$ZodErrorMap = (issue) => {
   // JSON has no undefined: an undefined input is a field the entry leaves out.
   if (issue.code === "invalid_type" && issue.input === undefined) return "is required";
-  if (issue.code === "unrecognized_keys") return unrecognizedKeysMessage(issue);
+  if (issue.code === "unrecognized_keys") return withHint(issue, unrecognizedKeysHint(issue));
+  if (issue.code === "invalid_value" && typeof issue.input === "string") {
+    // Options are short words: two edits would take "mask" for "hash", where "redact" was meant.
+    const options = issue.values.filter((value) => typeof value === "string");
+    const option = nearest(issue.input, options, Math.min(2, Math.floor(issue.input.length / 3)));
+    return withHint(issue, option === undefined ? [] : [`"${option}"`]);
+  }
   return undefined;
 };
 
-/** zod's message, then the field each key most likely meant, among those the object does not set already. */
-function unrecognizedKeysMessage(issue: z.core.$ZodRawIssue<z.core.$ZodIssueUnrecognizedKeys>): string {
+function withHint(issue: z.core.$ZodRawIssue, meant: readonly string[]): string {
+  return meant.length === 0 ? zodMessage(issue) : `${zodMessage(issue)} (did you mean ${meant.join(", ")}?)`;
+}
+
+/** The field each key most likely meant, among those the object does not set already. */
+function unrecognizedKeysHint(issue: z.core.$ZodRawIssue<z.core.$ZodIssueUnrecognizedKeys>): string[] {
   const given = typeof issue.input === "object" && issue.input !== null ? Object.keys(issue.input) : [];
   const shape = issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : [];
   const unset = shape.filter((key) => !given.includes(key));
-  const meant = issue.keys.flatMap((key) => {
+  return issue.keys.flatMap((key) => {
     const field = nearest(key, unset);
     return field === undefined ? [] : [issue.keys.length === 1 ? `"${field}"` : `"${field}" for "${key}"`];
   });
-  const listed = issue.keys.map((key) => JSON.stringify(key)).join(", ");
-  const message = `Unrecognized key${issue.keys.length === 1 ? "" : "s"}: ${listed}`;
-  return meant.length === 0 ? message : `${message} (did you mean ${meant.join(", ")}?)`;
 }

@@ -43,6 +43,12 @@ describe("a tenants file's mistakes, as synth names them", () => {
     expect(messageFor((t) => delete t.environment)).toBe('tenant "initech": field environment: is required');
   });
 
+  it("names the option a mistyped one was meant to be", () => {
+    expect(messageFor((t) => (t.piiMode = "hashed"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash" (did you mean "hash"?)');
+    expect(messageFor((t) => (t.piiMode = "Redact"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash" (did you mean "redact"?)');
+    expect(messageFor((t) => (t.piiMode = "mask"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash"');
+  });
+
   it("still names a value of the wrong type by what it must be", () => {
     expect(messageFor((t) => (t.emitCardCreated = "true"))).toBe('tenant "initech": field emitCardCreated: Invalid input: expected boolean, received string');
   });
