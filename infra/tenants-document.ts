@@ -8,11 +8,24 @@ import { issueField } from "./field-path.js";
 import { tenantClashes } from "./tenant-clashes.js";
 import { parseTenantConfig, tenantSchema, type TenantConfig } from "./tenant-config.js";
 
-const tenantsFileSchema = z.strictObject({
-  $schema: z.string().optional().meta({ description: "Path or URL of this JSON Schema, for editors; ignored by synth" }),
-  // Each tenant is parsed on its own, so a message names the tenant (parseTenantConfig).
-  tenants: z.array(z.unknown(), { error: "must list the tenants (an array)" }).min(1, "list at least one tenant"),
-});
+/** What a tenants file holds, as messages show it. */
+export const TENANTS_FILE_SHAPE = '{"tenants": [ ... ]}';
+
+/** How a JSON value that is not an object reads in a message: "an array", "a string", "null". */
+function jsonKindOf(value: unknown): string {
+  if (value === null) return "null";
+  return Array.isArray(value) ? "an array" : `a ${typeof value}`;
+}
+
+const tenantsFileSchema = z.strictObject(
+  {
+    $schema: z.string().optional().meta({ description: "Path or URL of this JSON Schema, for editors; ignored by synth" }),
+    // Each tenant is parsed on its own, so a message names the tenant (parseTenantConfig).
+    tenants: z.array(z.unknown(), { error: "must list the tenants (an array)" }).min(1, "list at least one tenant"),
+  },
+  // A bare list of tenants, copied without its wrapper, is the likely mistake.
+  { error: (issue) => (issue.code === "invalid_type" ? `must be an object holding the tenants, ${TENANTS_FILE_SHAPE}; got ${jsonKindOf(issue.input)}` : undefined) },
+);
 
 /**
  * The whole tenants file as one zod schema, for its JSON Schema (docs/tenants.schema.json, rendered by

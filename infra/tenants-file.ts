@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { TenantConfigError } from "./errors.js";
 import { formatPath } from "./field-path.js";
 import type { TenantConfig } from "./tenant-config.js";
-import { parseTenantsDocument } from "./tenants-document.js";
+import { parseTenantsDocument, TENANTS_FILE_SHAPE } from "./tenants-document.js";
 
 /**
  * Reads and validates the tenants file.
@@ -22,7 +22,7 @@ export function loadTenantsFile(path: string): TenantConfig[] {
     const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).name;
     throw new TenantConfigError(`tenants file ${path} cannot be read (${code})`, {}, { cause });
   }
-  if (text.trim() === "") throw new TenantConfigError(`tenants file ${path} is empty: it must hold {"tenants": [ ... ]}`);
+  if (text.trim() === "") throw new TenantConfigError(`tenants file ${path} is empty: it must hold ${TENANTS_FILE_SHAPE}`);
   let raw: unknown;
   try {
     raw = JSON.parse(text);

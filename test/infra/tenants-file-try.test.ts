@@ -61,6 +61,14 @@ describe("a tenants file that is no JSON document", () => {
     expect(thrown(() => loadTenantsFile(path), TenantConfigError).message).toMatch(/is not valid JSON \(YAML is not supported\): .*\(line 3, column 23\)$/);
   });
 
+  it("says a file of a bare list of tenants must be an object holding them", () => {
+    const path = join(dir, "list.json");
+    writeFileSync(path, JSON.stringify(example.tenants));
+    expect(thrown(() => loadTenantsFile(path), TenantConfigError).message).toBe(
+      'tenants file: field (root): must be an object holding the tenants, {"tenants": [ ... ]}; got an array',
+    );
+  });
+
   it("says an empty file is empty", () => {
     const path = join(dir, "empty.json");
     writeFileSync(path, " \n");
