@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
-import { EXAMPLE_TENANTS_FILE } from "./helpers.js";
+import { EXAMPLE_TENANTS_FILE, REPO_ROOT } from "./helpers.js";
 import { thrown } from "../thrown.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tenants-try-"));
@@ -31,6 +31,11 @@ describe("a tenants file's mistakes, as synth names them", () => {
     expect(messageFor((t) => (t.schedules = { enable: false }))).toBe(
       'tenant "initech": field schedules.enable: Unrecognized key: "enable" (did you mean "enabled"?)',
     );
+  });
+
+  it("is what docs/tenants-file.md quotes for a misspelt key", () => {
+    const message = messageFor((t) => (t.archiveRetentionDay = 7)).replace('tenant "initech": ', "");
+    expect(readFileSync(join(REPO_ROOT, "docs", "tenants-file.md"), "utf8")).toContain(`\`${message}\``);
   });
 
   it("suggests no field the object already sets, nor one too far from the key", () => {
