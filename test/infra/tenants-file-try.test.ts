@@ -38,6 +38,17 @@ describe("a tenants file's mistakes, as synth names them", () => {
     expect(readFileSync(join(REPO_ROOT, "docs", "tenants-file.md"), "utf8")).toContain(`\`${message}\``);
   });
 
+  it("names the field meant for each of several misspelt keys of one object", () => {
+    const message = messageFor((t) => {
+      t.enviroment = t.environment;
+      delete t.environment;
+      t.piiMod = "hash";
+    });
+    expect(message).toMatch(
+      /^tenant "initech": field enviroment: Unrecognized keys: "enviroment", "piiMod" \(did you mean "environment" for "enviroment", "piiMode" for "piiMod"\?\); field environment: is required$/,
+    );
+  });
+
   it("suggests no field the object already sets, nor one too far from the key", () => {
     expect(messageFor((t) => (t.eventSourc = "x"))).toBe('tenant "initech": field eventSourc: Unrecognized key: "eventSourc"');
     expect(messageFor((t) => (t.colour = "red"))).toBe('tenant "initech": field colour: Unrecognized key: "colour"');
@@ -72,6 +83,15 @@ describe("a tenants file that is no JSON document", () => {
     expect(thrown(() => loadTenantsFile(path), TenantConfigError).message).toBe(
       'tenants file: field (root): must be an object holding the tenants, {"tenants": [ ... ]}; got an array',
     );
+  });
+
+  it("names the kind of any other JSON value a file holds instead", () => {
+    const path = join(dir, "scalar.json");
+    const kinds = ['"tenants"', "null", "42"].map((text) => {
+      writeFileSync(path, text);
+      return /; got (.*)$/.exec(thrown(() => loadTenantsFile(path), TenantConfigError).message)?.[1];
+    });
+    expect(kinds).toEqual(["a string", "null", "a number"]);
   });
 
   it("says an empty file is empty", () => {
