@@ -1,0 +1,23 @@
+/**
+ * Checks across tenants and across one tenant's webhooks that hand mutation found no test watching (see each test's mutant).
+ */
+import { describe, expect, it } from "vitest";
+import { TenantConfigError } from "../../infra/errors.js";
+import { parseTenantsDocument } from "../../infra/tenants-document.js";
+import { thrown } from "../thrown.js";
+
+const minimal = { id: "acme", environment: "sandbox", alarms: { email: "ops@acme.test" } };
+const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf";
+// A webhook secret's ARN needs the tenant pinned to an account and region.
+const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+const hook = (name: string) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+const refusal = (tenants: unknown[]) => thrown(() => parseTenantsDocument({ tenants }), TenantConfigError).message;
+
+describe("tenant clashes hand mutation found unwatched", () => {
+  // Mutant: replace("-", "") dropped only the first dash, which logical ids drop all of.
+  it("refuses webhook names equal once every dash is removed, not only the first", () => {
+    expect(refusal([{ ...pinned, webhooks: [hook("a-b-c"), hook("abc")] }])).toBe(
+      'tenant "acme": field webhooks[1].name: webhooks "a-b-c" and "abc" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
+    );
+  });
+});
