@@ -20,4 +20,12 @@ describe("tenant clashes hand mutation found unwatched", () => {
       'tenant "acme": field webhooks[1].name: webhooks "a-b-c" and "abc" have the same name once dashes are removed, as in their resources\' logical ids: rename one',
     );
   });
+
+  // Mutant: recording every name, not only the first of each dashless form, named a repeat after the wrong webhook.
+  it("names a repeated webhook name as used twice even after a dashless twin of it", () => {
+    expect(refusal([{ ...pinned, webhooks: [hook("a-b"), hook("ab"), hook("a-b")] }])).toBe(
+      'tenant "acme": field webhooks[1].name: webhooks "a-b" and "ab" have the same name once dashes are removed, as in their resources\' logical ids: rename one; ' +
+        'tenant "acme": field webhooks[2].name: "a-b" is used twice',
+    );
+  });
 });
