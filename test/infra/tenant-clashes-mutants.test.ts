@@ -28,4 +28,13 @@ describe("tenant clashes hand mutation found unwatched", () => {
         'tenant "acme": field webhooks[2].name: "a-b" is used twice',
     );
   });
+
+  // Mutants: a bus's place without its pinned account, or maySameBus not comparing accounts, took two accounts' buses
+  // of one name for one bus and refused a source those tenants may well share.
+  it("takes one source for tenants importing same-named buses in accounts pinned apart, and refuses it in one account", () => {
+    const shared = { region: "eu-west-1", eventBus: { mode: "import", name: "shared" } };
+    const acme = { ...minimal, ...shared, account: "111111111111" };
+    expect(parseTenantsDocument({ tenants: [acme, { ...minimal, ...shared, id: "globex", account: "222222222222" }] }).map((t) => t.id)).toEqual(["acme", "globex"]);
+    expect(refusal([acme, { ...minimal, ...shared, id: "globex", account: "111111111111" }])).toMatch(/^tenant "globex": field eventSource: /);
+  });
 });
