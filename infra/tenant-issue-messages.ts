@@ -20,14 +20,22 @@ export const tenantIssueMessage: z.core.$ZodErrorMap = (issue) => {
   // JSON has no undefined: an undefined input is a field the entry leaves out.
   if (issue.code === "invalid_type" && issue.input === undefined) return "is required";
   if (issue.code === "unrecognized_keys") return withHint(issue, unrecognizedKeysHint(issue));
-  if (issue.code === "invalid_value" && typeof issue.input === "string") {
-    // Options are short words: two edits would take "mask" for "hash", where "redact" was meant.
-    const options = issue.values.filter((value) => typeof value === "string");
-    const option = nearest(issue.input, options, Math.min(2, Math.floor(issue.input.length / 3)));
-    return withHint(issue, option === undefined ? [] : [`"${option}"`]);
+  if (issue.code === "invalid_value") return withHint(issue, optionHint(issue.input, issue.values));
+  // A discriminated union's issue holds the whole object: the mistyped option is its discriminator's value.
+  if (issue.code === "invalid_union" && issue.discriminator !== undefined && Array.isArray(issue.options) && typeof issue.input === "object") {
+    return withHint(issue, optionHint((issue.input as Record<string, unknown> | null)?.[issue.discriminator], issue.options));
   }
   return undefined;
 };
+
+/** The option a mistyped one was most likely meant to be, if the value given is a string. */
+function optionHint(given: unknown, options: readonly unknown[]): string[] {
+  if (typeof given !== "string") return [];
+  // Options are short words: two edits would take "mask" for "hash", where "redact" was meant.
+  const strings = options.filter((value) => typeof value === "string");
+  const option = nearest(given, strings, Math.min(2, Math.floor(given.length / 3)));
+  return option === undefined ? [] : [`"${option}"`];
+}
 
 function withHint(issue: z.core.$ZodRawIssue, meant: readonly string[]): string {
   return meant.length === 0 ? zodMessage(issue) : `${zodMessage(issue)} (did you mean ${meant.join(", ")}?)`;

@@ -23,6 +23,17 @@ function messageFor(edit: (tenant: Record<string, unknown>) => void): string {
   return thrown(() => loadTenantsFile(path), TenantConfigError).message;
 }
 
+/** A valid apiKey webhook of initech, its auth and its own fields changed by `auth` and `fields` (undefined drops one). */
+function webhook(auth: Record<string, unknown>, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: "erp",
+    url: "https://erp.initech.example/hooks",
+    eventTypes: ["transaction.created"],
+    auth: { type: "apiKey", headerName: "x-api-key", value: { secretArn: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:initech/erp-AbCdEf" }, ...auth },
+    ...fields,
+  };
+}
+
 describe("a tenants file's mistakes, as synth names them", () => {
   it("names the field a misspelt key was meant to be", () => {
     expect(messageFor((t) => (t.archiveRetentionDay = 7))).toBe(
@@ -63,6 +74,15 @@ describe("a tenants file's mistakes, as synth names them", () => {
     expect(messageFor((t) => (t.piiMode = "hashed"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash" (did you mean "hash"?)');
     expect(messageFor((t) => (t.piiMode = "Redact"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash" (did you mean "redact"?)');
     expect(messageFor((t) => (t.piiMode = "mask"))).toBe('tenant "initech": field piiMode: Invalid option: expected one of "full"|"redact"|"hash"');
+  });
+
+  it("names the webhook auth type a mistyped one was meant to be", () => {
+    expect(messageFor((t) => (t.webhooks = [webhook({ type: "apikey" })]))).toBe(
+      `tenant "initech": field webhooks[0].auth.type: Invalid discriminator value. Expected 'apiKey' | 'basic' | 'oauthClientCredentials' (did you mean "apiKey"?)`,
+    );
+    expect(messageFor((t) => (t.webhooks = [webhook({ type: "bearer" })]))).toBe(
+      `tenant "initech": field webhooks[0].auth.type: Invalid discriminator value. Expected 'apiKey' | 'basic' | 'oauthClientCredentials'`,
+    );
   });
 
   it("still names a value of the wrong type by what it must be", () => {
