@@ -22,7 +22,9 @@ const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const API_DESTINATION_URL = /^((%[0-9A-Fa-f]{2}|[-()_.!~*';/?:@&=+$,A-Za-z0-9])+)([).!';/?:,])?$/;
 
 const httpsUrl = z
-  .url({ error: "must be an https:// URL", abort: true })
+  // A URL left out is left to the tenant's error map ("is required", tenant-issue-messages.ts), which a schema's own
+  // message would outrank.
+  .url({ error: (issue) => (issue.input === undefined ? undefined : "must be an https:// URL"), abort: true })
   // The scheme as a pattern rather than z.url's protocol option, so the JSON Schema (editors) checks it too. Both
   // abort: a URL that does not parse, or is not https://, gets that one message.
   .regex(/^[Hh][Tt][Tt][Pp][Ss]:\/\//, { error: "must be an https:// URL", abort: true })

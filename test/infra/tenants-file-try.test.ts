@@ -85,6 +85,13 @@ describe("a tenants file's mistakes, as synth names them", () => {
     );
   });
 
+  it("says a webhook's missing url is required, not that it must be an https:// URL", () => {
+    expect(messageFor((t) => (t.webhooks = [webhook({}, { url: undefined })]))).toBe('tenant "initech": field webhooks[0].url: is required');
+    const clientSecret = { secretArn: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:initech/oauth-AbCdEf" };
+    const oauth = { type: "oauthClientCredentials", headerName: undefined, value: undefined, clientId: "bridge", clientSecret };
+    expect(messageFor((t) => (t.webhooks = [webhook(oauth)]))).toBe('tenant "initech": field webhooks[0].auth.tokenUrl: is required');
+  });
+
   it("still names a value of the wrong type by what it must be", () => {
     expect(messageFor((t) => (t.emitCardCreated = "true"))).toBe('tenant "initech": field emitCardCreated: Invalid input: expected boolean, received string');
   });
