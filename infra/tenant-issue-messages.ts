@@ -23,7 +23,9 @@ export const tenantIssueMessage: z.core.$ZodErrorMap = (issue) => {
   if (issue.code === "invalid_value") return withHint(issue, optionHint(issue.input, issue.values));
   // A discriminated union's issue holds the whole object: the mistyped option is its discriminator's value.
   if (issue.code === "invalid_union" && issue.discriminator !== undefined && Array.isArray(issue.options) && typeof issue.input === "object") {
-    return withHint(issue, optionHint((issue.input as Record<string, unknown> | null)?.[issue.discriminator], issue.options));
+    const given = (issue.input as Record<string, unknown> | null)?.[issue.discriminator];
+    if (given === undefined) return `is required: expected one of ${z.core.util.joinValues(issue.options)}`;
+    return withHint(issue, optionHint(given, issue.options));
   }
   return undefined;
 };

@@ -85,6 +85,12 @@ describe("a tenants file's mistakes, as synth names them", () => {
     );
   });
 
+  it("says a webhook auth left without its type is required, naming the types", () => {
+    expect(messageFor((t) => (t.webhooks = [webhook({ type: undefined })]))).toBe(
+      'tenant "initech": field webhooks[0].auth.type: is required: expected one of "apiKey"|"basic"|"oauthClientCredentials"',
+    );
+  });
+
   it("says a webhook's missing url is required, not that it must be an https:// URL", () => {
     expect(messageFor((t) => (t.webhooks = [webhook({}, { url: undefined })]))).toBe('tenant "initech": field webhooks[0].url: is required');
     const clientSecret = { secretArn: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:initech/oauth-AbCdEf" };
