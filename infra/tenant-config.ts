@@ -9,7 +9,7 @@ import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, TENANT_ID_PATTERN, TENAN
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 import { formatPath, issueField } from "./field-path.js";
-import { tenantIssueMessage } from "./tenant-issue-messages.js";
+import { didYouMean, meantFields, tenantIssueMessage } from "./tenant-issue-messages.js";
 import { TENANT_DEFAULTS } from "./tenant-defaults.js";
 import { webhookSchema, type WebhookAuthConfig } from "./webhook-schema.js";
 
@@ -42,7 +42,8 @@ function eventBusMismatch(issue: { readonly input?: unknown }): string {
   const unknown = typeof input === "object" && input !== null ? Object.keys(input).filter((key) => !EVENT_BUS_KEYS.has(key)) : [];
   if (unknown.length === 0) return `must be ${EVENT_BUS_FORMS}`;
   const keys = unknown.map((key) => JSON.stringify(key)).join(", ");
-  return `${keys} ${unknown.length === 1 ? "is not a field" : "are not fields"} of eventBus, which must be ${EVENT_BUS_FORMS}`;
+  const hint = didYouMean(meantFields(unknown, input, [...EVENT_BUS_KEYS]));
+  return `${keys} ${unknown.length === 1 ? "is not a field" : "are not fields"} of eventBus${hint}, which must be ${EVENT_BUS_FORMS}`;
 }
 
 const eventBusSchema = z.union(eventBusOptions, { error: eventBusMismatch }).meta({

@@ -40,16 +40,24 @@ function optionHint(given: unknown, options: readonly unknown[]): string[] {
 }
 
 function withHint(issue: z.core.$ZodRawIssue, meant: readonly string[]): string {
-  return meant.length === 0 ? zodMessage(issue) : `${zodMessage(issue)} (did you mean ${meant.join(", ")}?)`;
+  return `${zodMessage(issue)}${didYouMean(meant)}`;
 }
 
-/** The field each key most likely meant, among those the object does not set already. */
+/** The hint appended to a message, " (did you mean ...?)", or nothing when no guess is near enough. */
+export function didYouMean(meant: readonly string[]): string {
+  return meant.length === 0 ? "" : ` (did you mean ${meant.join(", ")}?)`;
+}
+
 function unrecognizedKeysHint(issue: z.core.$ZodRawIssue<z.core.$ZodIssueUnrecognizedKeys>): string[] {
-  const given = typeof issue.input === "object" && issue.input !== null ? Object.keys(issue.input) : [];
-  const shape = issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : [];
-  const unset = shape.filter((key) => !given.includes(key));
-  return issue.keys.flatMap((key) => {
+  return meantFields(issue.keys, issue.input, issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : []);
+}
+
+/** The field each unknown key of `input` most likely meant, among `fields` the object does not set already. */
+export function meantFields(keys: readonly string[], input: unknown, fields: readonly string[]): string[] {
+  const given = typeof input === "object" && input !== null ? Object.keys(input) : [];
+  const unset = fields.filter((key) => !given.includes(key));
+  return keys.flatMap((key) => {
     const field = nearest(key, unset);
-    return field === undefined ? [] : [issue.keys.length === 1 ? `"${field}"` : `"${field}" for "${key}"`];
+    return field === undefined ? [] : [keys.length === 1 ? `"${field}"` : `"${field}" for "${key}"`];
   });
 }

@@ -60,6 +60,12 @@ describe("a tenants file's mistakes, as synth names them", () => {
     );
   });
 
+  it("names the field a misspelt key of eventBus was meant to be", () => {
+    expect(messageFor((t) => (t.eventBus = { mode: "import", nmae: "initech-finance" }))).toBe(
+      'tenant "initech": field eventBus: "nmae" is not a field of eventBus (did you mean "name"?), which must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }',
+    );
+  });
+
   it("suggests no field the object already sets, nor one too far from the key", () => {
     expect(messageFor((t) => (t.eventSourc = "x"))).toBe('tenant "initech": field eventSourc: Unrecognized key: "eventSourc"');
     expect(messageFor((t) => (t.colour = "red"))).toBe('tenant "initech": field colour: Unrecognized key: "colour"');
