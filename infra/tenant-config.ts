@@ -9,7 +9,7 @@ import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, TENANT_ID_PATTERN, TENAN
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 import { formatPath, issueField } from "./field-path.js";
-import { didYouMean, meantFields, tenantIssueMessage } from "./tenant-issue-messages.js";
+import { didYouMean, meantFields, meantOption, tenantIssueMessage } from "./tenant-issue-messages.js";
 import { TENANT_DEFAULTS } from "./tenant-defaults.js";
 import { webhookSchema, type WebhookAuthConfig } from "./webhook-schema.js";
 
@@ -35,12 +35,16 @@ const eventBusOptions = [
   z.strictObject({ mode: z.literal("import"), arn: z.string().regex(EVENT_BUS_ARN_PATTERN, "must be an event bus ARN") }),
 ] as const;
 const EVENT_BUS_KEYS: ReadonlySet<string> = new Set(eventBusOptions.flatMap((option) => Object.keys(option.shape)));
+const EVENT_BUS_MODES = eventBusOptions.map((option) => option.shape.mode.value);
 
-/** When no form of eventBus fits: the keys none of them has first (a misspelt `name`), as for any other object. */
+/**
+ * When no form of eventBus fits: the keys none of them has first (a misspelt `name`), as for any other object, each with
+ * the field likely meant; else the forms, with the mode likely meant.
+ */
 function eventBusMismatch(issue: { readonly input?: unknown }): string {
-  const input = issue.input;
-  const unknown = typeof input === "object" && input !== null ? Object.keys(input).filter((key) => !EVENT_BUS_KEYS.has(key)) : [];
-  if (unknown.length === 0) return `must be ${EVENT_BUS_FORMS}`;
+  const input = typeof issue.input === "object" && issue.input !== null ? (issue.input as Record<string, unknown>) : {};
+  const unknown = Object.keys(input).filter((key) => !EVENT_BUS_KEYS.has(key));
+  if (unknown.length === 0) return `must be ${EVENT_BUS_FORMS}${didYouMean(meantOption(input.mode, EVENT_BUS_MODES))}`;
   const keys = unknown.map((key) => JSON.stringify(key)).join(", ");
   const hint = didYouMean(meantFields(unknown, input, [...EVENT_BUS_KEYS]));
   return `${keys} ${unknown.length === 1 ? "is not a field" : "are not fields"} of eventBus${hint}, which must be ${EVENT_BUS_FORMS}`;

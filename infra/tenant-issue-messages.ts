@@ -20,18 +20,18 @@ export const tenantIssueMessage: z.core.$ZodErrorMap = (issue) => {
   // JSON has no undefined: an undefined input is a field the entry leaves out.
   if (issue.code === "invalid_type" && issue.input === undefined) return "is required";
   if (issue.code === "unrecognized_keys") return withHint(issue, unrecognizedKeysHint(issue));
-  if (issue.code === "invalid_value") return withHint(issue, optionHint(issue.input, issue.values));
+  if (issue.code === "invalid_value") return withHint(issue, meantOption(issue.input, issue.values));
   // A discriminated union's issue holds the whole object: the mistyped option is its discriminator's value.
   if (issue.code === "invalid_union" && issue.discriminator !== undefined && Array.isArray(issue.options) && typeof issue.input === "object") {
     const given = (issue.input as Record<string, unknown> | null)?.[issue.discriminator];
     if (given === undefined) return `is required: expected one of ${z.core.util.joinValues(issue.options)}`;
-    return withHint(issue, optionHint(given, issue.options));
+    return withHint(issue, meantOption(given, issue.options));
   }
   return undefined;
 };
 
 /** The option a mistyped one was most likely meant to be, if the value given is a string. */
-function optionHint(given: unknown, options: readonly unknown[]): string[] {
+export function meantOption(given: unknown, options: readonly unknown[]): string[] {
   if (typeof given !== "string") return [];
   // Options are short words: two edits would take "mask" for "hash", where "redact" was meant.
   const strings = options.filter((value) => typeof value === "string");

@@ -66,6 +66,12 @@ describe("a tenants file's mistakes, as synth names them", () => {
     );
   });
 
+  it("names the eventBus mode a mistyped one was meant to be", () => {
+    expect(messageFor((t) => (t.eventBus = { mode: "imprt", name: "initech-finance" }))).toBe(
+      'tenant "initech": field eventBus: must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... } (did you mean "import"?)',
+    );
+  });
+
   it("suggests no field the object already sets, nor one too far from the key", () => {
     expect(messageFor((t) => (t.eventSourc = "x"))).toBe('tenant "initech": field eventSourc: Unrecognized key: "eventSourc"');
     expect(messageFor((t) => (t.colour = "red"))).toBe('tenant "initech": field colour: Unrecognized key: "colour"');
