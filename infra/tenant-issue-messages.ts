@@ -14,7 +14,8 @@ function zodMessage(issue: z.core.$ZodRawIssue): string {
 
 /**
  * Per-parse error map of a tenant entry (`safeParse(raw, { error: tenantIssueMessage })`). A schema's own message
- * still wins; undefined leaves zod's.
+ * still wins (zod ranks it first), so one of its own that is to say "is required" returns undefined for an absent
+ * value (webhook-schema.ts's https URL); undefined here leaves zod's.
  */
 export const tenantIssueMessage: z.core.$ZodErrorMap = (issue) => {
   // JSON has no undefined: an undefined input is a field the entry leaves out.
