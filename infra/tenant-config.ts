@@ -9,7 +9,8 @@ import { EVENT_BUS_ARN_PATTERN, EVENT_BUS_NAME_PATTERN, TENANT_ID_PATTERN, TENAN
 import { PII_MODES } from "../shared/bridge/pii.js";
 import { TenantConfigError } from "./errors.js";
 import { formatPath, issueField } from "./field-path.js";
-import { didYouMean, meantFields, meantOption, tenantIssueMessage } from "./tenant-issue-messages.js";
+import { didYouMean } from "../shared/nearest.js";
+import { meantFields, meantOption, tenantIssueMessage } from "./tenant-issue-messages.js";
 import { TENANT_DEFAULTS } from "./tenant-defaults.js";
 import { webhookSchema, type WebhookAuthConfig } from "./webhook-schema.js";
 

@@ -3,7 +3,7 @@
  * names what it was most likely meant to be, and a missing field is called required rather than "received undefined".
  */
 import * as z from "zod";
-import { nearest } from "../shared/nearest.js";
+import { didYouMean, nearest } from "../shared/nearest.js";
 
 /** zod's English message of an issue, which a hint is appended to. */
 const english = z.locales.en().localeError;
@@ -42,11 +42,6 @@ export function meantOption(given: unknown, options: readonly unknown[]): string
 
 function withHint(issue: z.core.$ZodRawIssue, meant: readonly string[]): string {
   return `${zodMessage(issue)}${didYouMean(meant)}`;
-}
-
-/** The hint appended to a message, " (did you mean ...?)", or nothing when no guess is near enough. */
-export function didYouMean(meant: readonly string[]): string {
-  return meant.length === 0 ? "" : ` (did you mean ${meant.join(", ")}?)`;
 }
 
 function unrecognizedKeysHint(issue: z.core.$ZodRawIssue<z.core.$ZodIssueUnrecognizedKeys>): string[] {

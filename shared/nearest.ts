@@ -31,6 +31,19 @@ export function nearest(name: string, candidates: readonly string[], maxDistance
   return best;
 }
 
+/**
+ * The hint a message appends for what was likely meant: " (did you mean X?)", several joined by commas, or nothing
+ * when no guess is near enough. The one wording of every "did you mean" that follows a message.
+ *
+ * @example
+ * didYouMean(nearest("--intervl", ["--interval"])); // " (did you mean --interval?)"
+ * didYouMean(undefined); // ""
+ */
+export function didYouMean(meant: string | readonly string[] | undefined): string {
+  const guesses = (typeof meant === "string" ? [meant] : (meant ?? [])).filter((guess) => guess !== "");
+  return guesses.length === 0 ? "" : ` (did you mean ${guesses.join(", ")}?)`;
+}
+
 /** Levenshtein distance; names are short. */
 function editDistance(a: string, b: string): number {
   let row = Array.from({ length: b.length + 1 }, (_, j) => j);

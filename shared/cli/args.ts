@@ -11,7 +11,7 @@ import { durationRangeProblem, parseDuration } from "./duration.js";
 import { UsageError } from "./errors.js";
 import { usageOf } from "./help.js";
 import { assertNotKeptByNpm } from "./npm-options.js";
-import { nearest } from "../nearest.js";
+import { didYouMean, nearest } from "../nearest.js";
 import { wordList } from "../word-list.js";
 
 /** Default poll interval of `run` without `--once`. */
@@ -210,7 +210,7 @@ function strictParse(command: string, argv: string[], options: Options): OptionV
     // parseArgs messages are already specific ("Unknown option '--x'"); prefix the command, and name a near option.
     const unknown = /^Unknown option '(--[^']+)'/.exec((error as Error).message)?.[1];
     const near = unknown === undefined ? undefined : nearest(unknown, Object.keys(options).map((name) => `--${name}`));
-    throw new UsageError(`${command}: ${(error as Error).message}${near ? ` (did you mean ${near}?)` : ""}`, { cause: error });
+    throw new UsageError(`${command}: ${(error as Error).message}${didYouMean(near)}`, { cause: error });
   }
 }
 
@@ -369,5 +369,5 @@ function isHelpFlag(arg: string): boolean {
 /** The refusal of a command name that is none of {@link COMMANDS}, with the nearest one when one is close. */
 function unknownCommand(name: string, context = ""): UsageError {
   const near = nearest(name, COMMANDS);
-  return new UsageError(`${context}unknown command "${name}"${near ? ` (did you mean ${near}?)` : ""}. Commands: ${COMMANDS.join(", ")}`);
+  return new UsageError(`${context}unknown command "${name}"${didYouMean(near)}. Commands: ${COMMANDS.join(", ")}`);
 }

@@ -10,7 +10,7 @@ import { PII_MODES, piiSaltProblem, type PiiMode } from "../bridge/pii.js";
 import { STATE_FILES } from "../local/layout.js";
 import { ConfigError, type SettingIssue } from "./errors.js";
 import { ENV_FILE, QUOTES } from "./env-file.js";
-import { nearest } from "../nearest.js";
+import { didYouMean, nearest } from "../nearest.js";
 import {
   eventsFileAccessProblem,
   eventsFileProblem,
@@ -145,7 +145,7 @@ export function settingNameWarnings(env: Env): string[] {
     .sort()
     .map((name) => {
       const near = nearest(name, known) ?? underOtherPrefix(name, known);
-      return `${name} is not a setting${near ? ` (did you mean ${near}?)` : ""}; see \`npm run bridge -- help\``;
+      return `${name} is not a setting${didYouMean(near)}; see \`npm run bridge -- help\``;
     })
     .concat(quotedSettingWarnings(env, known));
 }

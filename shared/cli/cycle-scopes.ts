@@ -4,7 +4,7 @@
  */
 import { UsageError } from "./errors.js";
 import { printable } from "./terminal-text.js";
-import { nearest } from "../nearest.js";
+import { didYouMean, nearest } from "../nearest.js";
 import { wordList } from "../word-list.js";
 
 /** Each scope a cycle calls with, and what a grant without it does to the cycles. */
@@ -98,7 +98,7 @@ export function checkRequestedScope(requested: string): RequestedScope {
   }
   const unknown = values.filter((value) => !SPEC_SCOPES.includes(value));
   const one = unknown.length === 1;
-  const unnamed = `${wordList(unknown.map((value) => `${quoted(value)}${suggestion(value)}`))} ${one ? "is no scope" : "are no scopes"} the spec names`;
+  const unnamed = `${wordList(unknown.map((value) => `${quoted(value)}${didYouMean(nearest(value, SPEC_SCOPES))}`))} ${one ? "is no scope" : "are no scopes"} the spec names`;
   const shortfall = shortfallOf(requested, `--scope (${printable(requested)})`);
   if (shortfall?.nothingReads === true) {
     // A typo's near scope first: most often the whole fix.
@@ -114,10 +114,4 @@ export function checkRequestedScope(requested: string): RequestedScope {
   }
   if (shortfall !== undefined) warnings.push(`${shortfall.message} To ask for them, stop with Ctrl-C and authorize with ${WITH_SCOPES}.`);
   return { warnings, missing: shortfall?.missing ?? [] };
-}
-
-/** " (did you mean ...?)" for a value near one of the spec's scopes, else nothing. */
-function suggestion(value: string): string {
-  const meant = nearest(value, SPEC_SCOPES);
-  return meant === undefined ? "" : ` (did you mean ${meant}?)`;
 }
