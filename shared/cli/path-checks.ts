@@ -2,10 +2,9 @@
  * File system checks of the path settings, before any provider call: each returns what is wrong with a path, worded
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
-import { randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { fileKindOf, removeStaleTempsSync, TEMP_SUFFIX, unlinkQuietly } from "../local/atomic.js";
+import { fileKindOf, removeStaleTempsSync, TEMP_SUFFIX, tempNameFor, unlinkQuietly } from "../local/atomic.js";
 import { isLeaseFile } from "../local/file-lock.js";
 import { STATE_DIRS, STATE_FILES } from "../local/layout.js";
 import { isSnapshotStoreEntry } from "../local/snapshot-store.js";
@@ -61,10 +60,30 @@ interface OwnPath {
 /** What a path is when access(2) refuses writing it EPERM: immutable (chattr +i), which no user's rights or mode open. */
 const IMMUTABLE = "immutable (EPERM: no user may write it)";
 
-/** The way to write immutable `path` again: clear its flag (no chmod opens it), and how to see the flag. */
-function chattrFix(path: string): string {
+/** The way to write `path` again when its `flag` (i: immutable, a: append-only) refuses it: no chmod opens it. */
+function chattrFix(path: string, flag: "i" | "a" = "i"): string {
   const word = shellWord(path);
-  return `clear its flag with \`sudo chattr -i ${word}\` (\`lsattr -d ${word}\` shows it)`;
+  return `clear its flag with \`sudo chattr -${flag} ${word}\` (\`lsattr -d ${word}\` shows it)`;
+}
+
+/**
+ * What `file` is when it is append-only (chattr +a), which access(2) does not tell (appending is writing): no rename
+ * may replace it. Linux refuses a hard link to such a file (EPERM), so one is made beside it and removed (a leftover
+ * is a temp file the store sweeps). Asked only of this user's own file, or as root: a link to another user's file
+ * may be refused for that alone (fs.protected_hardlinks), which its rename is not.
+ */
+function appendOnlyProblem(file: string, stats: Stats): string | undefined {
+  const uid = modeCheckingUid();
+  if (uid === undefined || (uid !== 0 && uid !== stats.uid)) return undefined;
+  const probe = tempNameFor(file);
+  try {
+    linkSync(file, probe);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "EPERM" ? `is append-only (EPERM: no rename may replace it): ${file}; ${chattrFix(file, "a")}` : undefined;
+  }
+  unlinkQuietly(probe);
+  return undefined;
 }
 
 /** {@link refusalProblem}'s words for `path` when it is immutable (access(2) refuses writing it EPERM); else undefined. */
@@ -309,12 +328,12 @@ function stateEntriesProblem(stateDir: string): string | undefined {
       );
     }
     // Files are read, and replaced by a rename in the directory: reading is all they need, their own mode aside. Not
-    // an immutable one (chattr +i), which the rename may not replace either: a refresh's save would fail then, after
-    // the provider rotated the refresh token (exit 3).
+    // an immutable or append-only one (chattr +i, +a), which the rename may not replace either: a refresh's save would
+    // fail then, after the provider rotated the refresh token (exit 3).
     const problem = directory
       ? (ownPathProblem(path, constants.R_OK | constants.W_OK | constants.X_OK) ??
         (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
-      : (unreadableStateFileProblem(path) ?? immutableProblem(path));
+      : (unreadableStateFileProblem(path) ?? immutableProblem(path) ?? appendOnlyProblem(path, stats));
     if (problem !== undefined) return problem;
   }
   return undefined;
@@ -528,7 +547,7 @@ function outputStreamOf(stats: Stats): string | undefined {
  * and removed beside it: never the file itself, which a running bridge may create and fill meanwhile.
  */
 function fileCreationProblem(file: string): string | undefined {
-  const probe = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
+  const probe = tempNameFor(file);
   const refusal = (error: unknown): string => `cannot be created (${(error as NodeJS.ErrnoException).code ?? "error"}): ${file}`;
   let fd: number;
   try {

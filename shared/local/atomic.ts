@@ -31,6 +31,14 @@ export const STALE_TEMP_MS = 10 * 60_000;
  */
 const TEMP_NAME = /\.\d+\.[0-9a-f]+(?:\.new)?\.tmp$/;
 
+/**
+ * A new temp file's name for `file` (beside it, so a rename lands in the same directory), in the form {@link TEMP_NAME}
+ * matches: a crash's leftover is swept as {@link removeStaleTempsSync} says. `.new` marks createFileOnce's.
+ */
+export function tempNameFor(file: string, options: { readonly new?: boolean } = {}): string {
+  return `${file}.${process.pid}.${randomBytes(4).toString("hex")}${options.new === true ? ".new" : ""}${TEMP_SUFFIX}`;
+}
+
 /** The name of the file a temp file of this module was written for (nested temp names unwrapped), or undefined. */
 function tempTarget(name: string): string | undefined {
   let target = name;
@@ -177,7 +185,7 @@ export function writeAll(fd: number, chunk: Uint8Array): void {
  * ```
  */
 export function probeWrite(dir: string, bytes: number): void {
-  const temp = path.join(dir, `probe.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`);
+  const temp = tempNameFor(path.join(dir, "probe"));
   const fd = openSync(temp, "wx", 0o600);
   try {
     writeThenClose(fd, () => {
@@ -274,7 +282,7 @@ export async function writeFileAtomic(file: string, data: FileData, options: { m
 
 /** {@link writeFileAtomic} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
 export function writeFileAtomicSync(file: string, data: FileData, options: { mode?: number } = {}): FileIdentity {
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}${TEMP_SUFFIX}`;
+  const temp = tempNameFor(file);
   let identity: FileIdentity;
   try {
     identity = writeFsyncedSync(temp, data, options.mode);
@@ -318,7 +326,7 @@ export async function createFileOnce(file: string, data: string, options: { mode
 
 /** {@link createFileOnce} for a synchronous caller (the events file's append: see jsonl-publisher.ts). */
 export function createFileOnceSync(file: string, data: FileData, options: { mode?: number } = {}): boolean {
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.new${TEMP_SUFFIX}`;
+  const temp = tempNameFor(file, { new: true });
   let created: boolean;
   try {
     // Written and fsynced before the link names it, so a crash leaves no file or the whole one. The temp file's own name

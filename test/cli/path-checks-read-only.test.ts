@@ -3,6 +3,7 @@
  * so. A read-only mount cannot be made in a test, so access(2) answers EROFS for paths under one directory. Likewise
  * for a path this user may not read (root reads anything), access(2) answers EACCES for the paths a test denies.
  */
+import { execFileSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -133,6 +134,29 @@ describe("path checks of paths this user may not read", () => {
     readOnly.immutable.add(file);
     expect(stateDirProblem(state)).toBe(immutableMessage(file));
   });
+
+  // Append-only (chattr +a): access(2) lets this user write it, but the save's rename may not replace it (EPERM), so
+  // the first refresh's save would fail after the provider rotated the refresh token (exit 3). Real flags: root only.
+  it.runIf(process.geteuid?.() === 0).each(["tokens.json", "binding.json"])(
+    "name an append-only state file, %s (chattr +a), and the chattr that clears it, leaving no probe behind",
+    async (name) => {
+      const state = join(dir, "state");
+      await mkdir(state, { mode: 0o700 });
+      const file = join(state, name);
+      await writeFile(file, "{}", { mode: 0o600 });
+      execFileSync("chattr", ["+a", file]);
+      try {
+        expect(stateDirProblem(state)).toBe(
+          `is append-only (EPERM: no rename may replace it): ${file}; clear its flag with \`sudo chattr -a ${file}\` (\`lsattr -d ${file}\` shows it)`,
+        );
+        expect(await readdir(state)).toEqual([name]);
+      } finally {
+        execFileSync("chattr", ["-a", file]);
+      }
+      expect(stateDirProblem(state)).toBeUndefined();
+      expect(await readdir(state)).toEqual([name]);
+    },
+  );
 
   it("name an immutable existing events file (EPERM) alike", async () => {
     const events = join(dir, "events.jsonl");
