@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, SecretValue, Stack } from "aws-cdk-lib";
+import { ArnFormat, Duration, Fn, SecretValue, Stack } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
@@ -134,12 +134,15 @@ export class WebhookForwarder extends Construct {
    * forwarder.metricInvocationsFailedToBeSentToDlq({ period: Duration.minutes(5) });
    */
   metricInvocationsFailedToBeSentToDlq(options: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
-    // AWS reports a rule of the default bus by RuleName alone, a rule of any other bus with EventBusName too.
-    const bus: Record<string, string> = this.busName === "default" ? {} : { EventBusName: this.busName };
+    // AWS reports a rule of the default bus by RuleName alone, a rule of any other bus with EventBusName too. There the
+    // rule's Ref (ruleName) is its physical id, `<bus>|<rule name>`, where the metric's RuleName is the name alone.
+    const onDefault = this.busName === "default";
+    const bus: Record<string, string> = onDefault ? {} : { EventBusName: this.busName };
+    const ruleName = onDefault ? this.rule.ruleName : Fn.select(1, Fn.split("|", this.rule.ruleName));
     return new cloudwatch.Metric({
       namespace: "AWS/Events",
       metricName: "InvocationsFailedToBeSentToDlq",
-      dimensionsMap: { RuleName: this.rule.ruleName, ...bus },
+      dimensionsMap: { RuleName: ruleName, ...bus },
       statistic: "Sum",
       ...options,
     });

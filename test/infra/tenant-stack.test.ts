@@ -1471,6 +1471,54 @@ describe("ops", () => {
     return alarm?.Properties.Metrics ?? [];
   }
 
+  /**
+   * A metric dimension's value as CloudFormation resolves it: `Ref` of a rule is its physical id, `<bus name>|<rule
+   * name>` on any bus but the default one (the runbook's resource list shows it so), `Ref` of a created bus its name;
+   * `Fn::Split` and `Fn::Select` as documented. A rule's generated name is taken as `<logical id>-name`.
+   */
+  function resolvedDimension(template: Template, value: unknown): unknown {
+    if (typeof value !== "object" || value === null) return value;
+    const intrinsic = value as { Ref?: string; "Fn::Split"?: [string, unknown]; "Fn::Select"?: [number, unknown] };
+    if (intrinsic.Ref !== undefined) {
+      const resource = template.toJSON().Resources[intrinsic.Ref] as { Type: string; Properties: { Name?: string; EventBusName?: unknown } };
+      if (resource.Type === "AWS::Events::EventBus") return resource.Properties.Name;
+      const bus = resource.Properties.EventBusName === undefined ? "default" : resolvedDimension(template, resource.Properties.EventBusName);
+      return bus === "default" ? `${intrinsic.Ref}-name` : `${String(bus)}|${intrinsic.Ref}-name`;
+    }
+    if (intrinsic["Fn::Split"] !== undefined) {
+      const [separator, source] = intrinsic["Fn::Split"];
+      return String(resolvedDimension(template, source)).split(separator);
+    }
+    if (intrinsic["Fn::Select"] !== undefined) {
+      const [index, list] = intrinsic["Fn::Select"];
+      return (resolvedDimension(template, list) as unknown[])[index];
+    }
+    return value;
+  }
+
+  /** The dimensions of the `failed` term of a webhook's DeadLetters alarm, by name, as CloudFormation resolves them. */
+  function failedWriteDimensions(template: Template, alarmName: string): Record<string, unknown> {
+    const failed = deadLetterMetricsOf(template, alarmName).find((m) => m["Id"] === "failed") as {
+      MetricStat: { Metric: { Dimensions: { Name: string; Value: unknown }[] } };
+    };
+    return Object.fromEntries(failed.MetricStat.Metric.Dimensions.map(({ Name, Value }) => [Name, resolvedDimension(template, Value)]));
+  }
+
+  it("counts a webhook rule's lost events under the rule's name, not its physical id: Ref of a rule on the tenant's bus is <bus>|<rule>", () => {
+    for (const hook of ["erp", "cards-audit"]) {
+      const logicalId = Object.keys(acmeT.findResources("AWS::Events::Rule")).find((id) => id.startsWith(`Webhook${hook.replaceAll("-", "")}Rule`));
+      // AWS/Events reports a custom bus's rule by its name and the bus's: a RuleName holding the bus too matches nothing
+      expect(failedWriteDimensions(acmeT, `QashioBridge-acme-sandbox-DeadLetters-Webhook-${hook}`)).toEqual({
+        EventBusName: "qashio-bridge-acme-sandbox",
+        RuleName: `${logicalId}-name`,
+      });
+    }
+    const [acme, globex] = loadTenantsFile(EXAMPLE_TENANTS_FILE) as [TenantConfig, TenantConfig];
+    const imported = Template.fromStack(buildTestApp({ tenants: [{ ...globex, webhooks: acme.webhooks.slice(0, 1) }] }).stacks[0] as TenantStack);
+    const importedRule = Object.keys(imported.findResources("AWS::Events::Rule"))[0];
+    expect(failedWriteDimensions(imported, "QashioBridge-globex-DeadLetters-Webhook-erp")).toEqual({ EventBusName: "globex-finance", RuleName: `${importedRule}-name` });
+  });
+
   it("fires a webhook's DeadLetters alarm on messages held or on events EventBridge could not even write there, on the rule of the tenant's bus", () => {
     for (const [hook, queue, rule] of [
       ["erp", /^WebhookerpDeadLettersQueue/, /^WebhookerpRule/],
@@ -1503,7 +1551,7 @@ describe("ops", () => {
               // a rule of a custom bus reports with both dimensions (AWS: RuleName alone is the default bus's)
               Dimensions: [
                 { Name: "EventBusName", Value: { Ref: expect.stringMatching(/^EventBus/) } },
-                { Name: "RuleName", Value: { Ref: expect.stringMatching(rule) } },
+                { Name: "RuleName", Value: { "Fn::Select": [1, { "Fn::Split": ["|", { Ref: expect.stringMatching(rule) }] }] } },
               ],
             },
             Period: 300,
@@ -1528,6 +1576,9 @@ describe("ops", () => {
     expect(failed).toMatchObject({
       MetricStat: { Metric: { MetricName: "InvocationsFailedToBeSentToDlq", Dimensions: [{ Name: "RuleName", Value: { Ref: expect.stringMatching(/^WebhookerpRule/) } }] } },
     });
+    // the default bus's rule: its Ref is its name already (no `<bus>|` to take off)
+    const rule = Object.keys(template.findResources("AWS::Events::Rule"))[0];
+    expect(failedWriteDimensions(template, "QashioBridge-globex-DeadLetters-Webhook-erp")).toEqual({ RuleName: `${rule}-name` });
   });
 
   it("draws a dashboard per tenant with every required graph, split by type and status class", () => {
