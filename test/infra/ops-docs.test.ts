@@ -115,3 +115,28 @@ describe("the runbook section each alarm links to", () => {
     expect([...named]).toEqual(expect.arrayContaining(["DeadLetters-Webhook-<name>", "DeadLetters-EventBus", "Heartbeat-SuspendedCards", "CardDetailsUnread"]));
   });
 });
+
+describe("the runbook shows where the error of a dead-lettered tick or webhook event is", () => {
+  /** The Dead letters section's bullet that starts with `- **<queue>**`, up to the next bullet of the section. */
+  const bullet = (queue: string): string => {
+    const section = runbookSection("Dead letters");
+    const start = section.indexOf(`\n- **${queue}**`);
+    const next = section.indexOf("\n- **", start + 1);
+    return section.slice(start, next < 0 ? undefined : next);
+  };
+
+  it("reads the pollers' and a webhook's queue with their message attributes, where Scheduler and EventBridge put the error", () => {
+    // `aws sqs receive-message` returns no message attributes unless asked: Scheduler's ERROR_CODE / ERROR_MESSAGE and
+    // an EventBridge rule target's would be missing, the body alone (the schedule's input, the event) naming no error.
+    const pollers = bullet("Pollers queue");
+    const read = /aws sqs receive-message [^`]*?(?=\n\s*```)/.exec(pollers)?.[0] ?? "";
+    expect(read).toContain("--message-attribute-names All");
+    // Left visible for the next reader: a received message is hidden for the queue's visibility timeout otherwise.
+    expect(read).toContain("--visibility-timeout 0");
+    expect(pollers).toMatch(/`ERROR_CODE`[^]*`ERROR_MESSAGE`/);
+    const webhooks = bullet("Webhook queues");
+    expect(webhooks).toMatch(/error in its attributes \(`ERROR_CODE`, `ERROR_MESSAGE`[^]*read them as the pollers' queue's/);
+    // Heartbeat's step that sends the reader to those messages names the command's place.
+    expect(runbookSection("Heartbeat")).toMatch(/Read the messages of the pollers' queue \([^)]*\[Dead letters\]\(#dead-letters\)/);
+  });
+});
