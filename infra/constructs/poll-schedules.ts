@@ -78,6 +78,8 @@ export class PollSchedules extends Construct {
     /** A schedule invoking `fn` every `minutes` with the poll event of a `kind` cycle, plus `extra` (a card mode). */
     const schedule = (id: string, what: string, kind: CycleKind, fn: lambda.IFunction, minutes: number, extra: Pick<PollEvent, "mode"> = {}): scheduler.Schedule =>
       new scheduler.Schedule(this, id, {
+        // Named as the runbook and the heartbeat alarms call it: a generated name is cut to 64 characters.
+        scheduleName: id,
         scheduleGroup: this.group,
         description: `qashio-bridge ${props.tenantId}: poll ${what} every ${minutes} min`,
         schedule: scheduler.ScheduleExpression.rate(Duration.minutes(minutes)),

@@ -369,6 +369,11 @@ describe("tenant stacks", () => {
     // an operator pausing one poller in the console tells the schedules apart by their descriptions
     const descriptions = Object.values(globexT.findResources("AWS::Scheduler::Schedule")).map((sc) => (sc as { Properties: { Description: string } }).Properties.Description);
     expect(descriptions.sort()).toEqual(["qashio-bridge globex: poll cards every 30 min", "qashio-bridge globex: poll transactions every 2 min"]);
+    // named as the runbook names them (list-schedules, get-schedule --name), not as CloudFormation would shorten a
+    // generated `<stack>-<logical id>-<suffix>`, which a long tenant id could cut before "Cards"
+    const names = (template: Template) => Object.values(template.findResources("AWS::Scheduler::Schedule")).map((sc) => (sc as { Properties: { Name: string } }).Properties.Name);
+    expect(names(globexT).sort()).toEqual(["Cards", "Transactions"]);
+    expect(names(acmeT).sort()).toEqual(["Cards", "Transactions"]);
     // a missed tick is made up by the next one: a few retries within one schedule period, then the DLQ
     for (const [template, transactions, cards] of [
       [acmeT, 300, 900],
@@ -448,6 +453,7 @@ describe("tenant stacks", () => {
               ScheduleExpression: string;
               State: string;
               GroupName: unknown;
+              Name: string;
               Description: string;
               Target: { Arn: { "Fn::GetAtt": [string, string] }; Input: string; RetryPolicy: unknown; DeadLetterConfig: unknown; RoleArn: unknown };
             };
@@ -467,6 +473,7 @@ describe("tenant stacks", () => {
         ScheduleExpression: "rate(1 minute)",
         State: enabled ? "ENABLED" : "DISABLED",
         GroupName: full?.GroupName,
+        Name: "SuspendedCards",
         Description: "qashio-bridge globex: poll suspended cards every 1 min",
       });
       expect(fastPath.Target.Arn).toEqual(full?.Target.Arn);
@@ -1352,8 +1359,9 @@ describe("least-privilege IAM", () => {
   it("fixes no resource name two tenants could share, even one whose id starts with the other's: the secret and table get CloudFormation's", () => {
     const sandbox = loadTenantsFile(EXAMPLE_TENANTS_FILE)[0] as TenantConfig;
     const stacks = buildTestApp({ tenants: [sandbox, { ...sandbox, id: "acme" }] }).stacks;
-    // References, and names scoped inside one of the tenant's own resources (a role's policy, a registry's schema).
-    const scoped = new Set(["MetricName", "PolicyName", "SchemaName", "GroupName", "DisplayName", "RegistryName@AWS::EventSchemas::Schema"]);
+    // References, and names scoped inside one of the tenant's own resources (a role's policy, a registry's schema, a
+    // schedule group's schedules).
+    const scoped = new Set(["MetricName", "PolicyName", "SchemaName", "GroupName", "DisplayName", "RegistryName@AWS::EventSchemas::Schema", "Name@AWS::Scheduler::Schedule"]);
     const [first, second] = stacks.map((stack) => {
       const names = Object.values(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties?: Record<string, unknown> }>).flatMap(
         ({ Type, Properties }) =>
