@@ -88,6 +88,9 @@ describe("parseDataPiecewise", () => {
       '{"data":[1],"d\\u0061ta":[2]}',
       '{"data":{"cards":[1,2]}}',
       '{"data":null}',
+      // data not an array, and an array member after it: that array is no data's.
+      '{"data":"x","list":[1,2]}',
+      '{"data":1,"list":[2]}',
       "\ufeff" + '{"data":[1]}',
       '[{"data":[1]}]',
       '"data"',
@@ -97,6 +100,7 @@ describe("parseDataPiecewise", () => {
     // The whole parse then gives JSON.parse's own answer: the last of two members wins, the byte order mark is dropped.
     expect(parseJsonChunks([Buffer.from('{"data":[1,2],"data":[3]}')])).toStrictEqual({ data: [3] });
     expect(parseJsonChunks([Buffer.from("\ufeff" + '{"data":[1]}')])).toStrictEqual({ data: [1] });
+    expect(parseJsonChunks([Buffer.from('{"data":"x","list":[1,2]}')])).toStrictEqual({ data: "x", list: [1, 2] });
   });
 
   it("reads each key once, however many colons follow it: a body that is not JSON costs no more than its length", () => {
