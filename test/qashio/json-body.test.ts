@@ -133,6 +133,15 @@ describe("parseDataPiecewise", () => {
     expect(parseDataPiecewise([Buffer.from('{"data":[\t]}')], 0)?.value).toStrictEqual({ data: [] });
   });
 
+  it("reads no blank but JSON's four as blank: a form feed or vertical tab before data's bracket or inside it is left to the whole parse, which rejects it", () => {
+    for (const blank of ["\f", "\v"]) {
+      for (const text of [`{"data":${blank}[1]}`, `{"data":[${blank}]}`, `{"data":[1,${blank}]}`]) {
+        expect(parseDataPiecewise([Buffer.from(text)], 0), JSON.stringify(text)).toBeUndefined();
+        expect(() => parseJsonChunks([Buffer.from(text)]), JSON.stringify(text)).toThrow(SyntaxError);
+      }
+    }
+  });
+
   it("reads a carriage return as blank before data's bracket and inside it, as JSON.parse does", () => {
     expect(parseDataPiecewise([Buffer.from('{"data":\r\n[1]}')], 0)?.value).toStrictEqual({ data: [1] });
     expect(parseDataPiecewise([Buffer.from('{"data":[\r\n]}')], 0)?.value).toStrictEqual({ data: [] });
