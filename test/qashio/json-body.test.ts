@@ -124,11 +124,13 @@ describe("parseDataPiecewise", () => {
     expect(() => parseJsonChunks([Buffer.from('{"data":[1,],"n":1}')])).toThrow(SyntaxError);
   });
 
-  it("splits a body of exactly PIECEWISE_FROM_BYTES, and reads a tab as blank before data's bracket and inside it", () => {
+  it("splits a body of exactly 64 KB (docs/spec-gaps.md, Parsing a page), not one a byte shorter, and reads a tab as blank before data's bracket and inside it", () => {
     const head = '{"data":[1],"pad":"';
-    const exact = Buffer.from(`${head}${"x".repeat(PIECEWISE_FROM_BYTES - head.length - 2)}"}`);
+    const sized = (bytes: number) => Buffer.from(`${head}${"x".repeat(bytes - head.length - 2)}"}`);
+    const exact = sized(64 * 1024);
     expect(exact.length).toBe(PIECEWISE_FROM_BYTES);
     expect(parseDataPiecewise([exact])?.value).toStrictEqual(JSON.parse(exact.toString()));
+    expect(parseDataPiecewise([sized(64 * 1024 - 1)])).toBeUndefined();
     expect(parseDataPiecewise([Buffer.from('{"data":\t[1]}')], 0)?.value).toStrictEqual({ data: [1] });
     expect(parseDataPiecewise([Buffer.from('{"data":[\t]}')], 0)?.value).toStrictEqual({ data: [] });
   });
