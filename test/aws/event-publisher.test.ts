@@ -860,6 +860,14 @@ describe("outOfRangeIntegerIn", () => {
     }
   });
 
+  it("finds one that starts one character after a short digit run, wherever that run lies", () => {
+    // The scan reads one index in 19; a run read there must not hide the long one starting just after it.
+    for (let pad = 0; pad < 40; pad++) {
+      const detail = event("ev", { id: "tx", pad: "x".repeat(pad), n: [1, 2 ** 63] }).detail;
+      expect(outOfRangeIntegerIn(JSON.stringify(detail), detail), `pad ${pad}`).toEqual({ path: "/data/object/n/1", text: "9223372036854776000" });
+    }
+  });
+
   it("finds an integer written outside int64 exactly when the detail's text has one, wherever it lies", () => {
     fc.assert(
       fc.property(tree, (object) => {
