@@ -868,6 +868,13 @@ describe("outOfRangeIntegerIn", () => {
     }
   });
 
+  it("takes a number JSON.parse read past a double's range (1e400: Infinity, written null) for none, when a digit run makes it walk the detail", () => {
+    for (const overflow of [JSON.parse("1e400") as number, JSON.parse("-1e400") as number]) {
+      const detail = event("ev", { id: "tx", overflow, ref: "ref:12345678901234567890123" }).detail;
+      expect(outOfRangeIntegerIn(JSON.stringify(detail), detail)).toBeUndefined();
+    }
+  });
+
   it("finds an integer written outside int64 exactly when the detail's text has one, wherever it lies", () => {
     fc.assert(
       fc.property(tree, (object) => {
