@@ -96,6 +96,7 @@ describe("wellFormedEntityId", () => {
     ["card", EMAIL, undefined],
     ["card", `CA${EMAIL}`, undefined],
     ["card", "CA Ann Holder", undefined],
+    ["card", "CAann.holder", undefined],
     ["card", "CA", undefined],
     ["card", `CA${"1".repeat(254)}`, `CA${"1".repeat(254)}`],
     ["card", `CA${"1".repeat(255)}`, undefined],
