@@ -102,6 +102,9 @@ describe("wellFormedEntityId", () => {
     ["card", `CA${"1".repeat(255)}`, undefined],
     ["card", txnId(7), undefined],
     ["card", null, undefined],
+    // Not a string, though a regular expression would read it as one ("CA00000001").
+    ["card", ["CA00000001"], undefined],
+    ["transaction", [txnId(7)], undefined],
   ] as const)("takes a %s id %j as %j", (kind, id, expected) => {
     expect(wellFormedEntityId(kind, id)).toBe(expected);
   });
