@@ -1,0 +1,49 @@
+/**
+ * One segment file, written and read back: a header or line this version cannot trust (cut short, another version,
+ * another key) is refused naming the file, never taken for an empty segment or another snapshot.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { encodeHeader, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-snapshot-segment-"));
+  file = path.join(dir, "seg-000000000001-deadbeef.log");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const line = '{"key":"card:a","hash":"h","object":{},"updatedAt":"2025-01-01T00:00:00.000Z"}';
+
+/** Writes `file` as a segment whose header lists `text` (its whole length) for card:a, with `body` as its body. */
+async function writeSegmentOf(text: string, body = `${text}\n`): Promise<{ key: string; offset: number; length: number }> {
+  const header = encodeHeader([["card:a", 0, text.length]]);
+  await writeFile(file, Buffer.concat([header, Buffer.from(body)]));
+  return { key: "card:a", offset: header.length, length: text.length };
+}
+
+/** The CorruptStateError naming the segment file, with `message`. */
+const corrupt = (message: string) => expect.objectContaining({ name: "CorruptStateError", message, file });
+
+describe("readSegmentHeader", () => {
+  it("reads the entries and where the body starts", async () => {
+    const at = await writeSegmentOf(line);
+    expect(readSegmentHeader(file)).toEqual({ entries: [["card:a", 0, line.length]], bodyStart: at.offset });
+  });
+
+  it.each([
+    // A file cut short inside its header (no newline yet): not an empty segment, whose snapshots would be lost.
+    ["cut short inside its header", `{"v":1,"entries":[["card:a",0,${line.length}]`],
+    // A later version's format: its entries may mean something else.
+    ["of another version", `{"v":2,"entries":[["card:a",0,${line.length}]]}\n${line}\n`],
+    ["without entries", `{"v":1}\n${line}\n`],
+  ])("refuses a header %s, naming the file", async (_, text) => {
+    await writeFile(file, text);
+    expect(() => readSegmentHeader(file)).toThrow(corrupt("Snapshot segment header is unreadable"));
+  });
+});
