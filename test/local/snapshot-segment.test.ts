@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { encodeHeader, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
+import { encodeHeader, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
 
 let dir: string;
 let file: string;
@@ -45,5 +45,38 @@ describe("readSegmentHeader", () => {
   ])("refuses a header %s, naming the file", async (_, text) => {
     await writeFile(file, text);
     expect(() => readSegmentHeader(file)).toThrow(corrupt("Snapshot segment header is unreadable"));
+  });
+});
+
+describe("readEntries", () => {
+  it.each([
+    ["another key", line.replace('"card:a"', '"card:b"')],
+    ["no key", line.replace('"key":"card:a",', "")],
+    ["a key that is not text", line.replace('"card:a"', "7")],
+  ])("refuses a line holding %s where the header names card:a, naming the file", async (_, text) => {
+    const at = await writeSegmentOf(text);
+    expect(() => readEntries(file, [at])).toThrow(corrupt("Snapshot segment entry does not hold the key its header names"));
+  });
+
+  it("refuses a line that is not JSON without quoting it: no cause carries the stored object's text", async () => {
+    const at = await writeSegmentOf(line.replace("{}", '{"card_holder_name":"Ann Holder"'));
+    let thrown: unknown;
+    try {
+      readEntries(file, [at]);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toEqual(corrupt("Snapshot segment entry is not valid JSON"));
+    expect((thrown as Error).cause).toBeUndefined();
+  });
+
+  it("refuses a line whose sequence is not a whole number of at least 0, naming the file", async () => {
+    const at = await writeSegmentOf(line.replace(/}$/, ',"sequence":-1}'));
+    expect(() => readEntries(file, [at])).toThrow(corrupt("Snapshot segment entry has a sequence that is not a whole number of at least 0"));
+  });
+
+  it("refuses a segment shorter than its header says (a body cut short), naming the file", async () => {
+    const at = await writeSegmentOf(line, line.slice(0, -5));
+    expect(() => readEntries(file, [at])).toThrow(corrupt("Snapshot segment is shorter than its header says"));
   });
 });
