@@ -6,7 +6,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { encodeHeader, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { ScratchBuffer } from "../../shared/local/atomic.js";
+import { encodeHeader, encodeSegment, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
 
 let dir: string;
 let file: string;
@@ -78,5 +80,29 @@ describe("readEntries", () => {
   it("refuses a segment shorter than its header says (a body cut short), naming the file", async () => {
     const at = await writeSegmentOf(line, line.slice(0, -5));
     expect(() => readEntries(file, [at])).toThrow(corrupt("Snapshot segment is shorter than its header says"));
+  });
+});
+
+describe("encodeSegment", () => {
+  /** The snapshots of the lines `entries` lists in `body`. */
+  const linesOf = (entries: [string, number, number][], body: Buffer): unknown[] =>
+    entries.map(([, offset, length]) => JSON.parse(body.subarray(offset, offset + length).toString("utf8")));
+  const snapshot = (key: SnapshotKey, hash: string, object: Record<string, unknown>): Snapshot => ({ key, hash, object, updatedAt: "2025-01-01T00:00:00.000Z" });
+
+  it("writes one line for a key given twice in one call, the last one: the replaced version never reaches the disk", () => {
+    const { entries, body } = encodeSegment(
+      [snapshot("card:a", "h1", { name: "Old Holder" }), snapshot("card:b", "h", {}), snapshot("card:a", "h2", { name: "[redacted]" })],
+      new ScratchBuffer(),
+    );
+    expect(linesOf(entries, body)).toEqual([snapshot("card:a", "h2", { name: "[redacted]" }), snapshot("card:b", "h", {})]);
+    expect(body.toString("utf8")).not.toContain("Old Holder");
+  });
+
+  it("encodes whole a snapshot of more bytes than characters, past the scratch buffer's first size", () => {
+    // Three bytes a character, 3 MB in all: a bound counting characters as bytes would cut the line short.
+    const big = snapshot("card:big", "h", { text: "€".repeat(1_000_000) });
+    const { entries, body } = encodeSegment([big], new ScratchBuffer());
+    expect(linesOf(entries, body)).toEqual([big]);
+    expect(body.length).toBe((entries[0]?.[2] ?? 0) + 1);
   });
 });
