@@ -29,4 +29,11 @@ describe("SnapshotIndex", () => {
     place(3, [["card:b", 0, 7]]);
     expect([index.live, index.dead, index.count]).toEqual([14, 0, 2]);
   });
+
+  it("locates the keys with a snapshot, also after keys without one", () => {
+    const index = new SnapshotIndex(dir);
+    const segment = index.newSegment("seg-000000000001-deadbeef.log", 1);
+    index.placeSegment(segment, [["card:a", 0, 10]], 50);
+    expect(index.locate(["card:missing", "card:a"])).toEqual(new Map([[segment.id, [{ key: "card:a", offset: 50, length: 10 }]]]));
+  });
 });
