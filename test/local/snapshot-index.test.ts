@@ -1,9 +1,10 @@
 /** SnapshotIndex: the live and dead bytes compaction decides by, over segments placed and dropped. */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SnapshotIndex } from "../../shared/local/snapshot-index.js";
+import { SnapshotIndex, type Segment } from "../../shared/local/snapshot-index.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -35,5 +36,18 @@ describe("SnapshotIndex", () => {
     const segment = index.newSegment("seg-000000000001-deadbeef.log", 1);
     index.placeSegment(segment, [["card:a", 0, 10]], 50);
     expect(index.locate(["card:missing", "card:a"])).toEqual(new Map([[segment.id, [{ key: "card:a", offset: 50, length: 10 }]]]));
+  });
+
+  it("keeps a segment found wholly superseded for the caller to drop, and counts its bytes dead once, dropped", () => {
+    // What a crash between a compaction's rename and its deletes leaves: an old segment whose lines a newer one holds.
+    const index = new SnapshotIndex(dir);
+    const names = ["seg-000000000001-deadbeef.log", "seg-000000000002-deadbeef.log"];
+    for (const name of names) writeFileSync(path.join(dir, name), "");
+    const [old, compacted] = names.map((name, i) => index.newSegment(name, i + 1)) as [Segment, Segment];
+    index.addFound(old, [["card:a", 0, 10]], 50);
+    index.addFound(compacted, [["card:a", 0, 10]], 50);
+    expect([index.count, index.live, index.dead, existsSync(index.fileOf(old))]).toEqual([2, 11, 11, true]);
+    index.drop(old);
+    expect([index.count, index.live, index.dead, existsSync(index.fileOf(old))]).toEqual([1, 11, 0, false]);
   });
 });
