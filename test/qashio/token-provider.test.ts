@@ -2105,7 +2105,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     const renewed = renewals.length;
     await clock.advance(10 * TTL);
     expect(renewals.length).toBe(renewed + 1);
-    expect(logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringMatching(/kept for rotated tokens not yet saved was lost/)]);
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringMatching(/kept for rotated tokens not yet saved was lost; another process may refresh with the spent token$/)]);
   });
 
   it("stops renewing the kept lease once closed: a closing process's timer does not hold it for good", async () => {
@@ -2366,7 +2366,8 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     const token = await pending;
     expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2"]);
     expect(logger.lines.map((l) => [l.level, l.message, l.attributes])).toEqual([
-      ["warn", expect.stringMatching(/lease lost while saving/), undefined],
+      // The risk in words, for whoever reads the warning: what a lost lease may cost.
+      ["warn", expect.stringMatching(/lease lost while saving the rotated tokens; another process may refresh with the spent token$/), undefined],
       ["warn", expect.stringMatching(/renewing the token refresh lease failed/), { error: "ThrottlingException" }],
     ]);
     expect(logger.text()).not.toMatch(/rt-\d/);
