@@ -1422,6 +1422,25 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(secondToken).toBe(firstToken);
     expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
   });
+
+  it("takes the lease for the lockTtlMs it is given, so a refresh it lets run past 30 s is not presented again by another process", async () => {
+    const clock = manualClock();
+    const ttlMs = 90_000;
+    const { lock } = leaseLock(clock);
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: clock.now() - 1 });
+    // Answered 38 s in: inside the request timeout and the lease's first half (45 s), past the default lease (30 s).
+    const { presented, reply } = slowTokenEndpoint(clock, 38_000);
+    const fetch = scriptedFetch(reply);
+    const make = () => new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: ttlMs, lockWaitMs: 120_000, timeoutMs: 40_000 });
+    const first = make().getAccessToken();
+    await clock.advance(32_000);
+    const second = make().getAccessToken();
+    await clock.advance(60_000);
+    const [firstToken, secondToken] = await Promise.all([first, second]);
+    expect(presented.filter((t) => t === "rt-1"), "the spent refresh token presented again").toEqual(["rt-1"]);
+    expect(secondToken).toBe(firstToken);
+    expect(store.saves.map((t) => t.refreshToken)).toEqual(["rt-2"]);
+  });
 });
 
 describe("OAuthTokenProvider held to its caller's deadline (refreshWithinCallDeadline)", () => {
