@@ -1,8 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { TransactionAcknowledger } from "../../shared/bridge/transaction-acknowledge.js";
+import { TransactionAcknowledger, type AcknowledgePorts } from "../../shared/bridge/transaction-acknowledge.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { RetryDeferredError } from "../../shared/qashio/errors.js";
 import { RecordingLogger, RecordingMetrics } from "./fakes.js";
+
+/** An acknowledger over recording ports whose provider answers every call with `answer`. */
+function acknowledgerOver(answer: () => Promise<unknown>) {
+  const logger = new RecordingLogger();
+  const waits: number[] = [];
+  /** What the acknowledger's `expected` said of each failure: true for an answer, false for a provider error. */
+  const expectedFailures: boolean[] = [];
+  const ports: AcknowledgePorts = {
+    logger,
+    metrics: new RecordingMetrics(),
+    report: emptyReport("transactions"),
+    acknowledgeTransactions: async (_step, _ids, _retries, expected) => {
+      try {
+        return await answer();
+      } catch (err) {
+        expectedFailures.push(expected(err));
+        throw err;
+      }
+    },
+    wait: async (ms) => void waits.push(ms),
+    pageSize: () => 10,
+  };
+  return { acknowledger: new TransactionAcknowledger(ports), logger, waits, expectedFailures };
+}
+
+const failedForNow = () => new RetryDeferredError("failure 503; left to the caller", { status: 503, delayMs: 1_000, attempt: 2 });
 
 describe("TransactionAcknowledger", () => {
   it("fails with the provider's error, unchanged, when an acknowledge fails for now and no retry was given", async () => {
@@ -19,5 +45,16 @@ describe("TransactionAcknowledger", () => {
     });
     await expect(acknowledger.acknowledge(["t1", "t2"], undefined)).rejects.toBe(deferred);
     expect(logger.lines).toEqual([]);
+  });
+
+  it("leaves a re-drive's acknowledge that fails for now to the next cycle, waiting for nothing, and says where its ids went", async () => {
+    const rig = acknowledgerOver(() => Promise.reject(failedForNow()));
+    const retry = { failedBefore: 1, readsPage: false };
+    await expect(rig.acknowledger.acknowledge(["t1", "t2"], retry)).resolves.toEqual({ acknowledged: 0, readAgain: ["t1", "t2"] });
+    expect(rig.waits).toEqual([]);
+    expect(retry.failedBefore).toBe(2);
+    expect(rig.logger.lines).toEqual([
+      { level: "warn", message: "acknowledge failed for now; left to the next cycle, which lists the transactions again", attributes: { ids: 2, attempt: 2 } },
+    ]);
   });
 });
