@@ -57,4 +57,13 @@ describe("TransactionAcknowledger", () => {
       { level: "warn", message: "acknowledge failed for now; left to the next cycle, which lists the transactions again", attributes: { ids: 2, attempt: 2 } },
     ]);
   });
+
+  it("tells the run a failure for now is an answer, not a provider error (the client counted that attempt), and any other failure is one", async () => {
+    // Taken for a provider error too, a failure for now would count twice in ProviderErrors.
+    const deferred = acknowledgerOver(() => Promise.reject(failedForNow()));
+    await deferred.acknowledger.acknowledge(["t1"], { failedBefore: 0, readsPage: false });
+    const down = acknowledgerOver(() => Promise.reject(new Error("provider down")));
+    await expect(down.acknowledger.acknowledge(["t1"], { failedBefore: 0, readsPage: false })).rejects.toThrow("provider down");
+    expect([deferred.expectedFailures, down.expectedFailures]).toEqual([[true], [false]]);
+  });
 });
