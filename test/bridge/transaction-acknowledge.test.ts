@@ -66,4 +66,11 @@ describe("TransactionAcknowledger", () => {
     await expect(down.acknowledger.acknowledge(["t1"], { failedBefore: 0, readsPage: false })).rejects.toThrow("provider down");
     expect([deferred.expectedFailures, down.expectedFailures]).toEqual([[true], [false]]);
   });
+
+  it("fails with a refusal whose field is no string, even one that reads as an id's field once made a string (an array): it names no id", async () => {
+    const refusal = Object.assign(new Error("The acknowledge was refused"), { name: "InvalidRequestError", status: 400, errors: [{ field: ["transaction_ids.0"], code: "NOT_FOUND" }] });
+    const rig = acknowledgerOver(() => Promise.reject(refusal));
+    await expect(rig.acknowledger.acknowledge(["t1", "t2"], { failedBefore: 0, readsPage: true })).rejects.toBe(refusal);
+    expect(rig.logger.lines).toEqual([]);
+  });
 });
