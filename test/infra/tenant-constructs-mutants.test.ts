@@ -3,6 +3,7 @@
  * webhook-forwarder) that hand mutation found no test watching: each test here fails on one such change (named in its
  * comment) and passes on the constructs as they are.
  */
+import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { exampleStacks } from "./helpers.js";
 
@@ -20,5 +21,12 @@ describe("tenant construct settings an operator or a deploy relies on", () => {
       "WebhookerpDeadLetters",
     ]);
     for (const [id, queue] of queues) expect(queue.Properties["MessageRetentionPeriod"], id).toBe(14 * 24 * 3600);
+  });
+
+  it("tells who reads the secret in the console that pii_salt must never change: the hashed identifiers depend on it", () => {
+    // mutant: the description's last sentence dropped
+    exampleStacks().acme.template.hasResourceProperties("AWS::SecretsManager::Secret", {
+      Description: Match.stringLikeRegexp("Do not write this JSON by hand: pii_salt must stay unchanged \\(hashed identifiers depend on it\\)\\.$"),
+    });
   });
 });
