@@ -29,4 +29,24 @@ describe("tenant construct settings an operator or a deploy relies on", () => {
       Description: Match.stringLikeRegexp("Do not write this JSON by hand: pii_salt must stay unchanged \\(hashed identifiers depend on it\\)\\.$"),
     });
   });
+
+  it("names the tenant in the description of its bus and archive, and the tenant and webhook in each webhook resource's", () => {
+    // mutants: a description that no longer names the tenant (bus, archive) or the webhook (rule, connection, destination, role)
+    const { template } = exampleStacks().acme;
+    const descriptions = (type: string): unknown[] => (Object.values(template.findResources(type)) as Resource[]).map((r) => r.Properties["Description"]).sort();
+    expect(descriptions("AWS::Events::EventBus")).toEqual(["qashio-bridge events of tenant acme-sandbox"]);
+    expect(descriptions("AWS::Events::Archive")).toEqual(["qashio-bridge tenant acme-sandbox: replay source"]);
+    expect(descriptions("AWS::Events::Rule")).toEqual([
+      "qashio-bridge acme-sandbox: card.created, card.updated, card.suspended, card.status_changed to webhook cards-audit",
+      "qashio-bridge acme-sandbox: transaction.created, transaction.changed to webhook erp",
+    ]);
+    const webhooks = ["qashio-bridge acme-sandbox webhook cards-audit", "qashio-bridge acme-sandbox webhook erp"];
+    expect(descriptions("AWS::Events::Connection")).toEqual(webhooks);
+    expect(descriptions("AWS::Events::ApiDestination")).toEqual(webhooks);
+    const roles = (Object.entries(template.findResources("AWS::IAM::Role")) as [string, Resource][]).filter(([id]) => id.startsWith("Webhook"));
+    expect(roles.map(([, r]) => r.Properties["Description"]).sort()).toEqual([
+      "qashio-bridge acme-sandbox: EventBridge delivering to webhook cards-audit",
+      "qashio-bridge acme-sandbox: EventBridge delivering to webhook erp",
+    ]);
+  });
 });
