@@ -3,6 +3,7 @@
  * webhook-forwarder) that hand mutation found no test watching: each test here fails on one such change (named in its
  * comment) and passes on the constructs as they are.
  */
+import { Duration } from "aws-cdk-lib";
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { exampleStacks } from "./helpers.js";
@@ -48,5 +49,14 @@ describe("tenant construct settings an operator or a deploy relies on", () => {
       "qashio-bridge acme-sandbox: EventBridge delivering to webhook cards-audit",
       "qashio-bridge acme-sandbox: EventBridge delivering to webhook erp",
     ]);
+  });
+
+  it("counts a webhook rule's lost events as a Sum, unless the caller asks for another statistic or period", () => {
+    // mutant: `statistic: "Sum"` after `...options`, so a caller's statistic is ignored
+    const [forwarder] = exampleStacks().acme.stack.webhooks;
+    expect(forwarder?.metricInvocationsFailedToBeSentToDlq().statistic).toBe("Sum");
+    const custom = forwarder?.metricInvocationsFailedToBeSentToDlq({ statistic: "Maximum", period: Duration.minutes(1) });
+    expect(custom?.statistic).toBe("Maximum");
+    expect(custom?.period.toMinutes()).toBe(1);
   });
 });
