@@ -88,6 +88,22 @@ describe("provider free text in errors", () => {
     expect(error.providerText?.message).toBe(`${"x".repeat(190)} *** ${"y".repeat(5)}`);
   });
 
+  it("redacts a secret quoted back percent-encoded as encodeURIComponent writes it (%20, upper-case hex), not only as a form writes it", async () => {
+    // A form writes the space as +: a secret holding a space and a character escaped with a hex letter (%2F) has a
+    // percent-encoded form that neither the form's nor the lower-case one matches.
+    const bearer = "at_0a1b 2c3d/4e5f";
+    const quoted = encodeURIComponent(bearer);
+    const client = new QashioClient({
+      baseUrl: "https://api.example.test",
+      tokenProvider: new StaticTokenProvider(bearer),
+      fetch: scriptedFetch(json(400, { status_code: 400, message: `bad token ${quoted}`, errors: [{ field: null, code: "INVALID", message: `token=${quoted}` }] })),
+      clock: fakeClock(),
+    });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.providerText).toEqual({ message: "bad token ***", errors: ["token=***"] });
+  });
+
   it("keeps no message on providerText when the envelope's message is empty", async () => {
     const client = new QashioClient({
       baseUrl: "https://api.example.test",
