@@ -7,7 +7,7 @@ import { refresh } from "../../shared/qashio/auth/oauth.js";
 import { isInvalidClient, isRejectedGrant, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { BadRequestError, QashioError } from "../../shared/qashio/errors.js";
-import { safeErrorToken, safeRequestId, secretsOf } from "../../shared/qashio/redact.js";
+import { redactSecrets, safeErrorToken, safeRequestId, secretsOf } from "../../shared/qashio/redact.js";
 import { codingNote, OAUTH_ERROR_CODES } from "../../shared/qashio/response-errors.js";
 import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
 import { isLogToken, logToken } from "../../shared/log-token.js";
@@ -137,6 +137,11 @@ describe("envelope errors[] field and code", () => {
   it("takes an empty secret (a body's empty credential) for none: it neither hides every field nor drops the request id", () => {
     expect(safeErrorToken("page_size", [""])).toBe("page_size");
     expect(safeRequestId("req-0001", [""])).toBe("req-0001");
+  });
+
+  it("redacts nothing for an empty secret: the provider's text is kept as it came, the real secrets beside it still go", () => {
+    const secrets = secretsOf({ body: { client_secret: "", refresh_token: REFRESH_TOKEN } }, [BEARER]);
+    expect(redactSecrets(`no such card; token ${BEARER}, grant ${REFRESH_TOKEN}`, secrets)).toBe("no such card; token ***, grant ***");
   });
 
   it("keeps errors[] codes of a body that breaks the envelope's schema, still passed through safeErrorToken", async () => {
