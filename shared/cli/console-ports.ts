@@ -10,8 +10,11 @@ import { printable } from "./terminal-text.js";
 
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** Attribute names whose values are never printed, whatever a caller passes. */
+/** Attribute names whose values are never printed, whatever a caller passes: at the top or inside a value, at any depth. */
 const SECRET_KEYS = /token|secret|password|authorization|^code$|salt/i;
+
+/** JSON.stringify's replacer hiding the members {@link SECRET_KEYS} names inside an attribute's value (a token set held whole). */
+const hideSecretMembers = (key: string, value: unknown): unknown => (key !== "" && SECRET_KEYS.test(key) ? "[hidden]" : value);
 
 function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string {
   if (attributes === undefined) return "";
@@ -19,7 +22,7 @@ function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string 
   // reads as an error of an unknown kind.
   const shown = Object.entries(attributes).filter(([, v]) => v !== undefined).map(([k, v]) => {
     const value = SECRET_KEYS.test(k) ? "[hidden]" : v instanceof Error ? `${v.name}: ${v.message}` : v;
-    return `${k}=${typeof value === "string" ? value : JSON.stringify(value)}`;
+    return `${k}=${typeof value === "string" ? value : JSON.stringify(value, hideSecretMembers)}`;
   });
   return shown.length === 0 ? "" : ` ${shown.join(" ")}`;
 }

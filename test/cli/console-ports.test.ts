@@ -73,6 +73,15 @@ describe("streamLogger", () => {
     expect(out.lines).toEqual(["debug call password=[hidden] Authorization=[hidden] piiSalt=[hidden] statusCode=502 errorCode=E1\n"]);
   });
 
+  it("hides a secret-looking member inside an attribute's value too, at any depth, arrays included", () => {
+    const out = sink();
+    const held = { refreshToken: "rt-NESTED-1", expiresAt: 5, client: { client_secret: "cs-NESTED-2", client_id: "c1" } };
+    streamLogger(out, "debug").debug("saved", { held, attempts: [{ access_token: "at-NESTED-3", status: 401 }] });
+    expect(out.lines).toEqual([
+      'debug saved held={"refreshToken":"[hidden]","expiresAt":5,"client":{"client_secret":"[hidden]","client_id":"c1"}} attempts=[{"access_token":"[hidden]","status":401}]\n',
+    ]);
+  });
+
   it("prints an error as its name and message, other values as JSON (null too), and no blank after a message whose attributes have no value", () => {
     const out = sink();
     const logger = streamLogger(out, "info");
