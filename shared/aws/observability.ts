@@ -7,22 +7,26 @@ import type { Metrics as PowertoolsMetrics } from "@aws-lambda-powertools/metric
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { MetricUnit as PowertoolsMetricUnit } from "@aws-lambda-powertools/metrics/types";
 import { causeMatching } from "../bridge/errors.js";
+import { withSecretsHidden } from "../secret-attributes.js";
 import type { Logger, MetricName, MetricUnit as PortMetricUnit, Metrics } from "../bridge/ports.js";
 
-/** Engine logger on Powertools Logger: structured JSON, attributes merged into the entry. */
+/**
+ * Engine logger on Powertools Logger: structured JSON, attributes merged into the entry, the values of secret-looking
+ * names hidden at any depth (secret-attributes.ts), as the CLI's logger hides them.
+ */
 export class PowertoolsLoggerAdapter implements Logger {
   constructor(private readonly logger: PowertoolsLogger) {}
   debug(message: string, attributes: Readonly<Record<string, unknown>> = {}): void {
-    this.logger.debug(message, { ...attributes });
+    this.logger.debug(message, { ...withSecretsHidden(attributes) });
   }
   info(message: string, attributes: Readonly<Record<string, unknown>> = {}): void {
-    this.logger.info(message, { ...attributes });
+    this.logger.info(message, { ...withSecretsHidden(attributes) });
   }
   warn(message: string, attributes: Readonly<Record<string, unknown>> = {}): void {
-    this.logger.warn(message, { ...attributes });
+    this.logger.warn(message, { ...withSecretsHidden(attributes) });
   }
   error(message: string, attributes: Readonly<Record<string, unknown>> = {}): void {
-    this.logger.error(message, { ...attributes });
+    this.logger.error(message, { ...withSecretsHidden(attributes) });
   }
 }
 

@@ -7,22 +7,18 @@ import type { BridgeEvent, EventPublisher, Logger, MetricName, Metrics } from ".
 import type { LogLevel } from "./config.js";
 import type { OutputStream } from "./printer.js";
 import { printable } from "./terminal-text.js";
+import { HIDDEN, isSecretName, withSecretsHidden } from "../secret-attributes.js";
 
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
-
-/** Attribute names whose values are never printed, whatever a caller passes: at the top or inside a value, at any depth. */
-const SECRET_KEYS = /token|secret|password|authorization|^code$|salt/i;
-
-/** JSON.stringify's replacer hiding the members {@link SECRET_KEYS} names inside an attribute's value (a token set held whole). */
-const hideSecretMembers = (key: string, value: unknown): unknown => (key !== "" && SECRET_KEYS.test(key) ? "[hidden]" : value);
 
 function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string {
   if (attributes === undefined) return "";
   // An attribute without a value is left out (as JSON.stringify and the Lambdas' JSON logger do): "lastError=undefined"
   // reads as an error of an unknown kind.
   const shown = Object.entries(attributes).filter(([, v]) => v !== undefined).map(([k, v]) => {
-    const value = SECRET_KEYS.test(k) ? "[hidden]" : v instanceof Error ? `${v.name}: ${v.message}` : v;
-    return `${k}=${typeof value === "string" ? value : JSON.stringify(value, hideSecretMembers)}`;
+    // Secret-looking names hidden at the top and inside a value (secret-attributes.ts).
+    const value = isSecretName(k) ? HIDDEN : v instanceof Error ? `${v.name}: ${v.message}` : withSecretsHidden(v);
+    return `${k}=${typeof value === "string" ? value : JSON.stringify(value)}`;
   });
   return shown.length === 0 ? "" : ` ${shown.join(" ")}`;
 }

@@ -247,4 +247,25 @@ describe("PowertoolsLoggerAdapter", () => {
       { level: "ERROR", message: "cycle failed", awsCall: "DynamoDB GetItem" },
     ]);
   });
+
+  it("never writes the value of a secret-looking attribute, at the top or inside a value, as the CLI's logger does", () => {
+    vi.stubEnv("POWERTOOLS_DEV", "true");
+    const lines: string[] = [];
+    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    const held = { refreshToken: "rt-LEAK-1", expiresAt: 5, client: { client_secret: "cs-LEAK-2", client_id: "c1" } };
+    adapter.warn("saved", { accessToken: "at-LEAK-3", piiSalt: "salt-LEAK-4", code: "code-LEAK-5", held, attempts: [{ authorization: "Bearer LEAK-6", status: 401 }], statusCode: 502 });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    const entry = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(entry).toMatchObject({
+      message: "saved",
+      accessToken: "[hidden]",
+      piiSalt: "[hidden]",
+      code: "[hidden]",
+      held: { refreshToken: "[hidden]", expiresAt: 5, client: { client_secret: "[hidden]", client_id: "c1" } },
+      attempts: [{ authorization: "[hidden]", status: 401 }],
+      statusCode: 502,
+    });
+  });
 });
