@@ -18,8 +18,8 @@ export function isSecretName(name: string): boolean {
 
 /**
  * `value` with every member {@link isSecretName} names set to {@link HIDDEN}, in plain objects and arrays at any depth;
- * a copy where it changes something, else `value` itself. An Error and any other value are left as they are (a logger
- * writes an error by its name and message).
+ * a copy where it changes something, else `value` itself; a value met again inside itself is `"[circular]"` there. An
+ * Error and any other value are left as they are (a logger writes an error by its name and message).
  *
  * @example
  * withSecretsHidden({ held: { refreshToken: "rt", expiresAt: 5 } }); // { held: { refreshToken: "[hidden]", expiresAt: 5 } }
@@ -28,8 +28,12 @@ export function withSecretsHidden<T>(value: T): T {
   return hide(value, new Set()) as T;
 }
 
+/** What stands for a value met again inside itself: the original there would be written whole, its secrets too. */
+const CIRCULAR = "[circular]";
+
 function hide(value: unknown, walking: Set<object>): unknown {
-  if (typeof value !== "object" || value === null || value instanceof Error || walking.has(value)) return value;
+  if (typeof value !== "object" || value === null || value instanceof Error) return value;
+  if (walking.has(value)) return CIRCULAR;
   walking.add(value);
   try {
     if (Array.isArray(value)) {

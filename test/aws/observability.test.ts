@@ -268,4 +268,17 @@ describe("PowertoolsLoggerAdapter", () => {
       statusCode: 502,
     });
   });
+
+  it("writes an attribute whose value refers to itself once, its secrets hidden, rather than walking it for ever", () => {
+    vi.stubEnv("POWERTOOLS_DEV", "true");
+    const lines: string[] = [];
+    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    const state: Record<string, unknown> = { refreshToken: "rt-LEAK-7", page: 3 };
+    state.self = state;
+    adapter.info("state", { state });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ message: "state", state: { refreshToken: "[hidden]", page: 3, self: "[circular]" } });
+  });
 });
