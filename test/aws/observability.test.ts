@@ -254,11 +254,13 @@ describe("PowertoolsLoggerAdapter", () => {
     for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
     const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
     const held = { refreshToken: "rt-LEAK-1", expiresAt: 5, client: { client_secret: "cs-LEAK-2", client_id: "c1" } };
-    adapter.warn("saved", { accessToken: "at-LEAK-3", piiSalt: "salt-LEAK-4", code: "code-LEAK-5", held, attempts: [{ authorization: "Bearer LEAK-6", status: 401 }], statusCode: 502 });
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).not.toMatch(/LEAK/);
-    const entry = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(entry).toMatchObject({
+    for (const level of ["debug", "info", "warn", "error"] as const) {
+      adapter[level]("saved", { accessToken: "at-LEAK-3", piiSalt: "salt-LEAK-4", code: "code-LEAK-5", held, attempts: [{ authorization: "Bearer LEAK-6", status: 401 }], statusCode: 502 });
+    }
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).not.toMatch(/LEAK/);
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual(["DEBUG", "INFO", "WARN", "ERROR"].map((level) => expect.objectContaining({
+      level,
       message: "saved",
       accessToken: "[hidden]",
       piiSalt: "[hidden]",
@@ -266,7 +268,17 @@ describe("PowertoolsLoggerAdapter", () => {
       held: { refreshToken: "[hidden]", expiresAt: 5, client: { client_secret: "[hidden]", client_id: "c1" } },
       attempts: [{ authorization: "[hidden]", status: 401 }],
       statusCode: 502,
-    });
+    })));
+  });
+
+  it("walks a value referred to twice (not a cycle) in both places: neither is taken for a cycle", () => {
+    vi.stubEnv("POWERTOOLS_DEV", "true");
+    const lines: string[] = [];
+    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const shared = { refreshToken: "rt-LEAK-8", page: 2 };
+    new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" })).info("twice", { first: shared, second: { shared } });
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ first: { refreshToken: "[hidden]", page: 2 }, second: { shared: { refreshToken: "[hidden]", page: 2 } } });
   });
 
   it("writes an attribute whose value refers to itself once, its secrets hidden, rather than walking it for ever", () => {
