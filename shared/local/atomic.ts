@@ -295,8 +295,11 @@ export function writeFileAtomicSync(file: string, data: FileData, options: { mod
   return identity;
 }
 
-/** Writes `data` to `file` (created with `mode`, or truncated), fsyncs and closes it; returns its identity. */
-function writeFsyncedSync(file: string, data: FileData, mode = 0o644): FileIdentity {
+/**
+ * Writes `data` to `file` (created with `mode`, or truncated), fsyncs and closes it; returns its identity. This
+ * user's only by default: what the bridge writes holds tokens, leases or cardholder data.
+ */
+function writeFsyncedSync(file: string, data: FileData, mode = 0o600): FileIdentity {
   const fd = openSync(file, "w", mode);
   return writeThenClose(fd, () => {
     // Chunks go one after the other from the descriptor's current position.

@@ -6,7 +6,7 @@
  * read keeps.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -424,6 +424,16 @@ describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no d
     await expect(store.save(tokens)).rejects.toMatchObject({ code: "ENOSPC" });
     expect(await readdir(dir)).toEqual(["tokens.json"]);
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
+  });
+});
+
+describe("file modes", () => {
+  // Every file these write holds a token, a lease or cardholder data: readable by this user only unless a caller asks
+  // otherwise (umask may take bits away, never add them).
+  it("creates a file written without a mode 0600, atomically or once", async () => {
+    await writeFileAtomic(path.join(dir, "atomic"), "x\n");
+    await createFileOnce(path.join(dir, "once"), "x\n");
+    for (const name of ["atomic", "once"]) expect((await stat(path.join(dir, name))).mode & 0o777).toBe(0o600);
   });
 });
 
