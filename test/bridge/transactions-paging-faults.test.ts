@@ -112,6 +112,25 @@ describe("transaction cycle against a provider answering another page than asked
     await expectSkippedPageStops(withoutHasNext);
   });
 
+  it("counts the transactions on a page answered in place of the one asked towards the lag as it stops there", async () => {
+    const { rig, list } = rigKeeping(0);
+    const answered: ProviderPage[] = [];
+    answerAs(rig, list, async (query, page) => {
+      const answer = await page(query.page + 1);
+      if (query.client_sync_status === "not_synced") answered.push(answer);
+      return answer;
+    });
+    rig.clock.ms = Math.max(...rig.provider.transactions.map((t) => Date.parse(t.updated_at))) + 3_600_000;
+    const report = await pollTransactions(rig.deps, { readAhead: false });
+    expect(report.outcome).toBe("page_limit");
+    expect(rig.publisher.events).toEqual([]);
+    // Left behind unprocessed: the oldest change on it is the oldest the cycle saw undelivered, not no lag at all.
+    expect(answered).toHaveLength(1);
+    const oldest = Math.min(...(answered[0]?.data ?? []).map((t) => Date.parse((t as { updated_at: string }).updated_at)));
+    expect(report.syncLagSeconds).toBe(Math.round((rig.clock.ms - oldest) / 1000));
+    expect(report.syncLagSeconds).toBeGreaterThan(3600);
+  });
+
   it("stops a walk past page 1 of a provider answering page 1's transactions to every page, naming the page asked, and the next cycle delivers the rest", async () => {
     await expectStopsPastPage1(repeatingFirstPage, { repeats: 1 });
   });
