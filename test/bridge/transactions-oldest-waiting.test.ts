@@ -88,6 +88,19 @@ describe("SyncLagSeconds with transactions a cycle cannot reach", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").map((p) => p.value)).toEqual([report.syncLagSeconds]);
   });
 
+  it("counts every transaction at the end of the list when the snapshot store cannot say which were delivered", async () => {
+    const { rig, oldIds } = oldBehindNewer();
+    const getMany = rig.deps.snapshots.getMany.bind(rig.deps.snapshots);
+    // Only the look reads the old ones' snapshots: the walk never reaches them.
+    rig.deps.snapshots.getMany = (keys, options) =>
+      keys.some((key) => oldIds.has(key.slice("transaction:".length))) ? Promise.reject(new Error("store down")) : getMany(keys, options);
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(report.outcome).toBe("deadline");
+    expect(looksAtTheEnd(rig)).toHaveLength(1);
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("could not read the oldest transactions waiting"))).toEqual([]);
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(Math.round((rig.clock.now() - OLD_CHANGE_MS) / 1000));
+  });
+
   it.each([
     // Five acknowledged a second: 30 by the pause, 100 wait, the oldest on page 20 of five.
     ["fewer than asked, saying so in pagination.page_size", 5, false, 20],
