@@ -2,7 +2,8 @@
  * The transaction cycle against a provider that misbehaves at paging: an answer naming another page than the one asked
  * for while saying more follow (a provider ignoring `page`, or skipping one). The walk re-reads page 1 as acknowledged
  * items leave it, so such a provider still drains what page 1 shows; past it, the walk stops at once, naming the fault,
- * instead of reading page 1 again up to the page bound, or reporting a list complete whose pages it never saw.
+ * instead of reading page 1 again up to the page bound, or reporting a list complete whose pages it never saw. And
+ * one that keeps listing acknowledged items: the walk moves past them, and counts them when it weighs the list's end.
  */
 import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -136,3 +137,15 @@ describe("transaction cycle against a provider answering another page than asked
   });
 });
 
+describe("transaction walk past transactions the provider keeps listing after their acknowledge", () => {
+  it("ends on a last page by the list's count, the kept ones above it counted, with no read past it", async () => {
+    const { rig } = rigKeeping(100);
+    const report = await pollTransactions(rig.deps, { readAhead: false });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events).toHaveLength(LISTED);
+    const pages = rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.client_sync_status === "not_synced" ? [c.query.page] : []));
+    // Page 1 (kept), again (nothing new: moved past, 100 above), page 2, again: its last 50 and the 100 above are
+    // total_records (150), so the list ends there.
+    expect(pages).toEqual([1, 1, 2, 2]);
+  });
+});
