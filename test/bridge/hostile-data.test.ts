@@ -293,6 +293,17 @@ describe("a refund whose parent cannot be had", () => {
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toEqual([]);
     expect(rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent")).toHaveLength(2);
   });
+
+  it("is published without parent when it names itself by qashio_id, though its parent_id names another transaction", async () => {
+    const rig = makeRig();
+    const other = rig.provider.addTransaction();
+    const self = rig.provider.addTransaction({ transaction_category: "refund", parent_id: other.id });
+    self.parent_qashio_id = self.qashio_id;
+    await pollTransactions(rig.deps);
+    // Not a parent pairing the other's id with its own qashio_id: the provider contradicts itself.
+    expect(rig.publisher.events.find((e) => e.detail.subject.id === self.id)?.detail.data.parent).toBeUndefined();
+    expect(rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent")).toHaveLength(1);
+  });
 });
 
 describe("a transaction listed again in another version while the walk goes on", () => {
