@@ -235,7 +235,10 @@ describe("a refund whose parent cannot be had", () => {
       [refund.id, undefined],
     ]);
     expect(rig.provider.pending()).toEqual([]);
-    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "provider refused the parent read; published without parent" }));
+    // Naming the reference and the provider's status: an operator tells an odd reference from an outage by it.
+    expect(rig.logger.lines).toContainEqual(
+      expect.objectContaining({ level: "warn", message: "provider refused the parent read; published without parent", attributes: { parentQashioId: "CT-odd-reference", status } }),
+    );
     // Refused is not found: the provider did not say the parent is missing.
     expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found")).toEqual([]);
     // One read per reference and cycle, as for a parent not found.
@@ -291,7 +294,9 @@ describe("a refund whose parent cannot be had", () => {
     await pollTransactions(rig.deps);
     expect(rig.publisher.events.map((e) => e.detail.data.parent)).toEqual([undefined, undefined]);
     expect(rig.provider.calls.filter((c) => c.op === "listTransactions" && c.query.qashio_id)).toEqual([]);
-    expect(rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent")).toHaveLength(2);
+    // Each warning names the transaction, so an operator can find which one.
+    const warned = rig.logger.lines.filter((l) => l.message === "transaction names itself as its parent; published without parent");
+    expect(warned.map((l) => l.attributes).sort((a, b) => String(a?.["id"]).localeCompare(String(b?.["id"])))).toEqual([{ id: self.id }, { id: byId.id }]);
   });
 
   it("is published without parent when it names itself by qashio_id, though its parent_id names another transaction", async () => {
