@@ -2,8 +2,11 @@
  * Refund parent cases found by hand mutation testing of parents.ts: each pins a behaviour no other test held.
  */
 import { describe, expect, it } from "vitest";
+import { ParentLookup, transactionAliasKey } from "../../shared/bridge/parents.js";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
-import { makeRig } from "./fakes.js";
+import { isReadByQashioId, makeRig, txnId } from "./fakes.js";
 
 describe("refund parents", () => {
   it("takes a parent a read finds whose id is no UUID when the client accepted its row: only a rejected row needs a transaction UUID", async () => {
@@ -46,5 +49,73 @@ describe("refund parents", () => {
       [sibling.id, undefined],
     ]);
     expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found")).toHaveLength(1);
+  });
+
+  it("takes the parent a read finds when the read also lists a row without a qashio_id: that row is listed under no reference", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction({ qashio_id: "CT33333333" });
+    parent.client_sync_status = "synced";
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT33333333" });
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      // Counted, it would make the reference look like two transactions, and the refund go without its parent.
+      return query.qashio_id ? { ...page, data: [{ id: txnId(901) } as never, ...page.data] } : page;
+    };
+
+    await pollTransactions(rig.deps);
+    const event = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
+    expect(event?.detail.data.parent).toEqual({ id: parent.id, qashio_id: "CT33333333" });
+  });
+
+  it("resolves a refund's parent from its page without a provider read when the parent is listed unchanged, its alias lost", async () => {
+    const rig = makeRig();
+    const parent = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    // A write cut short lost the alias; the parent is listed again as it was delivered (nothing to publish for it).
+    rig.snapshots.data.delete(transactionAliasKey(parent.qashio_id));
+    parent.client_sync_status = "not_synced";
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: parent.qashio_id });
+
+    await pollTransactions(rig.deps);
+    const event = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
+    expect(event?.detail.data.parent).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
+    expect(rig.provider.calls.filter(isReadByQashioId)).toEqual([]);
+  });
+});
+
+describe("ParentLookup", () => {
+  /** A lookup over an empty store and a provider that lists nothing, with the queries of its provider reads. */
+  function lookupOverEmptyProvider() {
+    const reads: TransactionListQuery[] = [];
+    const lookup = new ParentLookup({
+      logger: { warn: () => undefined },
+      clock: { now: () => Date.parse("2026-01-01T00:00:00Z") },
+      readSnapshots: async (): Promise<Map<SnapshotKey, Snapshot>> => new Map(),
+      listTransactions: async (_step, query): Promise<ProviderPage> => {
+        reads.push(query);
+        return { data: [] };
+      },
+    });
+    const refundOf = (n: number) => ({ id: txnId(n), parentQashioId: `CT-gone-${n}` });
+    const resolveOne = (n: number) => lookup.resolve([refundOf(n)], [refundOf(n)]);
+    return { reads, resolveOne };
+  }
+
+  it("reads a parent not found with one row asked for, and not again in the run", async () => {
+    const { reads, resolveOne } = lookupOverEmptyProvider();
+    expect((await resolveOne(1)).parents.size).toBe(0);
+    await resolveOne(1);
+    expect(reads).toEqual([{ qashio_id: "CT-gone-1", page: 1, page_size: 1 }]);
+  });
+
+  it("forgets the parents not found once it remembers 1,000 of them, so a backlog of unknown parents cannot grow its memory", async () => {
+    const { reads, resolveOne } = lookupOverEmptyProvider();
+    for (let n = 0; n <= 1_000; n++) await resolveOne(n);
+    expect(reads).toHaveLength(1_001);
+    // The 1,001st started the set again: the first is read again, the last is still remembered.
+    await resolveOne(0);
+    await resolveOne(1_000);
+    expect(reads.slice(1_001).map((q) => q.qashio_id)).toEqual(["CT-gone-0"]);
   });
 });
