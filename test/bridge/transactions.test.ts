@@ -703,6 +703,16 @@ describe("pollTransactions", () => {
     expect(warnings.map((w) => w.attributes?.["kept"])).toEqual([first === "bad" ? "later copy (the earlier is invalid)" : "earlier copy"]);
   });
 
+  it("keeps one copy of an id listed twice on a page in the same content, without warning: the provider does not contradict itself there", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const stand = rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(stand.id, { ...structuredClone(txn), client_sync_status: "not_synced" });
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.ofType("transaction.created").map((e) => e.detail.subject.id)).toEqual([txn.id]);
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"))).toEqual([]);
+  });
+
   it("keeps the earlier of two invalid copies of an id listed on one page: that one is quarantined, and the warning says so", async () => {
     const rejectBad = (raw: unknown) =>
       String((raw as { memo?: string }).memo).startsWith("bad") ? { success: false as const, reason: "memo: rejected" } : requireObjectWithId(raw);
