@@ -442,6 +442,36 @@ describe("a transaction listed again in another version while the walk goes on",
     expect((await rig.quarantine.list()).map((r) => [r.entityId, r.reason])).toEqual([[x.id, "validation: memo: rejected"]]);
   });
 
+  it("skips a copy the client rejected when met again in the pass, also when the engine's own validator would take it: no second quarantine or acknowledge", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i += 1) rig.provider.addTransaction();
+    // On top, so the page re-read after the read-ahead chain still lists it.
+    const x = rig.provider.addTransaction();
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      const page = await list(query);
+      // The client's schema rejects x (a field the engine's validator does not check): handed over as invalid.
+      const data: unknown[] = [];
+      const invalid: { index: number; raw: unknown; issues: { path: string; message: string }[] }[] = [];
+      page.data.forEach((raw, index) => {
+        if ((raw as { id?: string }).id === x.id) invalid.push({ index, raw, issues: [{ path: "memo", message: "rejected by the client" }] });
+        else data.push(raw);
+      });
+      return { ...page, data, invalid };
+    };
+    const acks: string[][] = [];
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "acknowledgeTransactions") return;
+      acks.push([...call.ids]);
+      // The provider refuses x by name, so it stays listed and the walk meets it again.
+      if (call.ids.includes(x.id)) throw ackRefusal(call.ids, [x.id]);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(report).toMatchObject({ outcome: "complete", quarantined: 1 });
+    expect(rig.metrics.sum("Quarantined")).toBe(1);
+    expect(acks.filter((ids) => ids.includes(x.id))).toHaveLength(1);
+  });
+
   it("still skips a copy listed again in the version already handled", async () => {
     const rig = makeRig();
     const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction(), rig.provider.addTransaction()];
