@@ -2,7 +2,7 @@
  * Refund parent cases found by hand mutation testing of parents.ts: each pins a behaviour no other test held.
  */
 import { describe, expect, it } from "vitest";
-import { ParentLookup, transactionAliasKey } from "../../shared/bridge/parents.js";
+import { aliasSnapshot, ParentLookup, transactionAliasKey } from "../../shared/bridge/parents.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import type { ProviderPage, TransactionListQuery } from "../../shared/bridge/provider.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
@@ -85,32 +85,58 @@ describe("refund parents", () => {
 });
 
 describe("ParentLookup", () => {
-  /** A lookup over an empty store and a provider that lists nothing, with the queries of its provider reads. */
-  function lookupOverEmptyProvider() {
+  const NOW = Date.parse("2026-01-01T00:00:00Z");
+
+  /**
+   * A lookup over a store holding `stored` and a provider listing `listed` (qashio_id to id), with the keys of each
+   * store read and the queries of its provider reads.
+   */
+  function lookupOver(stored: ReadonlyMap<string, string> = new Map(), listed: ReadonlyMap<string, string> = new Map()) {
+    const storeReads: SnapshotKey[][] = [];
     const reads: TransactionListQuery[] = [];
     const lookup = new ParentLookup({
       logger: { warn: () => undefined },
-      clock: { now: () => Date.parse("2026-01-01T00:00:00Z") },
-      readSnapshots: async (): Promise<Map<SnapshotKey, Snapshot>> => new Map(),
+      clock: { now: () => NOW },
+      readSnapshots: async (_step, keys): Promise<Map<SnapshotKey, Snapshot>> => {
+        storeReads.push([...keys]);
+        const found = [...stored].filter(([qid]) => keys.includes(transactionAliasKey(qid)));
+        return new Map(found.map(([qid, id]) => [transactionAliasKey(qid), aliasSnapshot(id, qid, "2025-01-01T00:00:00.000Z")]));
+      },
       listTransactions: async (_step, query): Promise<ProviderPage> => {
         reads.push(query);
-        return { data: [] };
+        const id = listed.get(query.qashio_id as string);
+        return { data: id ? [{ id, qashio_id: query.qashio_id }] : [] };
       },
     });
     const refundOf = (n: number) => ({ id: txnId(n), parentQashioId: `CT-gone-${n}` });
     const resolveOne = (n: number) => lookup.resolve([refundOf(n)], [refundOf(n)]);
-    return { reads, resolveOne };
+    return { lookup, storeReads, reads, resolveOne };
   }
 
+  it("looks a batch's parents up in the store in one read naming each once, reading only those the store lacks, and dates the aliases it learns now", async () => {
+    const { lookup, storeReads, reads } = lookupOver(new Map([["CT-1", txnId(901)]]), new Map([["CT-2", txnId(902)]]));
+    const refunds = [
+      { id: txnId(1), parentQashioId: "CT-1" },
+      { id: txnId(2), parentQashioId: "CT-2" },
+      { id: txnId(3), parentQashioId: "CT-2" },
+    ];
+    const { parents, aliases } = await lookup.resolve(refunds, refunds);
+    expect(parents).toEqual(new Map([["CT-1", txnId(901)], ["CT-2", txnId(902)]]));
+    expect(storeReads).toEqual([[transactionAliasKey("CT-1"), transactionAliasKey("CT-2")]]);
+    expect(reads.map((q) => q.qashio_id)).toEqual(["CT-2"]);
+    expect(aliases).toEqual([aliasSnapshot(txnId(902), "CT-2", new Date(NOW).toISOString())]);
+    expect(aliases.map((a) => [a.key, a.object, a.updatedAt])).toEqual([[transactionAliasKey("CT-2"), { id: txnId(902), qashio_id: "CT-2" }, "2026-01-01T00:00:00.000Z"]]);
+  });
+
   it("reads a parent not found with one row asked for, and not again in the run", async () => {
-    const { reads, resolveOne } = lookupOverEmptyProvider();
+    const { reads, resolveOne } = lookupOver();
     expect((await resolveOne(1)).parents.size).toBe(0);
     await resolveOne(1);
     expect(reads).toEqual([{ qashio_id: "CT-gone-1", page: 1, page_size: 1 }]);
   });
 
   it("forgets the parents not found once it remembers 1,000 of them, so a backlog of unknown parents cannot grow its memory", async () => {
-    const { reads, resolveOne } = lookupOverEmptyProvider();
+    const { reads, resolveOne } = lookupOver();
     for (let n = 0; n <= 1_000; n++) await resolveOne(n);
     expect(reads).toHaveLength(1_001);
     // The 1,001st started the set again: the first is read again, the last is still remembered.
