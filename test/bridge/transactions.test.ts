@@ -1110,7 +1110,10 @@ describe("pollTransactions", () => {
     expect(JSON.stringify(warnings)).not.toMatch(/Ann|ann@/);
   });
 
-  it("attaches the parent when its read also lists a malformed row under the reference (no id): that row names no transaction", async () => {
+  it.each([
+    ["under the reference without id", { qashio_id: "CT44444444" }],
+    ["with an id but under no reference (no qashio_id)", { id: txnId(901) }],
+  ])("attaches the parent when its read also lists a malformed row (%s): that row names no transaction", async (_how, malformed) => {
     const rig = makeRig();
     const parent = rig.provider.addTransaction({ qashio_id: "CT44444444" });
     parent.client_sync_status = "synced";
@@ -1118,8 +1121,8 @@ describe("pollTransactions", () => {
     const list = rig.provider.listTransactions.bind(rig.provider);
     rig.provider.listTransactions = async (query) => {
       const page = await list(query);
-      // A row without id ahead of the parent's: counted, it made the reference look like two transactions.
-      return query.qashio_id ? { ...page, data: [{ qashio_id: "CT44444444" } as never, ...page.data] } : page;
+      // A malformed row ahead of the parent's: counted, it made the reference look like two transactions.
+      return query.qashio_id ? { ...page, data: [malformed as never, ...page.data] } : page;
     };
     await pollTransactions(rig.deps);
     const published = rig.publisher.events.find((e) => e.detail.subject.id === refund.id);
