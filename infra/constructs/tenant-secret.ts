@@ -61,7 +61,8 @@ export class TenantSecret extends Construct {
     this.secret = new secretsmanager.Secret(this, "Secret", {
       description:
         `qashio-bridge tenant ${props.tenantId}: provider OAuth credentials. Onboarding: run "npm run bridge -- ` +
-        `authorize --secret-id <this ARN>" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment; it writes ` +
+        `authorize --secret-id <this ARN>" with QASHIO_BASE_URL set to the stack output ProviderBaseUrl and ` +
+        `QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment; it writes ` +
         `client_id, client_secret and the first refresh_token (README, Onboard). Do not write this JSON by hand: ` +
         `pii_salt must stay unchanged (hashed identifiers depend on it).`,
       encryptionKey: props.encryptionKey,

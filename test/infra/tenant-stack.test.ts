@@ -116,12 +116,21 @@ describe("tenant stacks", () => {
     acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
       KmsKeyId: { "Fn::GetAtt": [logicalIdOf(acmeT, "AWS::KMS::Key"), "Arn"] },
       // As README's onboarding says: credentials through authorize's environment, never a hand-written JSON.
-      Description: Match.stringLikeRegexp("^qashio-bridge tenant acme-sandbox: provider OAuth credentials\\. .*authorize --secret-id <this ARN>\" with QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment.*Do not write this JSON by hand"),
+      Description: Match.stringLikeRegexp("^qashio-bridge tenant acme-sandbox: provider OAuth credentials\\. .*authorize --secret-id <this ARN>\" with .*QASHIO_CLIENT_ID and QASHIO_CLIENT_SECRET in the environment.*Do not write this JSON by hand"),
       GenerateSecretString: {
         SecretStringTemplate: JSON.stringify({ client_id: "", client_secret: "", refresh_token: "" }),
         GenerateStringKey: "pii_salt",
       },
     });
+  });
+
+  it("tells, in the secret's description, that authorize signs in at the stack's ProviderBaseUrl, as README's onboarding does", () => {
+    // Without it, a reader of the secret alone meets "QASHIO_BASE_URL: is required but not set" and may give another
+    // deployment's URL, storing a refresh token the pollers cannot use.
+    acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
+      Description: Match.stringLikeRegexp("authorize --secret-id <this ARN>\" with QASHIO_BASE_URL set to the stack output ProviderBaseUrl"),
+    });
+    expect(readFileSync(join(REPO_ROOT, "README.md"), "utf8")).toContain("export QASHIO_BASE_URL=$(out ProviderBaseUrl)");
   });
 
   it("refuses DeleteSecret to every principal of the account: the secret holds the only copy of the live refresh token", () => {
