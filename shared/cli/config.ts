@@ -179,6 +179,8 @@ function wrappedInQuotes(value: string | undefined): boolean {
 
 /** The problems of a required setting left unset, and of one set blank (spaces or nothing: read as unset). */
 const NOT_SET = "is required but not set";
+/** Where `authorize --secret-id` finds its base URL (README, "3. Onboard"). */
+const SECRET_ID_BASE_URL_HINT = "with --secret-id, give the tenant stack's output ProviderBaseUrl (the URL its pollers use)";
 const SET_BLANK = "is set but blank";
 
 /**
@@ -318,7 +320,11 @@ export function readAuthorizeSettings(env: Env, cwd: string, options: { tokensIn
   }
   // Only their absence: a value given is used, so what is wrong with it still counts.
   const optional = inSecret ? ["QASHIO_CLIENT_ID", "QASHIO_CLIENT_SECRET"] : [];
-  const issues = r.issues.filter((i) => !(optional.includes(i.setting) && (i.problem === NOT_SET || i.problem === SET_BLANK)));
+  const absent = (i: SettingIssue) => i.problem === NOT_SET || i.problem === SET_BLANK;
+  const issues = r.issues
+    .filter((i) => !(optional.includes(i.setting) && absent(i)))
+    // The stack knows the URL its pollers refresh at: a token signed in anywhere else is of no use to them.
+    .map((i) => (inSecret && i.setting === "QASHIO_BASE_URL" && absent(i) ? { ...i, problem: `${i.problem}: ${SECRET_ID_BASE_URL_HINT}` } : i));
   if (issues.length > 0) throw new ConfigError(issues);
   return {
     baseUrl: provider.baseUrl,

@@ -1404,6 +1404,24 @@ describe("readAuthorizeSettings", () => {
     expect(settings.tenant).toBeUndefined();
   });
 
+  it("with --secret-id, names the stack output ProviderBaseUrl for a QASHIO_BASE_URL not set or blank, which local mode does not", () => {
+    // The secret's description and the SecretArn output name it; any other URL stores a token the pollers cannot use.
+    const hint = "with --secret-id, give the tenant stack's output ProviderBaseUrl (the URL its pollers use)";
+    const refusal = (env: Record<string, string>, options = {}): string => {
+      try {
+        readAuthorizeSettings(env, dir, options);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "";
+    };
+    const { QASHIO_BASE_URL: _unused, ...local } = valid;
+    expect(refusal({}, { tokensInSecret: true })).toContain(`QASHIO_BASE_URL: is required but not set: ${hint}`);
+    expect(refusal({ QASHIO_BASE_URL: " " }, { tokensInSecret: true })).toContain(`QASHIO_BASE_URL: is set but blank: ${hint}`);
+    expect(refusal(local)).toContain("QASHIO_BASE_URL: is required but not set");
+    expect(refusal(local)).not.toContain("ProviderBaseUrl");
+  });
+
   it("lets authorize --secret-id go without client settings, but not with a client secret holding a control character", () => {
     expect(() =>
       readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", QASHIO_CLIENT_SECRET: "s3cr3t\nvalue" }, dir, { tokensInSecret: true }),
