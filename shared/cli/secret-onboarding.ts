@@ -129,16 +129,22 @@ export async function readOnboardingSecret(
   secretId: string,
   retry: OnboardingRetry = {},
 ): Promise<OnboardingSecret> {
-  return readLenient(new ProviderSecretClient({ secrets, secretId, ...retry }));
+  const secret = new ProviderSecretClient({ secrets, secretId, ...retry });
+  // Told apart from a secret that is not there (a name looked up in another region, a typo): that one is refused.
+  return readLenient(secret, async () => void (await describedTags(secrets, secret)));
 }
 
-async function readLenient(secret: ProviderSecretClient): Promise<OnboardingSecret> {
+/** `noValue` runs when the secret has no value to read, before it is read as empty. */
+async function readLenient(secret: ProviderSecretClient, noValue?: () => Promise<void>): Promise<OnboardingSecret> {
   let text: string | undefined;
   try {
     text = (await secret.getValue()).text;
   } catch (error) {
-    // A secret without any version yet answers ResourceNotFoundException for its value.
-    if (isSecretNotFound(error)) return {};
+    // A secret without any version yet answers ResourceNotFoundException for its value, as one that does not exist.
+    if (isSecretNotFound(error)) {
+      await noValue?.();
+      return {};
+    }
     throw onboardingError("read", secret.secretId, error);
   }
   if (text === undefined || text.trim() === "") return {};
@@ -208,12 +214,7 @@ export async function readTokenLeaseTarget(
   secretId: string,
   retry: OnboardingRetry = {},
 ): Promise<TokenLeaseTarget | undefined> {
-  let tags: Readonly<Record<string, string>>;
-  try {
-    tags = await new ProviderSecretClient({ secrets, secretId, ...retry }).tags();
-  } catch (error) {
-    throw onboardingError("describe", secretId, error);
-  }
+  const tags = await describedTags(secrets, new ProviderSecretClient({ secrets, secretId, ...retry }));
   const tenant = tags[SECRET_TAGS.tenant];
   const tableName = tags[SECRET_TAGS.leaseTable];
   return tenant && tableName ? { tenant, tableName } : undefined;
@@ -304,6 +305,25 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
     }
   }
   return lease;
+}
+
+/**
+ * The secret's tags (DescribeSecret). A secret that is not there is said to be so, with the region it was looked for
+ * in: the ARN of the stack output names the right one.
+ */
+async function describedTags(secrets: SecretsManagerClient, secret: ProviderSecretClient): Promise<Readonly<Record<string, string>>> {
+  try {
+    return await secret.tags();
+  } catch (error) {
+    if (!isSecretNotFound(error)) throw onboardingError("describe", secret.secretId, error);
+    const region = await secrets.config.region().catch(() => "the region of these credentials");
+    throw new SecretOnboardingError(
+      `there is no secret ${secret.secretId} in ${region} for the AWS account of these credentials: pass the tenant stack's ` +
+        "output SecretArn (it names the secret's region), with AWS credentials of the tenant's account",
+      secret.secretId,
+      { cause: error },
+    );
+  }
 }
 
 /** Names the AWS error (and the attempts, when throttling outlasted the retries), never a value. */

@@ -602,6 +602,24 @@ describe("bridge authorize --secret-id: region and client", () => {
     }
   });
 
+  it("says a secret name not found in the region it was looked up in is not there, before the browser opens, rather than that it has no client", async () => {
+    const mock = mockClient(SecretsManagerClient);
+    const notFound = () => Object.assign(new Error("Secrets Manager can't find the specified secret."), { name: "ResourceNotFoundException", $metadata: { httpStatusCode: 400 } });
+    mock.on(GetSecretValueCommand).rejects(notFound());
+    mock.on(DescribeSecretCommand).rejects(notFound());
+    try {
+      let opened = false;
+      const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9", AWS_REGION: "eu-central-1" });
+      const error = await authorizeCommand({ ...args, secretId: "qashio-acme" }, cli, { onAuthorizeUrl: () => void (opened = true) }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SecretOnboardingError);
+      expect((error as Error).message).toMatch(/^there is no secret qashio-acme in eu-central-1 .*: pass the tenant stack's output SecretArn/);
+      expect(opened).toBe(false);
+      expect(mock.commandCalls(PutSecretValueCommand)).toHaveLength(0);
+    } finally {
+      mock.restore();
+    }
+  });
+
   it("refuses an id that starts like an ARN but is not a secret ARN (exit 2)", async () => {
     const { io: cli } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9" });
     const error = await authorizeCommand({ ...args, secretId: "arn:aws:ssm:eu-west-1:111122223333:parameter/x" }, cli).catch((e: unknown) => e);

@@ -66,6 +66,24 @@ describe("secretTokenStore", () => {
     expect(await secretTokenStore(secrets, ARN, { client_id: "cid", client_secret: "cs" }).load()).toEqual({ refreshToken: "rt-stored" });
   });
 
+  it("says a secret that does not exist is not there, in which region, and what to pass instead; a secret without a value yet reads as empty", async () => {
+    // A secret name looked up in another region than the stack's (or a typo) is not found; read as empty, it went on to
+    // "the secret has no client_id" or a DescribeSecret error naming the token lease, neither of which says what is wrong.
+    const notFound = () => new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: { httpStatusCode: 400 } });
+    mock.on(GetSecretValueCommand).rejects(notFound());
+    mock.on(DescribeSecretCommand).rejects(notFound());
+    const error = await readOnboardingSecret(secrets, "qashio-acme").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect((error as Error).message).toBe(
+      "there is no secret qashio-acme in eu-west-1 for the AWS account of these credentials: pass the tenant stack's output " +
+        "SecretArn (it names the secret's region), with AWS credentials of the tenant's account",
+    );
+    mock.reset();
+    mock.on(GetSecretValueCommand).rejects(notFound());
+    mock.on(DescribeSecretCommand).resolves({ ARN });
+    expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
+  });
+
   it("treats a placeholder text secret as empty", async () => {
     mock.on(GetSecretValueCommand).resolves({ SecretString: "run npm run bridge -- authorize --secret-id <arn>", VersionId: "v1" });
     expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
