@@ -50,7 +50,7 @@ export class SecretOnboardingError extends CliError {
 }
 
 /** `arn:<partition>:secretsmanager:<region>:<account>:secret:<name>`; secret names cannot hold a colon. */
-const SECRET_ARN = /^arn:[a-z-]+:secretsmanager:([a-z0-9-]+):\d{12}:secret:[^:]+$/;
+const SECRET_ARN = /^arn:[a-z-]+:secretsmanager:([a-z0-9-]+):(\d{12}):secret:[^:]+$/;
 
 /**
  * The region `secretId` is reached in, before any AWS call. An ARN names its region and that is used, whatever
@@ -337,7 +337,23 @@ function onboardingError(action: "read" | "write" | "describe", secretId: string
   const retried = failure !== undefined && failure.attempts > 1 ? ` (after ${failure.attempts} attempts)` : "";
   // DescribeSecret is a permission of its own, and the operator may wonder why a token write needs it.
   const why = action === "describe" ? " (its tags name the token lease the pollers refresh under)" : "";
-  return new SecretOnboardingError(`cannot ${action} secret ${secretId}${why}: ${reason}${retried}`, secretId, { cause: error });
+  return new SecretOnboardingError(`cannot ${action} secret ${secretId}${why}: ${reason}${retried}${accessFix(cause.name, secretId)}`, secretId, {
+    cause: error,
+  });
+}
+
+/**
+ * The fix of the two access errors a person onboarding meets most (no credentials in this shell, or credentials of
+ * another account or role), naming the account of an ARN: neither error says what to do.
+ */
+function accessFix(errorName: string, secretId: string): string {
+  const account = SECRET_ARN.exec(secretId)?.[2];
+  const whose = `the tenant's account${account === undefined ? "" : ` ${account}`}`;
+  if (errorName === "CredentialsProviderError") {
+    return ` (give the command AWS credentials of ${whose}: a profile named by AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`;
+  }
+  if (errorName === "AccessDeniedException") return ` (use AWS credentials of ${whose} allowed what README's "3. Onboard: authorize once" lists)`;
+  return "";
 }
 
 /**

@@ -897,7 +897,8 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     const { error, opened } = await refusal(fake);
     expect(error).toBeInstanceOf(SecretOnboardingError);
     expect((error as Error).message).toBe(
-      `cannot describe secret ${ARN} (its tags name the token lease the pollers refresh under): AccessDeniedException`,
+      `cannot describe secret ${ARN} (its tags name the token lease the pollers refresh under): AccessDeniedException ` +
+        `(use AWS credentials of the tenant's account 111122223333 allowed what README's "3. Onboard: authorize once" lists)`,
     );
     expect(opened).toBe(false);
   });

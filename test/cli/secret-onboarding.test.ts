@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
@@ -141,12 +142,36 @@ describe("secretTokenStore", () => {
     mock.reset();
     const denied = Object.assign(new Error("User: arn:aws:iam::111122223333:user/dev is not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } });
     mock.on(GetSecretValueCommand).rejects(denied);
-    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(new SecretOnboardingError(`cannot read secret ${ARN}: AccessDeniedException`, ARN));
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(
+      new SecretOnboardingError(`cannot read secret ${ARN}: AccessDeniedException (use AWS credentials of the tenant's account 111122223333 allowed what README's "3. Onboard: authorize once" lists)`, ARN),
+    );
     mock.reset();
     mock.on(GetSecretValueCommand).resolves({ SecretString: "{}", VersionId: "v1" });
     mock.on(PutSecretValueCommand).rejects(new Error("failed writing rt-secret"));
     const error = await secretTokenStore(secrets, ARN, { client_id: "a", client_secret: "b" }).save({ refreshToken: "rt-secret" }).catch((e: unknown) => e);
     expect((error as Error).message).toBe(`cannot write secret ${ARN}: Error`);
+  });
+
+  it("names the fix of a missing AWS credential and of an access AWS refused: credentials of the tenant's account, the one the ARN names", async () => {
+    // The SDK's "Could not load credentials from any providers" and a bare AccessDeniedException say what failed, not
+    // what to do; a wrong account (a profile of another tenant's account) looks the same as a missing permission.
+    const noCredentials = Object.assign(new Error("Could not load credentials from any providers"), { name: "CredentialsProviderError" });
+    mock.on(GetSecretValueCommand).rejects(noCredentials);
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(
+      `cannot read secret ${ARN}: CredentialsProviderError: Could not load credentials from any providers ` +
+        "(give the command AWS credentials of the tenant's account 111122223333: a profile named by AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+    );
+    mock.reset();
+    const denied = Object.assign(new Error("User: arn:aws:iam::444455556666:user/dev is not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } });
+    mock.on(GetSecretValueCommand).rejects(denied);
+    await expect(readOnboardingSecret(secrets, ARN)).rejects.toThrow(
+      `cannot read secret ${ARN}: AccessDeniedException (use AWS credentials of the tenant's account 111122223333 allowed what README's "3. Onboard: authorize once" lists)`,
+    );
+    // The section the hint names is there to read.
+    expect(readFileSync(new URL("../../README.md", import.meta.url), "utf8")).toMatch(/^### 3\. Onboard: authorize once\n[^]*may describe its stack, describe, read and write its secret/m);
+    // A name has no account to name.
+    mock.on(GetSecretValueCommand).rejects(noCredentials);
+    await expect(readOnboardingSecret(secrets, "qashio-acme")).rejects.toThrow("(give the command AWS credentials of the tenant's account: a profile named by AWS_PROFILE");
   });
 
   it("reports a failed write by operation, without values", async () => {
