@@ -176,7 +176,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
     });
     store = lease ? lockedStore(written, lease.lock, lease.name, { clock: leaseClock, waitMs, io }) : written;
     where = `secret ${args.secretId} (refresh_token, client_id and client_secret merged; pii_salt kept)`;
-    line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}.`);
+    line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}${lease ? `, of tenant ${lease.tenant}` : ""}.`);
   } else {
     // Checked before the browser opens: tokens of one provider must not land where another's state lives. A new
     // client id may take the directory over, but only once its sign-in is stored: recorded before, a sign-in that

@@ -237,6 +237,8 @@ export function awsClock(clock: Clock, secrets: SecretsManagerClient): Clock {
 export interface OnboardingLease {
   readonly lock: Lock;
   readonly name: string;
+  /** The tenant the secret is tagged with: shown before the sign-in, as the ARN's generated name does not say it. */
+  readonly tenant: string;
 }
 
 /** Where {@link openTokenLease} gets its table client and time, and says what it cannot do. */
@@ -276,7 +278,7 @@ export async function openTokenLease(secrets: SecretsManagerClient, secretId: st
       new DynamoDBClient({ ...sdkClientConfig(), region: await secrets.config.region(), credentials: secrets.config.credentials }),
     );
   const lock = new DynamoLeaseLock({ doc, tableName: target.tableName, clock: options.clock });
-  const lease = { lock, name: leaseNames.tokenRefresh(target.tenant) };
+  const lease = { lock, name: leaseNames.tokenRefresh(target.tenant), tenant: target.tenant };
   const failed = (what: string, error: unknown) => {
     const cause = error as Error;
     // DynamoDB's messages name the table, the action and the principal: no value of the secret.

@@ -704,6 +704,9 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     expect(await run).toBe(EXIT.ok);
     expect(fake.current().refresh_token).not.toBe("rt-before");
     expect(out.stderr).not.toContain("warning");
+    // Said before the browser opens: the ARN's generated name does not show whose secret it is (another tenant's, pasted
+    // from another shell, would get this company's token).
+    expect(out.stdout).toContain(`Signing in at ${h.url} with client_id sandbox-client; the token goes to secret ${ARN}, of tenant ${TENANT}.`);
     const after = await poller().tryAcquire(LEASE, 30_000);
     expect(after, "the lease was not given back").toBeDefined();
     await after?.release();
