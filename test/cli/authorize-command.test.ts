@@ -574,7 +574,8 @@ describe("bridge authorize --secret-id: region and client", () => {
     try {
       const { code, stderr } = await runInProcess(["authorize", "--no-open", "--secret-id", ARN], { QASHIO_BASE_URL: "http://127.0.0.1:9", AWS_REGION: "us-east-1" });
       expect(code).toBe(EXIT.usage);
-      expect(stderr).toContain("AWS_REGION: is us-east-1, but the secret ARN is in eu-west-1");
+      // mutant: the fix's "or set it to <region>" dropped went unseen
+      expect(stderr).toContain("AWS_REGION: is us-east-1, but the secret ARN is in eu-west-1: unset AWS_REGION (the ARN's region is used) or set it to eu-west-1");
       expect(mock.calls()).toHaveLength(0);
     } finally {
       mock.restore();
