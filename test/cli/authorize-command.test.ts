@@ -456,7 +456,8 @@ describe("bridge authorize", () => {
     const written = JSON.parse(put?.SecretString ?? "{}") as Record<string, string>;
     expect(written).toMatchObject({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
     expect(written.refresh_token).toMatch(/.+/);
-    expect(out.stdout).toContain(`Tokens stored in secret ${arn}`);
+    // mutant: "pii_salt kept" dropped from the closing line went unseen
+    expect(out.stdout).toContain(`Tokens stored in secret ${arn} (refresh_token, client_id and client_secret merged; pii_salt kept).`);
     expect(out.stdout).not.toContain(written.refresh_token as string);
     expect(out.stderr).toContain(`warning: secret ${arn} lacks the tags qashio-bridge:tenant and qashio-bridge:lease-table (its stack was deployed before them)`);
   });
