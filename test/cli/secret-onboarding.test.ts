@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { EXIT, UsageError } from "../../shared/cli/errors.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
-import { SecretOnboardingError, assertUsableSalt, awsClock, openTokenLease, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
+import { SecretOnboardingError, assertUsableSalt, awsClock, onboardingSecretsClient, openTokenLease, secretRegion, type OnboardingSecret, readOnboardingSecret, readTokenLeaseTarget, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 import { FakeClock } from "../aws/support/clock.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
@@ -293,6 +293,27 @@ describe("awsClock", () => {
     const signal = new AbortController().signal;
     await awsClock(local, new SecretsManagerClient({ region: "eu-west-1" })).sleep(5, signal);
     expect(seen).toEqual([signal]);
+  });
+});
+
+describe("onboardingSecretsClient", () => {
+  it("gives each Secrets Manager call a person's bounds: 10 s to connect, 20 s an attempt, three attempts (the pollers' are tighter)", async () => {
+    // mutants: the pollers' SDK_TIMEOUTS, or a single attempt, went unseen; a slow VPN then fails the onboarding.
+    // Nothing listens on port 9: each attempt is refused at once, and the handler has resolved its settings by then.
+    vi.stubEnv("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:9");
+    vi.stubEnv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "example");
+    const client = await onboardingSecretsClient(ARN, {});
+    try {
+      const refused = await client.send(new GetSecretValueCommand({ SecretId: ARN })).catch((e: unknown) => e as { $metadata?: { attempts?: number } });
+      expect(refused.$metadata?.attempts).toBe(3);
+      const handler = client.config.requestHandler as unknown as { httpHandlerConfigs(): Record<string, unknown> };
+      expect(handler.httpHandlerConfigs()).toMatchObject({ connectionTimeout: 10_000, requestTimeout: 20_000, throwOnRequestTimeout: true });
+      expect(await client.config.region()).toBe("eu-west-1");
+    } finally {
+      client.destroy();
+      vi.unstubAllEnvs();
+    }
   });
 });
 
