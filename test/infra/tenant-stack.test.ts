@@ -175,6 +175,11 @@ describe("tenant stacks", () => {
         Properties: { Environment: { Variables: Record<string, unknown> } };
       }[];
       for (const fn of pollers) expect(fn.Properties.Environment.Variables.QASHIO_BASE_URL).toBe(url);
+      // The console shows the SecretArn output's description beside it: the whole command, base URL included.
+      // mutant: QASHIO_BASE_URL dropped from it went unseen
+      template.hasOutput("SecretArn", {
+        Description: "Onboarding (README step 3): QASHIO_BASE_URL=<ProviderBaseUrl output> npm run bridge -- authorize --secret-id <this ARN>",
+      });
     }
   });
 
