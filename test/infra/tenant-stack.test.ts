@@ -128,7 +128,8 @@ describe("tenant stacks", () => {
     // Without it, a reader of the secret alone meets "QASHIO_BASE_URL: is required but not set" and may give another
     // deployment's URL, storing a refresh token the pollers cannot use.
     acmeT.hasResourceProperties("AWS::SecretsManager::Secret", {
-      Description: Match.stringLikeRegexp("authorize --secret-id <this ARN>\" with QASHIO_BASE_URL set to the stack output ProviderBaseUrl"),
+      // mutant: the command's words changed ("npm run bridge -- xauthorize") went unseen
+      Description: Match.stringLikeRegexp('Onboarding: run "npm run bridge -- authorize --secret-id <this ARN>" with QASHIO_BASE_URL set to the stack output ProviderBaseUrl'),
     });
     expect(readFileSync(join(REPO_ROOT, "README.md"), "utf8")).toContain("export QASHIO_BASE_URL=$(out ProviderBaseUrl)");
   });
