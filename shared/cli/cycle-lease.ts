@@ -214,7 +214,8 @@ export async function withCycleLock<T>(bridge: LocalState, work: () => Promise<T
     await handle.release().catch((error: unknown) => {
       unreleasedLeases.set(bridge, handle);
       bridge.transactions.logger.warn("releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", {
-        code: systemErrorCode(error) ?? errorName(error),
+        // Not `code`: the loggers hide an attribute of that name (an OAuth authorization code, secret-attributes.ts).
+        error: systemErrorCode(error) ?? errorName(error),
       });
     });
   }

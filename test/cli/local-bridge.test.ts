@@ -639,7 +639,7 @@ describe("local bridge cycle lease", () => {
     const tryAcquire = async () => handle;
     expect(await withCycleLock({ ...opened, lock: { tryAcquire } }, async () => "done")).toBe("done");
     expect(warnings).toEqual([
-      ["releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", { code: "ENOSPC" }],
+      ["releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", { error: "ENOSPC" }],
     ]);
   });
 
