@@ -2,7 +2,7 @@
  * File system checks of the path settings, before any provider call: each returns what is wrong with a path, worded
  * as a setting's problem, or undefined. shared/cli/config.ts names the setting.
  */
-import { accessSync, closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileKindOf, removeStaleTempsSync, TEMP_SUFFIX, tempNameFor, unlinkQuietly } from "../local/atomic.js";
 import { isLeaseFile } from "../local/file-lock.js";
@@ -68,21 +68,20 @@ function chattrFix(path: string, flag: "i" | "a" = "i"): string {
 
 /**
  * What `file` is when it is append-only (chattr +a), which access(2) does not tell (appending is writing): no rename
- * may replace it. Linux refuses a hard link to such a file (EPERM), so one is made beside it and removed (a leftover
- * is a temp file the store sweeps). Asked only of this user's own file, or as root: a link to another user's file
- * may be refused for that alone (fs.protected_hardlinks), which its rename is not.
+ * may replace it. Linux refuses to open such a file for writing but appending (EPERM), so it is opened so and closed,
+ * nothing written. Not a hard link (refused EPERM on a file system without hard links, vfat or exfat, as well). A file
+ * this user may not write (EACCES: another's, not as root) tells nothing; Windows has no such flag.
  */
-function appendOnlyProblem(file: string, stats: Stats): string | undefined {
-  const uid = modeCheckingUid();
-  if (uid === undefined || (uid !== 0 && uid !== stats.uid)) return undefined;
-  const probe = tempNameFor(file);
+function appendOnlyProblem(file: string): string | undefined {
+  if (modeCheckingUid() === undefined) return undefined;
+  let fd: number;
   try {
-    linkSync(file, probe);
+    fd = openSync(file, constants.O_WRONLY);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === "EPERM" ? `is append-only (EPERM: no rename may replace it): ${file}; ${chattrFix(file, "a")}` : undefined;
   }
-  unlinkQuietly(probe);
+  closeSync(fd);
   return undefined;
 }
 
@@ -333,7 +332,7 @@ function stateEntriesProblem(stateDir: string): string | undefined {
     const problem = directory
       ? (ownPathProblem(path, constants.R_OK | constants.W_OK | constants.X_OK) ??
         (name === STATE_DIRS.locks ? undefined : unreadableFileIn(path)))
-      : (unreadableStateFileProblem(path) ?? immutableProblem(path) ?? appendOnlyProblem(path, stats));
+      : (unreadableStateFileProblem(path) ?? immutableProblem(path) ?? appendOnlyProblem(path));
     if (problem !== undefined) return problem;
   }
   return undefined;

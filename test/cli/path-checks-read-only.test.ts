@@ -16,6 +16,8 @@ const readOnly = vi.hoisted(() => ({
   unreadable: new Set<string>(),
   unenterable: new Set<string>(),
   immutable: new Set<string>(),
+  /** Directories on a file system without hard links (vfat, exfat), where link(2) answers EPERM for any file. */
+  noHardLinks: new Set<string>(),
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
@@ -36,7 +38,13 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     fs.accessSync(path, mode);
   }) as typeof fs.accessSync;
-  return { ...fs, default: { ...fs, accessSync }, accessSync };
+  const linkSync = ((existing: nodeFs.PathLike, path: nodeFs.PathLike) => {
+    if ([...readOnly.noHardLinks].some((dir) => String(existing).startsWith(dir))) {
+      throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(existing)}' -> '${String(path)}'`), { code: "EPERM" });
+    }
+    fs.linkSync(existing, path);
+  }) as typeof fs.linkSync;
+  return { ...fs, default: { ...fs, accessSync, linkSync }, accessSync, linkSync };
 });
 
 let dir: string;
@@ -49,6 +57,7 @@ afterEach(async () => {
   readOnly.unreadable.clear();
   readOnly.unenterable.clear();
   readOnly.immutable.clear();
+  readOnly.noHardLinks.clear();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -157,6 +166,16 @@ describe("path checks of paths this user may not read", () => {
       expect(await readdir(state)).toEqual([name]);
     },
   );
+
+  // link(2) answers EPERM on a file system without hard links (vfat, exfat) too, where no chattr flag exists: the
+  // files are replaced by a rename there as anywhere, and `sudo chattr -a` would only fail (ENOTTY).
+  it.each(["tokens.json", "binding.json"])("do not call %s append-only on a file system without hard links (link(2) EPERM)", async (name) => {
+    const state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+    await writeFile(join(state, name), "{}", { mode: 0o600 });
+    readOnly.noHardLinks.add(state);
+    expect(stateDirProblem(state)).toBeUndefined();
+  });
 
   it("name an immutable existing events file (EPERM) alike", async () => {
     const events = join(dir, "events.jsonl");
