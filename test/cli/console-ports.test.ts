@@ -31,6 +31,13 @@ describe("streamLogger", () => {
     expect(out.lines[0]).toBe("debug refreshed refreshToken=[hidden] client_secret=[hidden] code=[hidden] tenant=acme\n");
   });
 
+  it("hides a secret-looking member of an object without a prototype too, such as a query string parsed by node:querystring", () => {
+    const out = sink();
+    const query = Object.assign(Object.create(null) as Record<string, unknown>, { code: "c1", state: "s1" });
+    streamLogger(out, "warn").warn("callback refused", { query });
+    expect(out.lines[0]).toBe('warn  callback refused query={"code":"[hidden]","state":"s1"}\n');
+  });
+
   it("leaves out attributes without a value, as the JSON logger of the Lambdas does", () => {
     // A cycle stopped at its deadline (or by Ctrl-C) before any failed attempt has no last error to name.
     const out = sink();
