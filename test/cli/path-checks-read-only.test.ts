@@ -18,6 +18,8 @@ const readOnly = vi.hoisted(() => ({
   immutable: new Set<string>(),
   /** Directories on a file system without hard links (vfat, exfat), where link(2) answers EPERM for any file. */
   noHardLinks: new Set<string>(),
+  /** Files whose open for writing answers EROFS: a read-only bind mount of the file alone. */
+  readOnlyMounted: new Set<string>(),
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
@@ -44,7 +46,13 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     fs.linkSync(existing, path);
   }) as typeof fs.linkSync;
-  return { ...fs, default: { ...fs, accessSync, linkSync }, accessSync, linkSync };
+  const openSync = ((path: nodeFs.PathLike, flags: nodeFs.OpenMode = "r", mode?: nodeFs.Mode) => {
+    if (readOnly.readOnlyMounted.has(String(path)) && typeof flags === "number" && (flags & (fs.constants.O_WRONLY | fs.constants.O_RDWR)) !== 0) {
+      throw Object.assign(new Error(`EROFS: read-only file system, open '${String(path)}'`), { code: "EROFS" });
+    }
+    return fs.openSync(path, flags, mode);
+  }) as typeof fs.openSync;
+  return { ...fs, default: { ...fs, accessSync, linkSync, openSync }, accessSync, linkSync, openSync };
 });
 
 let dir: string;
@@ -58,6 +66,7 @@ afterEach(async () => {
   readOnly.unenterable.clear();
   readOnly.immutable.clear();
   readOnly.noHardLinks.clear();
+  readOnly.readOnlyMounted.clear();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -175,6 +184,27 @@ describe("path checks of paths this user may not read", () => {
     await writeFile(join(state, name), "{}", { mode: 0o600 });
     readOnly.noHardLinks.add(state);
     expect(stateDirProblem(state)).toBeUndefined();
+  });
+
+  // Only EPERM says append-only: another refusal of the open (EROFS here) is no flag `sudo chattr -a` clears.
+  it("do not call a state file append-only when its open for writing is refused otherwise (EROFS: a read-only bind mount)", async () => {
+    const state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+    const tokens = join(state, "tokens.json");
+    await writeFile(tokens, "{}", { mode: 0o600 });
+    readOnly.readOnlyMounted.add(tokens);
+    expect(stateDirProblem(state) ?? "").not.toContain("append-only");
+  });
+
+  // The append-only check opens each state file: every descriptor is closed again (a loop checks at every start).
+  it.runIf(process.platform === "linux")("leave no descriptor open after checking the state files", async () => {
+    const state = join(dir, "state");
+    await mkdir(state, { mode: 0o700 });
+    await writeFile(join(state, "tokens.json"), "{}", { mode: 0o600 });
+    await writeFile(join(state, "binding.json"), "{}", { mode: 0o600 });
+    const before = (await readdir("/proc/self/fd")).length;
+    expect(stateDirProblem(state)).toBeUndefined();
+    expect((await readdir("/proc/self/fd")).length).toBe(before);
   });
 
   it("name an immutable existing events file (EPERM) alike", async () => {
