@@ -118,6 +118,17 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(children.body.data.every((t: { parent_qashio_id: string }) => t.parent_qashio_id === child?.parent_qashio_id)).toBe(true);
   });
 
+  // §8.2 rule 5: identifier filters are exact, unlike the case-insensitive text filters (spec-gaps: ids as issued).
+  it("matches qashio_id and parent_qashio_id in the letter case issued only: a lower-case reference names nothing", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as { qashio_id: string; parent_qashio_id: string | null }[];
+    const child = all.find((t) => t.parent_qashio_id !== null);
+    expect(child?.qashio_id).not.toBe(child?.qashio_id.toLowerCase());
+    for (const query of [`qashio_id=${child?.qashio_id.toLowerCase()}`, `parent_qashio_id=${child?.parent_qashio_id?.toLowerCase()}`]) {
+      const { status, body } = await h.json(`${LIST}?${query}`);
+      expect({ status, data: body.data, total: body.pagination.total_records }, query).toEqual({ status: 200, data: [], total: 0 });
+    }
+  });
+
   // §4.3 and §8.2 rule 5: both are exact identifier filters, and filters sent together all apply.
   it("answers qashio_id with parent_qashio_id only when that transaction names that parent", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as { qashio_id: string; parent_qashio_id: string | null }[];
