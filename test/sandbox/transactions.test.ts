@@ -253,6 +253,16 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(byStatus.body.data.map((t: { id: string }) => t.id)).toContain(sample.id);
   });
 
+  // §8.2 rule 6: four digits name one ending; a card sharing only the last three is another card.
+  it("lists under card_last_four only the transactions of cards ending in all four digits sent", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const last4 = String((all[5] as Row).card_last_four);
+    const other = `${(Number(last4[0]) + 1) % 10}${last4.slice(1)}`;
+    const { body } = await h.json(`${LIST}?card_last_four=${other}&page_size=100`);
+    expect(body.data.map((t: Row) => t.id)).toEqual(all.filter((t) => t.card_last_four === other).map((t) => t.id));
+    expect(body.data.map((t: Row) => t.card_last_four)).not.toContain(last4);
+  });
+
   it("combines filters: a transaction is listed only when it matches every one sent", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const sample = all[5] as Row;
