@@ -263,6 +263,16 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(body.data.map((t: Row) => t.card_last_four)).not.toContain(last4);
   });
 
+  it("lists under exclude_from_sync=true only the excluded transactions and under false only the others", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    for (const value of [true, false]) {
+      const wanted = all.filter((t) => t.exclude_from_sync === value).map((t) => t.id);
+      expect(wanted.length, String(value)).toBeGreaterThan(0);
+      const { body } = await h.json(`${LIST}?exclude_from_sync=${value}&page_size=100`);
+      expect(body.data.map((t: Row) => t.id), String(value)).toEqual(wanted);
+    }
+  });
+
   it("combines filters: a transaction is listed only when it matches every one sent", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
     const sample = all[5] as Row;
