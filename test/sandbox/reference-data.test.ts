@@ -292,6 +292,17 @@ describe("statements", () => {
     expect(one.every((s) => s.account_external_id === pools[0]?.account_external_id)).toBe(true);
   });
 
+  // §8.2 rule 5: account_id is an identifier filter, exact, not a text filter matching in part or in any case.
+  it("matches account_id exactly: a part of an account id or its lower-case form names no account", async () => {
+    const all = (await h.json("/public/v1/erp/statements?page_size=100")).body.data as Row[];
+    const id = String(all[0]?.account_external_id);
+    expect(id).not.toBe(id.toLowerCase());
+    for (const sent of [id.slice(0, -1), id.slice(1), id.toLowerCase()]) {
+      const { status, body } = await h.json(`/public/v1/erp/statements?account_id=${sent}&page_size=100`);
+      expect({ status, data: body.data, total: body.pagination.total_records }, sent).toEqual({ status: 200, data: [], total: 0 });
+    }
+  });
+
   it("counts only the statements a filter matches in its pagination", async () => {
     const all = (await h.json("/public/v1/erp/statements?page_size=100")).body.data as Row[];
     const jan = all.filter((s) => s.statement_period.month === "2025-01").length;
