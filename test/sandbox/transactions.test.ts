@@ -72,6 +72,8 @@ describe("GET /public/v1/erp/transactions", () => {
     ["transaction_time_from=2025-01-01", ["transaction_time_to:REQUIRED"]],
     ["transaction_time_to=2025-01-01", ["transaction_time_from:REQUIRED"]],
     ["transaction_time_from=2025-13-01&transaction_time_to=2025-01-31", ["transaction_time_from:INVALID_FORMAT"]],
+    ["transaction_time_from=2025-01-01&transaction_time_to=2025-02-30", ["transaction_time_to:INVALID_FORMAT"]],
+    ["transaction_time_from=2025-01-01&transaction_time_to=2025-02", ["transaction_time_to:INVALID_FORMAT"]],
     ["exclude_from_sync=maybe", ["exclude_from_sync:INVALID_FORMAT"]],
     ["page=0&card_last_four=1&approval_status=x", ["page:OUT_OF_RANGE", "approval_status:INVALID_ENUM", "card_last_four:INVALID_FORMAT"]],
   ])("answers 400 for %s with one error per offending field", async (query, expected) => {
