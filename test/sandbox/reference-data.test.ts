@@ -224,6 +224,18 @@ describe("master data lists", () => {
     expect(errorCodes(body).sort()).toEqual(["created_at_from:REQUIRED", "is_deleted:INVALID_FORMAT", "status:INVALID_ENUM", "updated_at_to:REQUIRED"]);
   });
 
+  // §8.2 rule 1: every date of the common set takes YYYY-MM-DD, a real calendar day; the other end sent well-formed.
+  it.each(lists.flatMap(([path]) => ["created_at_from", "created_at_to", "updated_at_from", "updated_at_to"].map((field) => [path, field] as const)))(
+    "%s answers 400 INVALID_FORMAT on %s for a date that is no YYYY-MM-DD",
+    async (path, field) => {
+      const other = field.endsWith("_from") ? field.replace(/_from$/, "_to") : field.replace(/_to$/, "_from");
+      for (const date of ["2025-02-30", "2025-1-01", "2025-01-01T00:00:00Z"]) {
+        const { status, body } = await h.json(`${path}?${other}=2025-01-01&${field}=${encodeURIComponent(date)}`);
+        expect({ status, errors: errorCodes(body) }, date).toEqual({ status: 400, errors: [`${field}:INVALID_FORMAT`] });
+      }
+    },
+  );
+
   it("filters chart of accounts on account_number, account_type and account_currency", async () => {
     const expenses = (await h.json("/public/v1/erp/chart_of_accounts?account_type=expense&page_size=100")).body.data as Row[];
     expect(expenses.length).toBeGreaterThan(5);
