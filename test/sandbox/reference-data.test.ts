@@ -440,6 +440,16 @@ describe("statements", () => {
     expect(errorCodes(bad.body)).toEqual(["from_month:INVALID_FORMAT"]);
   });
 
+  // §8.2 rule 4: each of from_month and to_month takes YYYY-MM, checked on its own (they are independent, §4.7).
+  it.each(["from_month", "to_month"])("answers 400 INVALID_FORMAT on %s for a month that is no YYYY-MM, the other end sent well-formed", async (field) => {
+    const mine = (await h.json("/public/v1/erp/statements")).body.data[0] as Row;
+    const other = field === "from_month" ? "to_month" : "from_month";
+    for (const month of ["2025-13", "2025-1", "2025-01-01"]) {
+      const { status, body } = await h.json(`/public/v1/erp/statements/${mine.account_external_id}?${other}=2025-01&${field}=${month}`);
+      expect({ status, errors: errorCodes(body) }, month).toEqual({ status: 400, errors: [`${field}:INVALID_FORMAT`] });
+    }
+  });
+
   it("names the path field statementAccountId in the 404 for an unknown account (§4.7, §7 errors name the field)", async () => {
     const { status, body } = await h.json("/public/v1/erp/statements/FAUNKNOWN");
     expect([status, errorCodes(body)]).toEqual([404, ["statementAccountId:NOT_FOUND"]]);
