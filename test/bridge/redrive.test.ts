@@ -859,6 +859,9 @@ describe("redriveQuarantined", () => {
     // Left listed: no acknowledge reached the provider.
     expect(rig.provider.pending().map((t) => t.id)).toEqual([txn!.id]);
     expect(acks()).toBe(acksBefore);
+    // Its log says where the transaction went: a re-drive reads by id, it reads no page again.
+    const ackWarns = rig.logger.lines.filter((l) => l.message.startsWith("acknowledge failed for now"));
+    expect(ackWarns.map((l) => l.message)).toEqual(["acknowledge failed for now; left to the next cycle, which lists the transactions again"]);
 
     await pollTransactions({ ...rig.deps, provider });
     const changed = rig.publisher.ofType("transaction.changed").filter((e) => e.detail.subject.id === txn!.id);
