@@ -87,4 +87,24 @@ describe("reprocessTransactions", () => {
     expect([...chunks[0]!.shownBySnapshot]).toEqual([]);
     expect(chunks[0]!.unreached).toEqual([a.id, b.id, glitched.id]);
   });
+
+  it("hands each delivered id to afterBatch once: a ref delivered by an earlier chunk goes with the first batch only", async () => {
+    const rig = makeRig();
+    const [a, b] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    const before = "00000000-0000-8000-8000-0000000000d1";
+    const refs: TransactionRef[] = [{ id: before, qashioId: "QD1", delivered: true }, ...[a, b].map((t) => ({ id: t.id, qashioId: t.qashio_id }))];
+    const batches: string[][] = [];
+    const chunks: ReprocessedChunk[] = [];
+    const report = await reprocessTransactions(rig.deps, oneChunk(refs), {
+      pageSize: 1,
+      afterBatch: async (delivered) => {
+        batches.push([...delivered]);
+      },
+      afterChunk: (chunk) => chunks.push(chunk),
+    });
+    expect(report.outcome).toBe("complete");
+    // A caller deletes each batch's records and counts them: an id handed twice would be counted twice.
+    expect(batches).toEqual([[before, a.id], [b.id]]);
+    expect([...chunks[0]!.delivered].sort()).toEqual([before, a.id, b.id].sort());
+  });
 });
