@@ -91,7 +91,8 @@ function diffInto(path: string, before: unknown, after: unknown, out: Change[]):
 }
 
 /**
- * Lists what changed from `before` to `after`, members in sorted key order, as JSON Pointer paths.
+ * Lists what changed from `before` to `after`, members in sorted key order, as JSON Pointer paths. Inside an array
+ * matched by id, elements in their order in `after`, then those removed in their order in `before`.
  *
  * @example
  * ```ts

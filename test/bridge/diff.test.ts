@@ -40,6 +40,12 @@ describe("diffObjects", () => {
     expect(diffObjects({ tags: ["x", "y"] }, { tags: ["y", "x"] })).toEqual([{ path: "/tags", before: ["x", "y"], after: ["y", "x"] }]);
   });
 
+  it("lists an id-matched array's changes in the order of its elements now, the elements removed after them in their old order", () => {
+    const before = { line_items: [{ id: "A", v: 1 }, { id: "B", v: 1 }, { id: "C", v: 1 }] };
+    const after = { line_items: [{ id: "D", v: 1 }, { id: "C", v: 2 }] };
+    expect(diffObjects(before, after).map((change) => change.path)).toEqual(["/line_items/D", "/line_items/C/v", "/line_items/A", "/line_items/B"]);
+  });
+
   it("reports an element removed from an id-matched array", () => {
     expect(diffObjects({ receipts: [{ id: "R1" }, { id: "R2" }] }, { receipts: [{ id: "R2" }] })).toEqual([
       { path: "/receipts/R1", before: { id: "R1" }, after: null },
