@@ -124,6 +124,13 @@ describe("applyPii", () => {
     expect(applyPii({ card_holder_name: { full: "Sara Kapoor" } }, policy).card_holder_name).toBe(hmac('{"full":"Sara Kapoor"}'));
   });
 
+  it("hashes an object under an email field over its JSON text as sent, neither lower-cased nor trimmed as an email string is", () => {
+    const policy = { mode: "hash" as const, salt: "s1" };
+    const hmac = (text: string) => `hmac-sha256:${createHmac("sha256", "s1").update(text).digest("hex")}`;
+    expect(applyPii({ card_holder_email: { full: "Sara@Example.com" } }, policy).card_holder_email).toBe(hmac('{"full":"Sara@Example.com"}'));
+    expect(applyPii({ cardholder: { email: [" Sara@Example.com "] } }, policy).cardholder.email).toBe(hmac('[" Sara@Example.com "]'));
+  });
+
   it("hashes a fresh provider value that looks like a hash: only stored values count as already masked", () => {
     const policy = { mode: "hash" as const, salt: "s1" };
     const lookalike = `hmac-sha256:${"a".repeat(64)}`;
