@@ -185,6 +185,7 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     const body = {
       transaction: JSON.stringify({ id: "t1", ...personal }),
       twice: JSON.stringify(JSON.stringify({ id: "t2", ...personal })),
+      thrice: JSON.stringify(JSON.stringify(JSON.stringify({ id: "t3", ...personal }))),
       // A key given twice: JSON.parse keeps the last value, the text the first; nested, or spelled with an escape too.
       repeated: `{"card_holder_name":"${NAME}","card_holder_name":null}`,
       repeatedNested: `{"id":"x","approved_by":{"name":"${NAME}","name":""}}`,
@@ -198,6 +199,7 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     expect(JSON.stringify(masked)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
     expect(JSON.parse(masked.transaction)).toEqual({ id: "t1", card_holder_name: "[redacted]", card_holder_email: "[redacted]", employee_id: "[redacted]" });
     expect(JSON.parse(masked.twice)).toMatchObject({ id: "t2", card_holder_name: "[redacted]" });
+    expect(JSON.parse(masked.thrice)).toMatchObject({ id: "t3", card_holder_name: "[redacted]" });
     // Nothing personal in them: kept byte for byte, numbers, spaces and all (so their record ids stay as they were).
     expect(masked.note).toBe(body.note);
     expect(masked.spaced).toBe(body.spaced);
