@@ -213,6 +213,10 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     expect(once).toEqual(applyPii(record, hash));
     expect(JSON.stringify(once)).not.toMatch(/Ann Holder|E-77/);
     expect((applyPiiToBody({ outer: record }, hash) as { outer: unknown }).outer).toEqual(once);
+    // A fresh body's value that looks masked is the provider's, hashed as applyPii hashes it: only stored ones are kept.
+    const lookalike = { card_holder_name: `hmac-sha256:${"a".repeat(64)}`, card_holder_email: "[redacted]" };
+    expect(applyPiiToBody(lookalike, hash)).toEqual(applyPii(lookalike, hash));
+    expect(JSON.stringify(applyPiiToBody(lookalike, hash))).not.toMatch(/a{64}|\[redacted\]/);
     const body = [{ ...personal }];
     expect(applyPiiToBody(body, { mode: "full" })).toBe(body);
     expect(applyPiiToBody({ tags: ["keep"], note: "keep" }, { mode: "redact" })).toEqual({ tags: ["keep"], note: "keep" });
