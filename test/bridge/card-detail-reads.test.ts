@@ -3,7 +3,8 @@
  * take, and the log lines an operator reads when reads fail, find no card, or are not started by the deadline.
  */
 import { describe, expect, it } from "vitest";
-import { CardDetailReads, isViewChange, type CardDetailPorts } from "../../shared/bridge/card-details.js";
+import { CardDetailReads, isViewChange, withLastConfiguration, type CardDetailPorts } from "../../shared/bridge/card-details.js";
+import { cardKey } from "../../shared/bridge/card-keys.js";
 import type { ProviderPage } from "../../shared/bridge/provider.js";
 import type { ValidationResult } from "../../shared/bridge/validate.js";
 import { RecordingLogger } from "./fakes.js";
@@ -132,5 +133,14 @@ describe("isViewChange", () => {
   it("takes a configuration object only one side carries, the views differing, for the view change", () => {
     const change = { path: "/purchase_limits", before: limits, after: null };
     expect(isViewChange(change, { id: "c1", purchase_limits: limits }, { id: "c1" }, false)).toBe(true);
+  });
+});
+
+describe("withLastConfiguration", () => {
+  it("keeps a configuration object the list shows itself over the snapshot's, so a limit change it shows is published", () => {
+    const object = { id: "c1", status: "Active", purchase_limits: { enabled: true, amount: 500 }, atm_configuration: { enabled: false } };
+    const before = { key: cardKey("c1"), hash: "h1", object, updatedAt: "2026-12-01T00:00:00.000Z" };
+    const listed = { id: "c1", status: "Active", purchase_limits: { enabled: true, amount: 700 } };
+    expect(withLastConfiguration(listed, before, { mode: "full" })).toEqual({ ...listed, atm_configuration: { enabled: false } });
   });
 });
