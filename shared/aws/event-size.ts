@@ -22,6 +22,7 @@
  */
 import type { BridgeEventDetail } from "../bridge/ports.js";
 import { escapePointerToken } from "../bridge/diff.js";
+import { TRUNCATION_MARKER } from "../bridge/events/truncation-marker.js";
 
 /** EventBridge's per-request (and so per-entry) limit: "less than 256 KB", so one byte under it. */
 export const MAX_ENTRY_BYTES = 256 * 1024 - 1;
@@ -59,8 +60,8 @@ export interface Truncation {
   readonly kept: number;
 }
 
-/** Key of the reduction marker inside `detail.data.object`. */
-export const TRUNCATION_MARKER = "_truncated";
+/** Key of the reduction marker inside `detail.data.object` (the engine's name for it). */
+export { TRUNCATION_MARKER };
 
 /** A detail as sent, possibly reduced (then `data.object._truncated` lists the trims). */
 export type ReducedDetail = BridgeEventDetail;

@@ -10,6 +10,7 @@ import { concernsEveryCall, failedCallOf, isPageSizeRejection, isTokenFailure, s
 import { changeTime, lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { DEFAULT_MAX_PAGES, type CardCycleDeps, type CycleOptions } from "./deps.js";
 import type { EventType } from "./events/schemas.js";
+import { withoutTruncationMarker } from "./events/truncation-marker.js";
 import type { BridgeEvent, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
 import type { CycleReport } from "./report.js";
 import { ServedPageSize } from "./page-size.js";
@@ -398,7 +399,7 @@ class CardRun extends CycleRun {
         quarantine.push(this.quarantineRecord("card", "validation", result.reason, raw, cardIdOf(raw)));
         continue;
       }
-      const object = this.pii(result.data);
+      const object = this.pii(withoutTruncationMarker(result.data));
       valid.push({ id: object["id"] as string, object, hash: contentHash(object), ...(asListed ? { asListed } : {}) });
     }
     // The fast path's were read before its detail reads; a detail read answers the card asked for or is rejected, so

@@ -10,6 +10,7 @@ import { CycleRun } from "./cycle.js";
 import { failedCallOf, isTokenFailure } from "./provider-errors.js";
 import { lastModified, nextSequence, storedSequence, versionTime } from "./versions.js";
 import { withoutSyncStatus } from "./quarantine-id.js";
+import { withoutTruncationMarker } from "./events/truncation-marker.js";
 import { RecentIds } from "./recent-ids.js";
 import { DEFAULT_MAX_PAGES, type CycleOptions, type TransactionCycleDeps } from "./deps.js";
 import type { BridgeEvent, PublishFailure, QuarantineRecord, Snapshot, SnapshotKey } from "./ports.js";
@@ -44,7 +45,8 @@ export function transactionKey(id: string): SnapshotKey {
 
 /**
  * The transaction as the bridge diffs, stores and publishes it: without `client_sync_status` (the provider's delivery
- * bookkeeping, not business data; quarantine ids leave it out too, see withoutSyncStatus), PII per tenant.
+ * bookkeeping, not business data; quarantine ids leave it out too, see withoutSyncStatus) nor a member named as the
+ * bridge's trim marker (see withoutTruncationMarker), PII per tenant.
  * A shallow copy in the provider's key order (nested objects shared, never mutated), hashed with {@link recordHash}.
  * A volatile field the provider sent stays a member whose value is `undefined`: JSON text (hashes, snapshots, events)
  * leaves it out, and a diff takes it for absent.
@@ -53,7 +55,7 @@ export function normaliseTransaction(data: Readonly<Record<string, unknown>>, pi
   // Object spread copies the whole object in one step, keeping its hidden class (about 1 us for 65 members, against
   // 2.5-4 for an object rest that leaves one member out, and deleting a member would go to dictionary mode, which
   // makes JSON.stringify ~25% slower); own `__proto__` members stay members.
-  const out = { ...data };
+  const out = { ...withoutTruncationMarker(data) };
   if (out["client_sync_status"] !== undefined) out["client_sync_status"] = undefined;
   // Replaces values of existing members only, and copies nested objects it changes.
   applyPiiInPlace(out, pii);

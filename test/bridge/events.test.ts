@@ -294,6 +294,28 @@ describe("event schemas", () => {
     }
   });
 
+  it("hold to their _truncated when the provider sends a member of that name: the bridge's trim marker, so the provider's is left out", async () => {
+    const published = await publishedValidators();
+    const rig = makeRig({ emitCardCreated: true });
+    // Not the marker's shape, and the marker's shape: either, published, would tell consumers the event is partial.
+    const transaction = rig.provider.addTransaction({ _truncated: true });
+    const card = rig.provider.addCard({ _truncated: [{ path: "/data/object/segments", total: 2, kept: 1 }] })["id"] as string;
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    rig.provider.changeTransaction(transaction.id, { memo: "lunch", _truncated: "cut" });
+    rig.provider.changeCard(card, { status: "Suspended" });
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    const events = rig.publisher.events;
+    expect(events.map((e) => e.detailType).sort()).toEqual(["card.created", "card.suspended", "transaction.changed", "transaction.created"]);
+    // As a consumer receives them: the detail's JSON text.
+    for (const detail of events.map((e) => JSON.parse(detailJson(e.detail)) as BridgeEvent["detail"])) {
+      expect(Object.hasOwn(detail.data.object, "_truncated"), detail.type).toBe(false);
+      expect(published.get(detail.type)!(detail), detail.type).toBe(true);
+      expect(detail.data.changes?.map((c) => c.path) ?? [], detail.type).not.toContain("/_truncated");
+    }
+  });
+
   it("let consumers accept any 1.x: no object in docs/events/*.json forbids members a minor version may add", async () => {
     for (const type of EVENT_TYPES) {
       const schema: unknown = JSON.parse(await readFile(path.join(docs, "events", `${type}.json`), "utf8"));

@@ -52,7 +52,8 @@ const Personal = z
   .describe('Personal data: as sent (pii full), "[redacted]" (pii redact) or "hmac-sha256:<hex>" (pii hash)');
 
 // The reducer's marker (shared/aws/event-size.ts): a member of the object, as the engine emits only the declared
-// members of `detail` and `data`; declared here so a consumer validating with the schema knows its shape.
+// members of `detail` and `data`; declared here so a consumer validating with the schema knows its shape. The engine
+// leaves a provider member of that name out (./truncation-marker.ts), so only the reducer sets it.
 const Truncated = z
   .array(
     z
