@@ -15,6 +15,7 @@ import { toEventBridgeEnvelope } from "../../shared/local/jsonl-publisher.js";
 import { SETTINGS } from "../../shared/cli/config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
 import { TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
+import { reduceDetail } from "../../shared/aws/event-size.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { makeRig, type FakeTransaction } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
@@ -755,6 +756,22 @@ function asEnvelopes(events: BridgeEvent[]): Record<string, unknown>[] {
 }
 
 describe("docs/events.md, Subscribing", () => {
+  it("says which amounts a trimmed event keeps: those outside arrays, not the line items' amounts an oversized event loses", async () => {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    const example = catalogExamples(catalog).find((e) => e.detail.type === "transaction.created")!.detail;
+    const lineItems = Array.from({ length: 2000 }, (_, i) => ({ id: `li-${i}`, amount: i + 1, description: "x".repeat(100) }));
+    const detail = { ...example, data: { ...example.data, object: { ...example.data.object, line_items: lineItems } } };
+    const reduced = reduceDetail(detail, (d) => ({ Source: "qashio.bridge", DetailType: d.type, Detail: detailJson(d) }))!;
+    const object = reduced.data.object as { billing_amount?: unknown; line_items: unknown[] };
+    // What the reducer does: the amount a rule filters on stays, line items (and their amounts) are cut.
+    expect(object.billing_amount).toBe(example.data.object["billing_amount"]);
+    expect(object.line_items.length).toBeLessThan(lineItems.length);
+    const rule = catalog.slice(catalog.indexOf("Transactions over an amount"), catalog.indexOf("```text", catalog.indexOf("Transactions over an amount")));
+    const trimmed = rule.replace(/\s+/g, " ").split(/(?<=\.) /).find((sentence) => sentence.includes("`_truncated`"))!;
+    expect(trimmed).not.toMatch(/keeps every amount:/);
+    expect(trimmed).toContain("`line_items`");
+  });
+
   it("suggests a rule pattern that matches the tenant's transaction events alone: not its cards, another tenant's or another source's", async () => {
     const pattern = (await subscriptionPatterns())[0]!;
     const acme = asEnvelopes(await oneOfEachType(undefined, { tenant: "acme", source: "acme.qashio.bridge" }));
