@@ -55,6 +55,15 @@ describe("card walk against a provider serving fewer cards a page than asked", (
     }
   });
 
+  it("warns once, naming the size asked and the size served, when it takes the smaller size the provider serves", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 9; i++) rig.provider.addCard();
+    serveFewer(rig, pageShapes.sayingSo);
+    expect((await pollCards(rig.deps, { pageSize: ASKED })).outcome).toBe("complete");
+    const warned = rig.logger.lines.filter((l) => l.message === "provider served fewer cards a page than asked; asking for that size");
+    expect(warned.map((l) => [l.level, l.attributes])).toEqual([["warn", { from: ASKED, to: CAP }]]);
+  });
+
   it("reaches every card over walks resumed in later cycles, which ask the size asked again, when the provider serves fewer and says so or shows it", async () => {
     for (const shape of [pageShapes.sayingSo, pageShapes.countedInSizeAsked]) {
       for (const mode of ["full", "suspended-only"] as const) {
