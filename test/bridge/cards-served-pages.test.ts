@@ -452,6 +452,9 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
         [3, SECOND],
       ]);
       expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(withIds ? SECOND : FIRST);
+      // Ops see the size followed, from the one the walk paged in, only when the check proved it.
+      const followed = rig.logger.lines.filter((l) => l.message === "provider serves fewer cards a page again; asking for that size");
+      expect(followed.map((l) => [l.level, l.attributes]), label).toEqual(withIds ? [["warn", { from: FIRST, to: SECOND }]] : []);
     }
   });
 
