@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { cardEventType, pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
+import { MIN_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { NotFoundError, ReauthorizationRequiredError, TokenUnavailableError } from "../../shared/qashio/errors.js";
@@ -846,6 +847,21 @@ describe("pollCards", () => {
     expect((await pollCards(deps, { pageSize: 2 })).outcome).toBe("complete");
     const pages = rig.provider.calls.map((c) => (c.op === "listErpCards" ? c.query.page : undefined));
     expect(pages).toEqual([1, 2]);
+  });
+
+  it("fails a resumed walk whose first page the provider refuses for its page_size at the smallest size, rather than starting afresh: a size refused is no cursor past the end", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3 * MIN_PAGE_SIZE; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { pageSize: MIN_PAGE_SIZE, maxPages: 1 })).outcome).toBe("page_limit");
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "listErpCards" && call.query.page > 1) {
+        throw Object.assign(new Error("page_size out of range"), { name: "BadRequestError", status: 400, errors: [{ field: "page_size", code: "OUT_OF_RANGE", message: "too large" }] });
+      }
+    };
+    const calls = rig.provider.calls.length;
+    expect(await pollCards(rig.deps, { pageSize: MIN_PAGE_SIZE }).catch((e: unknown) => e)).toBeInstanceOf(CycleAbortedError);
+    expect(rig.logger.lines.some((l) => l.message.includes("starting afresh"))).toBe(false);
+    expect(rig.provider.calls.slice(calls).map((c) => (c.op === "listErpCards" ? [c.query.page, c.query.page_size] : undefined))).toEqual([[2, MIN_PAGE_SIZE]]);
   });
 
   it("fails a walk on a later page the provider refuses, rather than starting afresh: only a resumed walk's first page may lie past the end", async () => {
