@@ -61,6 +61,17 @@ describe("a quarantined record's entity id", () => {
     }
   });
 
+  it("is left out when a card's id is no string, though it prints as a card id: the record names no card it may not be", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    const good = rig.provider.addCard();
+    // An array holding a card id: `String` of it reads as that id, and names that card to ops and the re-drive.
+    rig.provider.addCard({ id: ["CA99999999"] });
+    const provider = clientOverFake(rig.provider, rig.clock);
+    expect(await pollCards({ ...rig.deps, provider })).toMatchObject({ outcome: "complete", quarantined: 1 });
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good["id"]]);
+    expect([...rig.quarantine.records.values()].map((r) => [r.kind, r.entityId])).toEqual([["card", undefined]]);
+  });
+
   it("is kept when it has the provider's id form, so the re-drive reads the transaction again by it", async () => {
     const rig = makeRig({ pii: { mode: "redact" } });
     const bad = rig.provider.addTransaction();
