@@ -73,6 +73,15 @@ describe("pollCards", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
   });
 
+  it("sends a CardsPulled point per page by the cards it listed, none for a page listing no card (a fast path with no suspended card)", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps, { mode: "suspended-only" })).outcome).toBe("complete");
+    expect(rig.metrics.points.filter((p) => p.name === "CardsPulled")).toEqual([]);
+    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
+    expect(rig.metrics.points.filter((p) => p.name === "CardsPulled").map((p) => p.value)).toEqual([2, 1]);
+  });
+
   it("records a card seen for the first time silently when emitCardCreated is left out (its default)", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
