@@ -55,6 +55,18 @@ describe("snapshot reads held to the cycle's deadline", () => {
     expect(rig.provider.pending()).toEqual([]);
   });
 
+  it("logs the runbook's warning, naming the step, when a snapshot read stops retrying at the deadline", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction();
+    const held = readsStoppedAtDeadline(rig, (keys) => keys.includes(`transaction:${txn.id}`));
+
+    await pollTransactions({ ...rig.deps, snapshots: held.snapshots }, { deadline: rig.clock.now() + 30_000 });
+
+    // docs/runbook.md sends an operator looking for this line, with its step, when a throttled table ends cycles.
+    const warnings = rig.logger.lines.filter((line) => line.message === "store call stopped retrying at the calls' deadline; stopping");
+    expect(warnings.map((line) => [line.level, line.attributes])).toEqual([["warn", { step: "read snapshots" }]]);
+  });
+
   it("a refund whose parent alias read stops at the deadline is not published without its parent: the next cycle publishes it with it", async () => {
     const rig = makeRig();
     const purchase = rig.provider.addTransaction();
