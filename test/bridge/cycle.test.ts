@@ -109,6 +109,24 @@ describe("CycleRun.provider", () => {
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
   });
 
+  it("ends a cycle asked to stop while its first list kept failing with outcome deadline, not as an outage", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const stop = new AbortController();
+    rig.provider.beforeCall = () => {
+      // Ctrl-C while the client retries a list the provider keeps answering 503: it stops with that failure as cause.
+      stop.abort();
+      const unavailable = Object.assign(new Error("service unavailable"), { status: 503 });
+      throw new DeadlineExceededError("GET /transactions not retried: it was asked to stop", { method: "GET", path: "/transactions", deadline: Number.POSITIVE_INFINITY }, { cause: unavailable });
+    };
+    // Nothing pulled yet, yet a person stopped it: not the outage a deadline reached this way would be.
+    const report = await pollTransactions(rig.deps, { signal: stop.signal });
+    expect(report).toMatchObject({ outcome: "deadline", pulled: 0 });
+    expect(rig.metrics.sum("CycleErrors")).toBe(0);
+    const warning = rig.logger.lines.find((l) => l.message.startsWith("provider call not sent or retried"));
+    expect(warning?.attributes).toMatchObject({ step: "list not_synced transactions", status: 503 });
+  });
+
   it("names no step on an abort that no step's call caused, and the one that failed on an abort a call caused", async () => {
     const throwing = makeRig({}, { validators: { transaction: () => { throw new Error("validator bug"); } } });
     throwing.provider.addTransaction();
