@@ -141,6 +141,16 @@ describe("CycleRun.provider", () => {
   });
 });
 
+describe("CycleRun.listPage", () => {
+  it("warns of each page_size the provider rejected, with the size asked and the size it asks next", async () => {
+    const rig = makeRig({ maxPageSize: 30 });
+    for (let i = 0; i < 45; i++) rig.provider.addTransaction();
+    await pollTransactions(rig.deps, { pageSize: 100 });
+    const warnings = rig.logger.lines.filter((l) => l.message === "provider rejected page_size; retrying smaller").map((l) => [l.level, l.attributes]);
+    expect(warnings).toEqual([["warn", { from: 100, to: 50 }], ["warn", { from: 50, to: 25 }]]);
+  });
+});
+
 describe("CycleRun.wait", () => {
   it("ends the wait before a fresh read of an acknowledge that failed for now once the cycle is asked to stop", async () => {
     const rig = makeRig();
