@@ -183,6 +183,15 @@ describe("CycleRun.finish", () => {
     expect(rig.metrics.points.filter((p) => p.name === "CycleDurationMs").map((p) => p.value)).toEqual([1_234]);
   });
 
+  it("puts the whole report on the run's last line, as ops read it in the function log", async () => {
+    const rig = makeRig();
+    rig.provider.addTransaction();
+    const report = await pollTransactions(rig.deps);
+    const last = rig.logger.lines.find((line) => line.message === "transactions cycle complete");
+    expect(last?.attributes).toEqual({ ...report });
+    expect(last?.attributes).toMatchObject({ pulled: 1, published: { "transaction.created": 1 }, acknowledged: 1 });
+  });
+
   it("logs an aborted cycle's last line at error, one stopped by the publisher at warn, a complete one at info", async () => {
     const levelOf = async (rig: ReturnType<typeof makeRig>, outcome: string) => {
       await pollTransactions(rig.deps, { pageSize: 10 }).catch(() => undefined);
