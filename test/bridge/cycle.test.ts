@@ -89,6 +89,23 @@ describe("CycleRun.publish", () => {
     expect(report).toMatchObject({ outcome: "complete", publishDeferred: 40, acknowledged: 40 });
     expect(rig.provider.pending()).toHaveLength(40);
   });
+
+  it("counts the events of batches taken by none afresh too after a batch the publisher took", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 35; i++) rig.provider.addTransaction();
+    // Batches of 10, 10, 10 and 5: all but the second refused for now. The last two, in a row, hold 15 events only.
+    const publish = rig.publisher.publish.bind(rig.publisher);
+    let calls = 0;
+    rig.publisher.publish = async (events, options) => {
+      calls += 1;
+      if (calls === 2) return publish(events, options);
+      return { failed: events.map((event) => ({ event, reason: "ThrottlingException", retryable: true })) };
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 10 });
+    // Two such batches in a row, yet fewer than PUBLISHER_UNAVAILABLE_EVENTS events since the batch taken: no stop.
+    expect(calls).toBe(4);
+    expect(report).toMatchObject({ outcome: "complete", publishDeferred: 25, acknowledged: 10 });
+  });
 });
 
 describe("CycleRun.provider", () => {
