@@ -166,6 +166,31 @@ describe("CycleRun.listPage", () => {
     const warnings = rig.logger.lines.filter((l) => l.message === "provider rejected page_size; retrying smaller").map((l) => [l.level, l.attributes]);
     expect(warnings).toEqual([["warn", { from: 100, to: 50 }], ["warn", { from: 50, to: 25 }]]);
   });
+
+  it("keeps the size lowered by concurrent reads when a read asked at a larger size is refused after them", async () => {
+    const rig = makeRig({ maxPageSize: 30 });
+    const [first, second] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps, { pageSize: 30 });
+    rig.publisher.reject = () => undefined;
+    rig.provider.calls.length = 0;
+    // The re-drive reads both by qashio_id at once; the first one's refusal at 100 comes back only once the second
+    // read, refused at 100 and at 50, asks 25.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = async (query) => {
+      if (query.qashio_id === first.qashio_id && query.page_size === 100) await held;
+      if (query.qashio_id === second.qashio_id && query.page_size === 25) release();
+      return list(query);
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 100 });
+    expect(report.redriven.map((r) => r.entityId).sort()).toEqual([first.id, second.id].sort());
+    // The late refusal does not raise the size back to 50, to be refused again.
+    const asked = (ref: typeof first) => rig.provider.calls.flatMap((c) => (c.op === "listTransactions" && c.query.qashio_id === ref.qashio_id ? [c.query.page_size] : []));
+    expect(asked(second)).toEqual([100, 50, 25]);
+    expect(asked(first)).toEqual([100, 25]);
+  });
 });
 
 describe("CycleRun.wait", () => {
