@@ -129,4 +129,24 @@ describe("re-drive reads by qashio_id", () => {
     expect(rig.publisher.events).toEqual([]);
     expect(rig.quarantine.records.size).toBe(6);
   });
+
+  it("reads on past pages under the record's qashio_id holding only rows without an id, each page of other such rows, to the record's row", async () => {
+    const { rig, txns } = await quarantined(1);
+    const [txn] = txns as [(typeof txns)[number]];
+    // Newest first, two pages of malformed rows (no id) under the same qashio_id come before the record's row.
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    const idless = (page: number) => [0, 1].map((i) => ({ qashio_id: txn.qashio_id, amount: `row ${page}.${i}` }));
+    const pagesRead: number[] = [];
+    rig.provider.listTransactions = async (query) => {
+      if (query.qashio_id !== txn.qashio_id) return list(query);
+      pagesRead.push(query.page);
+      const own = await list({ ...query, page: 1 });
+      const data = query.page < 3 ? idless(query.page) : own.data;
+      return { data, pagination: { page: query.page, page_size: 2, total_records: 5, total_pages: 3, has_next: query.page < 3 } };
+    };
+    const report = await redriveQuarantined(rig.deps, { pageSize: 2 });
+    expect(pagesRead).toEqual([1, 2, 3]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
+    expect(rig.quarantine.records.size).toBe(0);
+  });
 });
