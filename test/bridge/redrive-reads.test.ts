@@ -6,9 +6,9 @@ import { describe, expect, it } from "vitest";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/errors.js";
-import { SINGLE_READ_CONCURRENCY } from "../../shared/bridge/provider.js";
+import { SINGLE_READ_CONCURRENCY, type ProviderPage } from "../../shared/bridge/provider.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
-import { countReadsInFlight, isReadByQashioId, laterTurn, makeRig, orderOfReads, seededRandom } from "./fakes.js";
+import { countReadsInFlight, isReadByQashioId, laterTurn, makeRig, orderOfReads, seededRandom, type TestRig } from "./fakes.js";
 
 /** A rig with `count` transactions quarantined for a publish that failed for good; publishing works again after. */
 async function quarantined(count: number) {
@@ -20,6 +20,22 @@ async function quarantined(count: number) {
   expect(rig.quarantine.records.size).toBe(count);
   rig.provider.calls.length = 0;
   return { rig, txns };
+}
+
+
+/**
+ * Has the provider answer the re-drive's reads by `txn`'s qashio_id with `answer(page, own)`, `own` being the row the
+ * list holds for it; other reads are answered as before. Returns the pages those reads asked for, in order.
+ */
+function answerReadsOf(rig: TestRig, txn: { qashio_id: string }, answer: (page: number, own: unknown) => ProviderPage): number[] {
+  const list = rig.provider.listTransactions.bind(rig.provider);
+  const pagesRead: number[] = [];
+  rig.provider.listTransactions = async (query) => {
+    if (query.qashio_id !== txn.qashio_id) return list(query);
+    pagesRead.push(query.page);
+    return answer(query.page, (await list({ ...query, page: 1 })).data[0]);
+  };
+  return pagesRead;
 }
 
 
@@ -134,19 +150,28 @@ describe("re-drive reads by qashio_id", () => {
     const { rig, txns } = await quarantined(1);
     const [txn] = txns as [(typeof txns)[number]];
     // Newest first, two pages of malformed rows (no id) under the same qashio_id come before the record's row.
-    const list = rig.provider.listTransactions.bind(rig.provider);
     const idless = (page: number) => [0, 1].map((i) => ({ qashio_id: txn.qashio_id, amount: `row ${page}.${i}` }));
-    const pagesRead: number[] = [];
-    rig.provider.listTransactions = async (query) => {
-      if (query.qashio_id !== txn.qashio_id) return list(query);
-      pagesRead.push(query.page);
-      const own = await list({ ...query, page: 1 });
-      const data = query.page < 3 ? idless(query.page) : own.data;
-      return { data, pagination: { page: query.page, page_size: 2, total_records: 5, total_pages: 3, has_next: query.page < 3 } };
-    };
+    const pagesRead = answerReadsOf(rig, txn, (page, own) => ({
+      data: page < 3 ? idless(page) : [own],
+      pagination: { page, page_size: 2, total_records: 5, total_pages: 3, has_next: page < 3 },
+    }));
     const report = await redriveQuarantined(rig.deps, { pageSize: 2 });
     expect(pagesRead).toEqual([1, 2, 3]);
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
     expect(rig.quarantine.records.size).toBe(0);
+  });
+
+  it("numbers the pages after one holding more rows than its page_size in the rows it held, reading none of them again", async () => {
+    const { rig, txns } = await quarantined(1);
+    const [txn] = txns as [(typeof txns)[number]];
+    // Pages of 6 by the provider's page_size and total_pages, yet its first answer holds rows 0 to 11; row 12 is the record's.
+    const rows = Array.from({ length: 12 }, (_, i) => ({ id: `T-other-${i}`, qashio_id: txn.qashio_id }));
+    const pagesRead = answerReadsOf(rig, txn, (page, own) => ({
+      data: page === 1 ? rows : page === 2 ? rows.slice(6) : [own],
+      pagination: { page, page_size: 6, total_records: 13, total_pages: 3, has_next: page < 3 },
+    }));
+    const report = await redriveQuarantined(rig.deps, { pageSize: 10 });
+    expect(pagesRead).toEqual([1, 3]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
   });
 });
