@@ -174,4 +174,18 @@ describe("re-drive reads by qashio_id", () => {
     expect(pagesRead).toEqual([1, 3]);
     expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
   });
+
+  it("numbers the pages in the size a provider serves without saying, when only its count says the list goes on", async () => {
+    const { rig, txns } = await quarantined(1);
+    const [txn] = txns as [(typeof txns)[number]];
+    // Asked 10, it serves 3 a page, saying has_next false on every page while its total_records counts 9: row 6 is the record's.
+    const rows: unknown[] = Array.from({ length: 9 }, (_, i) => ({ id: `T-other-${i}`, qashio_id: txn.qashio_id }));
+    const pagesRead = answerReadsOf(rig, txn, (page, own) => ({
+      data: rows.map((row, i) => (i === 6 ? own : row)).slice((page - 1) * 3, page * 3),
+      pagination: { page, total_records: 9, has_next: false },
+    }));
+    const report = await redriveQuarantined(rig.deps, { pageSize: 10 });
+    expect(pagesRead).toEqual([1, 2, 3]);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
+  });
 });
