@@ -16,6 +16,32 @@ const revokedPoints = (rig: ReturnType<typeof makeRig>) => rig.metrics.points.fi
 /** A provider error as the client throws it for a refused refresh grant. */
 const refusedGrant = () => Object.assign(new Error("refresh rejected"), { name: "ReauthorizationRequiredError", status: 401 });
 
+/** Has the publisher refuse for now every event of the publish calls `refused` picks (1 the first); returns the calls made. */
+function refuseBatchesForNow(rig: ReturnType<typeof makeRig>, refused: (call: number) => boolean): () => number {
+  const publish = rig.publisher.publish.bind(rig.publisher);
+  let calls = 0;
+  rig.publisher.publish = async (events, options) => {
+    calls += 1;
+    if (!refused(calls)) return publish(events, options);
+    return { failed: events.map((event) => ({ event, reason: "ThrottlingException", retryable: true })) };
+  };
+  return () => calls;
+}
+
+/**
+ * A stop request (Ctrl-C) made during the rig's first provider call, which the client then ends as out of time against
+ * no deadline of its own, `cause` being the failed attempt it held, if any. Returns the stop signal to run with.
+ */
+function stopWhileCalling(rig: ReturnType<typeof makeRig>, cause?: Error): AbortSignal {
+  const stop = new AbortController();
+  rig.provider.beforeCall = () => {
+    stop.abort();
+    const context = { method: "GET", path: "/transactions", deadline: Number.POSITIVE_INFINITY };
+    throw new DeadlineExceededError("GET /transactions not sent or retried: it was asked to stop", context, cause && { cause });
+  };
+  return stop.signal;
+}
+
 describe("CycleRun.publish", () => {
   it("measures a published change's lag when it was published, though the cycle fails after", async () => {
     const rig = makeRig();
@@ -77,13 +103,7 @@ describe("CycleRun.publish", () => {
     const rig = makeRig();
     for (let i = 0; i < 80; i++) rig.provider.addTransaction();
     // Batches 1 and 3 (20 events each) are refused for now; batch 2 in between is taken whole.
-    const publish = rig.publisher.publish.bind(rig.publisher);
-    let calls = 0;
-    rig.publisher.publish = async (events, options) => {
-      calls += 1;
-      if (calls !== 1 && calls !== 3) return publish(events, options);
-      return { failed: events.map((event) => ({ event, reason: "ThrottlingException", retryable: true })) };
-    };
+    refuseBatchesForNow(rig, (call) => call === 1 || call === 3);
     const report = await pollTransactions(rig.deps, { pageSize: 20 });
     // Never two such batches in a row: the walk goes on to the end.
     expect(report).toMatchObject({ outcome: "complete", publishDeferred: 40, acknowledged: 40 });
@@ -94,16 +114,10 @@ describe("CycleRun.publish", () => {
     const rig = makeRig();
     for (let i = 0; i < 35; i++) rig.provider.addTransaction();
     // Batches of 10, 10, 10 and 5: all but the second refused for now. The last two, in a row, hold 15 events only.
-    const publish = rig.publisher.publish.bind(rig.publisher);
-    let calls = 0;
-    rig.publisher.publish = async (events, options) => {
-      calls += 1;
-      if (calls === 2) return publish(events, options);
-      return { failed: events.map((event) => ({ event, reason: "ThrottlingException", retryable: true })) };
-    };
+    const calls = refuseBatchesForNow(rig, (call) => call !== 2);
     const report = await pollTransactions(rig.deps, { pageSize: 10 });
     // Two such batches in a row, yet fewer than PUBLISHER_UNAVAILABLE_EVENTS events since the batch taken: no stop.
-    expect(calls).toBe(4);
+    expect(calls()).toBe(4);
     expect(report).toMatchObject({ outcome: "complete", publishDeferred: 25, acknowledged: 10 });
   });
 });
@@ -112,13 +126,8 @@ describe("CycleRun.provider", () => {
   it("ends a cycle without a deadline with outcome deadline, not an abort, when a provider call stops on a stop request (Ctrl-C)", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
-    const stop = new AbortController();
-    rig.provider.beforeCall = () => {
-      // The client, asked to stop, sends nothing: out of time against no deadline of its own.
-      stop.abort();
-      throw new DeadlineExceededError("GET /transactions was not sent: it was asked to stop", { method: "GET", path: "/transactions", deadline: Number.POSITIVE_INFINITY });
-    };
-    const report = await pollTransactions(rig.deps, { signal: stop.signal });
+    // The client, asked to stop, sends nothing: out of time against no deadline of its own.
+    const report = await pollTransactions(rig.deps, { signal: stopWhileCalling(rig) });
     expect(report.outcome).toBe("deadline");
     expect(rig.logger.lines.map((l) => l.message)).toContain(
       "provider call not sent or retried: the cycle was asked to stop (Ctrl-C, or the Lambda invocation ending); stopping",
@@ -129,15 +138,10 @@ describe("CycleRun.provider", () => {
   it("ends a cycle asked to stop while its first list kept failing with outcome deadline, not as an outage", async () => {
     const rig = makeRig();
     rig.provider.addTransaction();
-    const stop = new AbortController();
-    rig.provider.beforeCall = () => {
-      // Ctrl-C while the client retries a list the provider keeps answering 503: it stops with that failure as cause.
-      stop.abort();
-      const unavailable = Object.assign(new Error("service unavailable"), { status: 503 });
-      throw new DeadlineExceededError("GET /transactions not retried: it was asked to stop", { method: "GET", path: "/transactions", deadline: Number.POSITIVE_INFINITY }, { cause: unavailable });
-    };
+    // Ctrl-C while the client retries a list the provider keeps answering 503: it stops with that failure as cause.
+    const unavailable = Object.assign(new Error("service unavailable"), { status: 503 });
     // Nothing pulled yet, yet a person stopped it: not the outage a deadline reached this way would be.
-    const report = await pollTransactions(rig.deps, { signal: stop.signal });
+    const report = await pollTransactions(rig.deps, { signal: stopWhileCalling(rig, unavailable) });
     expect(report).toMatchObject({ outcome: "deadline", pulled: 0 });
     expect(rig.metrics.sum("CycleErrors")).toBe(0);
     const warning = rig.logger.lines.find((l) => l.message.startsWith("provider call not sent or retried"));
