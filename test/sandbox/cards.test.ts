@@ -579,6 +579,16 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
     const card = await cardWith("Active");
     expect((await h.json(`${CORE}/${card.id}`, { method: "PUT", body: { nickname: "x" }, token: readOnly.access_token })).status).toBe(403);
   });
+
+  it.each(["Terminated", "Cancelled"])("answers a funding update of a %s card 400 INVALID_STATE naming its state (§4.9 400, spec-gaps Funding update)", async (current) => {
+    const card = await cardWith(current);
+    const { status, body } = await h.json(`${CORE}/${card.id}`, { method: "PUT", body: { nickname: "x" } });
+    expect(status).toBe(400);
+    expect({ message: body.message, errors: body.errors }).toEqual({
+      message: "Card cannot be changed in its current state",
+      errors: [{ field: null, code: "INVALID_STATE", message: `card is ${current.toLowerCase()} and cannot be changed` }],
+    });
+  });
 });
 
 describe("card writes with a JSON body that is not an object", () => {
