@@ -589,6 +589,13 @@ describe("PUT /public/v1/core/cards/{cardId} (funding update)", () => {
       errors: [{ field: null, code: "INVALID_STATE", message: `card is ${current.toLowerCase()} and cannot be changed` }],
     });
   });
+
+  // spec-gaps (Funding update): every listed velocity_period is taken, as the value stored upper case.
+  it.each(["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"])("takes velocity_period %s (spec-gaps Funding update)", async (period) => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}`, { method: "PUT", body: { velocity_period: period.toLowerCase() } });
+    expect([status, body.data?.card?.velocity_period]).toEqual([200, period]);
+  });
 });
 
 describe("card writes with a JSON body that is not an object", () => {
