@@ -653,6 +653,13 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     expect(body).not.toHaveProperty("success");
   });
 
+  it("names the status sent in the 403 of another status (§4.9 403, §7: field null only when no one input is at fault)", async () => {
+    const card = await cardWith("Active");
+    const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "active" } });
+    expect(status).toBe(403);
+    expect(body.errors).toEqual([{ field: "status", code: "FORBIDDEN", message: "Only suspension is permitted through the API" }]);
+  });
+
   it.each(["Inactive", "Terminated", "Draft", "Cancelled"])("answers 400 when the card is %s", async (current) => {
     const card = await cardWith(current);
     const { status, body } = await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } });
