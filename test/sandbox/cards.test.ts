@@ -645,6 +645,13 @@ describe("PUT /public/v1/core/cards/{cardId}/change_status (suspension)", () => 
     expect((await h.json(`${CORE}/${card.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
   });
 
+  it("audits a suspension sent without a reason as reason_given false (§4.9 reason accepted but not kept)", async () => {
+    const card = await cardWith("Active");
+    await h.client.suspendCard(card.id as string);
+    const audit = (await h.json(`/_sandbox/companies/${h.companyId}/audit`)).body.data as Row[];
+    expect(audit.filter((a) => a.cardId === card.id).map((a) => [a.action, a.details])).toEqual([["card.suspension_requested", { reason_given: false }]]);
+  });
+
   // §4.9: "any other value ... gives 403", a value that is not text (or empty text) included; only a missing one is a 400.
   it.each<unknown>(["active", "terminated", "inactive", "Suspended", "SUSPENDED", " suspended", "", 5, true, ["suspended"], { status: "suspended" }])("answers 403 for status %j (only `suspended` exactly)", async (target) => {
     const card = await cardWith("Active");
