@@ -778,6 +778,8 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
     const closed = await h.json(`${CORE}/${terminated.id}/update_velocity_limit`, { body: { spend_limit_active: false } });
     expect([closed.status, closed.body.message]).toEqual([400, "Limit could not be applied at the issuer"]);
     expect(await auditOf(terminated.id)).toEqual([["card.velocity_limit_refused", { spend_limit_active: false, error_code: "INVALID_STATE" }]]);
+    // §4.9 400 "limit could not be applied at the issuer": the entry says why, naming the card's state.
+    expect(closed.body.errors).toEqual([{ field: null, code: "INVALID_STATE", message: "card is terminated" }]);
 
     // Refused by the provider itself (body, card, scope): the issuer is never asked, nothing to audit.
     expect((await h.json(`${CORE}/${active.id}/update_velocity_limit`, { body: { spend_limit_period: "HOURLY" } })).status).toBe(400);
