@@ -1030,6 +1030,13 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(body.data.summary.success_emails.end_user).toEqual(["padded@falcongate.ae"]);
   });
 
+  it("reports an address it cannot invite trimmed under failed too (spec-gaps Invitations: addresses are reported trimmed)", async () => {
+    await h.client.inviteUsers(["taken@falcongate.ae"]);
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: ["fresh@falcongate.ae", " taken@falcongate.ae ", "  not-an-email "] } });
+    expect(status).toBe(201);
+    expect(body.data.summary.failed_emails.end_user).toEqual(["taken@falcongate.ae", "not-an-email"]);
+  });
+
   it("processes ten addresses at once, with a summary", async () => {
     const emails = Array.from({ length: 10 }, (_, i) => `batch${i}@falcongate.ae`);
     const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
