@@ -1052,6 +1052,13 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(body.data.message).toMatch(/queued/);
   });
 
+  it("counts every address sent, valid or not, against the ten processed at once (spec-gaps Invitations: 11 to 100 are queued)", async () => {
+    const emails = [...Array.from({ length: 10 }, (_, i) => `counted${i}@falcongate.ae`), "not-an-email"];
+    const { status, body } = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
+    expect(status).toBe(201);
+    expect(body.data).toEqual({ message: "Invitations are queued for processing" });
+  });
+
   it("caps a request at 100 addresses, reported beside an entry that is no text in one 400 (§7: one entry per offending field)", async () => {
     const emails: unknown[] = Array.from({ length: 101 }, (_, i) => `capped${i}@falcongate.ae`);
     const over = await h.json("/public/v1/core/user_profiles/invite", { body: { end_user: emails } });
