@@ -1001,6 +1001,8 @@ describe("POST /public/v1/core/user_profiles/invite", () => {
     expect(parsed.summary?.success_emails?.end_user).toEqual(["new.hire@falcongate.ae"]);
     expect(parsed.summary?.failed_emails?.end_user).toEqual([existing, "not-an-email"]);
     expect(parsed.summary?.total_processed).toEqual({ success: 1, failed: 2, total: 3 });
+    // §4.10 data.message, the outcome text: both counts, as the summary gives them.
+    expect(parsed.message).toBe("1 invitation(s) sent, 2 failed");
     const again = await h.client.inviteUsers(["New.Hire@falcongate.ae"]);
     expect(again.summary?.failed_emails?.end_user).toEqual(["New.Hire@falcongate.ae"]);
   });
