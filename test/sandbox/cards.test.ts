@@ -987,6 +987,19 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await erpCards()).length).toBe(before);
   });
 
+  it("answers 400 NOT_FOUND on pool_account_id for a pool of nobody and for another company's pool, issuing nothing (§7 rule 1, spec-gaps issuance)", async () => {
+    const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const theirs = ((await h.json("/public/v1/erp/pool_accounts?status=active", { token: other.access_token })).body.data as Row[])[0]?.id;
+    expect(theirs).toBeDefined();
+    const before = (await erpCards()).length;
+    for (const pool of ["PAUNKNOWN000", theirs]) {
+      const res = await h.json(CORE, { body: { nickname: "Lost pool card", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pool } });
+      expect([res.status, errorCodes(res.body)], String(pool)).toEqual([400, ["pool_account_id:NOT_FOUND"]]);
+    }
+    expect((await erpCards()).length).toBe(before);
+  });
+
   it("needs cards:write", async () => {
     const readOnly = await tokensFor(h.sandbox, h.companyId, "cards:read");
     await expect(h.clientFor(readOnly.access_token).issueCard({ nickname: "x", card_type: "VIRTUAL" })).rejects.toBeInstanceOf(ForbiddenError);
