@@ -847,6 +847,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const res = await h.json(CORE, { body: { nickname: "Driver card", card_type: "physical", user_id: users[0]?.user_profile.user_id, account_type: "POOL", pool_account_id: pools[0]?.id } });
     expect(res.status).toBe(201);
     expect(res.body.data.card).toMatchObject({ status: "inactive", account_id: pools[0]?.id });
+    // Its funding model is its pool's (spec-gaps Funding update: POOL, the value a funding update then takes back).
+    expect(res.body.data.card.card_usage_type).toBe("POOL");
     // Not activated until delivered; a physical card may withdraw cash; its pool funds it.
     const detail = (await h.json(`${ERP}/${String(res.body.data.card.id)}`)).body.data as Row;
     expect(detail).toMatchObject({ account_type: "pool", account_external_id: pools[0]?.id, activated_at: null, atm_withdrawal_allowed: true, topup_type: "pool" });
