@@ -828,6 +828,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     const result = await h.client.issueCard({ nickname: "Conference 2025", card_type: "VIRTUAL", user_id: userId, card_usage_type_amount: 3000 });
     expect(result.card?.status).toBe("active");
     expect(result.card?.card_usage_type_amount).toBe(3000);
+    // Topped up per month and funded by its own account, as its spend limit's period below.
+    expect([result.card?.velocity_period, result.card?.card_usage_type]).toEqual(["MONTHLY", "RELOADABLE"]);
     const listed = (await erpCards()).find((c) => c.id === result.card?.id);
     expect(listed).toMatchObject({ card_nickname: "Conference 2025", card_type: "Virtual", account_type: "reloadable" });
     // Funded by hand until an update turns auto top-up on; activated when issued; no ATM for a card without plastic.
