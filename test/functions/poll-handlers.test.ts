@@ -230,6 +230,21 @@ describe("poll-transactions handler", () => {
     expect(await h.poller("cards")()).not.toHaveProperty("backlog");
   });
 
+  it("logs each completed invocation's result at info, the level a function logs at by default, not only at debug", async () => {
+    const lines = () => h.output.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const invocations = [
+      ["Cycle finished", undefined],
+      ["Re-drive finished", { action: "redrive" }],
+      ["PII conform pass finished", { action: "conform-pii" }],
+    ] as const;
+    for (const [message, event] of invocations) {
+      const result = await h.poller("transactions")(event);
+      expect(result.status).toBe("completed");
+      // The harness logs at DEBUG: a line at debug would be here too, and missing from a function at its default INFO.
+      expect(lines().filter((doc) => doc["message"] === message)).toEqual([expect.objectContaining({ level: "INFO", ...result })]);
+    }
+  });
+
   it("holds its cycle lease past the deadline while it still works on the page in hand, so no other invocation overlaps it", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     let overlapping: boolean | undefined;
