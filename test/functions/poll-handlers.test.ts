@@ -514,7 +514,9 @@ describe("poll-transactions handler", () => {
     const spent = h.secrets.current().refresh_token;
     outage.on = true;
     await poll().catch(() => undefined);
-    expect(h.output.join("\n")).toContain("it is held in memory until the next invocation of this container");
+    // At error, as docs/runbook.md says: the token family is lost if the container never runs again.
+    const held = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => String(doc["message"]).startsWith("The rotated refresh token could not be stored"));
+    expect(held).toMatchObject({ level: "ERROR", message: "The rotated refresh token could not be stored; it is held in memory until the next invocation of this container", kind: "transactions" });
     expect(h.output.join("\n")).not.toContain(HELD_TOKEN_STORED);
     outage.on = false;
 
