@@ -408,6 +408,12 @@ describe("checkPollerTimeout", () => {
     expect(refused.message).toContain("the stack sets 60 s (CYCLE_BUDGET_MS + 30 s)");
   });
 
+  it("refuses a re-drive as a cycle (it reads the provider too): its error names the action cycle, one the error type has, and the poller's minimum", () => {
+    const refused = thrown(() => checkPollerTimeout(MIN_CONFORM_TIMEOUT_MS, 0, undefined, "redrive"), FunctionTimeoutTooShortError);
+    expect(refused).toMatchObject({ action: "cycle", minimumMs: MIN_POLLER_TIMEOUT_MS });
+    expect(refused.message).toMatch(/^The function's timeout is too short: 35 s or less, where a poller needs at least 60 s/);
+  });
+
   it("asks a conform-pii pass refused without a budget to set back the poller's minimum, not the pass's: at 35 s its cycles would be refused", () => {
     const refused = thrown(() => checkPollerTimeout(CYCLE_SAFETY_MARGIN_MS, 0, undefined, "conform-pii"), FunctionTimeoutTooShortError);
     expect(refused).toMatchObject({ action: "conform-pii", minimumMs: MIN_CONFORM_TIMEOUT_MS });
