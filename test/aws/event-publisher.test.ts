@@ -354,6 +354,13 @@ describe("EventBridgePublisher", () => {
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
   });
 
+  it("takes a call answering FailedEntryCount 0 with more entries than sent as all delivered, an error code on an entry past those sent included", async () => {
+    // No entry sent stands behind the extra answer: it fails nothing, and raising would have the engine re-send the rest.
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "a" }, { EventId: "b" }, { ErrorCode: "InternalFailure", ErrorMessage: "boom" }], $metadata: {} });
+    expect(await publisher().publish([event("ev_1"), event("ev_2")])).toEqual({ failed: [] });
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+  });
+
   it("with the engine, leaves a transaction whose entry stayed throttled pending and delivers it next cycle with the same id", async () => {
     let healthy = false;
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
