@@ -144,6 +144,19 @@ describe("withRetries", () => {
     expect(events).toEqual(["attempt 1", "sleep", "woke", "attempt 2"]);
   });
 
+  it("reports a retry before its backoff's sleep: an invocation ending in the sleep still logs why it waited", async () => {
+    const events: string[] = [];
+    const clock = { now: () => 0, sleep: async () => void events.push("sleep") };
+    await withRetries(
+      async (attempt) => {
+        if (attempt === 1) throw throttled();
+        return "ok";
+      },
+      { clock, backoff, onRetry: (_, attempt) => events.push(`retry ${attempt}`) },
+    );
+    expect(events).toEqual(["retry 1", "sleep"]);
+  });
+
   it("asks the given retryable, with the attempt, instead of the AWS rule", async () => {
     const asked: number[] = [];
     const plain = new Error("not an AWS error");
