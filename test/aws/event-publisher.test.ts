@@ -17,6 +17,7 @@ import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { pollCards, walkCursorKey } from "../../shared/bridge/cards.js";
 import { RecordingLogger, makeRig } from "../bridge/fakes.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
+import { contentHash } from "../../shared/bridge/hash.js";
 import { compileJsonSchema } from "../json-schema.js";
 
 const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
@@ -74,6 +75,18 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries()[0]).toEqual([
       { EventBusName: "bridge-bus", Source: "qashio.bridge", DetailType: "transaction.created", Time: new Date(one.time), Detail: JSON.stringify(one.detail) },
     ]);
+  });
+
+  it("sends the object as the text the engine hashed it by (a card's: keys sorted), not serialised again in its own key order", async () => {
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
+    // As the card cycle hashes a card: the text kept is the canonical one, whatever order the provider sent.
+    const object = { id: "CA1", status: "Suspended", alpha: { z: 1, a: 2 } };
+    contentHash(object);
+    const card = event("ev_1", object);
+    expect(await publisher().publish([card])).toEqual({ failed: [] });
+    const sent = sentEntries()[0]?.[0]?.Detail ?? "";
+    expect(sent).toContain('"data":{"object":{"alpha":{"a":2,"z":1},"id":"CA1","status":"Suspended"}}');
+    expect(JSON.parse(sent)).toEqual(card.detail);
   });
 
   it("sends Time as the event's own time (when the bridge built it), not the detail's occurred_at", async () => {
