@@ -540,6 +540,21 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map(detailIds)).toEqual([Array.from({ length: 10 }, (_, i) => `ev_${i}`), ["ev_0"], ["ev_0"], ["ev_0"]]);
   });
 
+  it("names the first call failed as a whole in the batches it keeps unsent, when the calls in flight fail together", async () => {
+    // A bus throttling every call in flight: the two first batches' calls fail in the same rounds, the first one named.
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
+      throw detailIds(input.Entries)[0] === "ev_0" ? awsError("ThrottlingException", 400, true) : awsError("ServiceUnavailableException", 503, true);
+    });
+    const result = await publisher(new FakeClock(), 3, 2).publish(Array.from({ length: 30 }, (_, i) => event(`ev_${i}`)));
+    const failedAs = (name: string) => `PutEvents failed after 3 attempts (entry round 1): ${name}`;
+    expect(result.failed.map((f) => [f.event.detail.id, f.reason])).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => [`ev_${i}`, failedAs("ThrottlingException")]),
+      ...Array.from({ length: 10 }, (_, i) => [`ev_${i + 10}`, failedAs("ServiceUnavailableException")]),
+      ...Array.from({ length: 10 }, (_, i) => [`ev_${i + 20}`, `not sent: an earlier call failed as a whole (${failedAs("ThrottlingException")})`]),
+    ]);
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10", "ev_0", "ev_10", "ev_0", "ev_10"]);
+  });
+
   it("settles every call in flight before raising a call's PublishError: no rejection left unhandled, no call sent after", async () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
