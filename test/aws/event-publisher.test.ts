@@ -927,6 +927,14 @@ describe("outOfRangeIntegerIn", () => {
   });
 });
 
+describe("truncationsOf", () => {
+  it("reads no trim from a detail sent whole whose object has a member of the marker's name that is no list", () => {
+    // Exported from shared/aws: asked of a detail sent whole, a provider field so named is no record of trims.
+    expect(truncationsOf(event("ev", { id: "tx", _truncated: "yes" }).detail)).toEqual([]);
+    expect(truncationsOf(event("ev", { id: "tx", _truncated: { path: "/data/object/x", total: 2, kept: 1 } }).detail)).toEqual([]);
+  });
+});
+
 describe("reduceDetail", () => {
   const toEntry = (detail: unknown) => ({ Source: "s", DetailType: "t", Detail: JSON.stringify(detail) });
 
