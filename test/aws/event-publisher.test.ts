@@ -355,6 +355,18 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map(detailIds)).toEqual([["ev_a", "ev_b"], ["ev_b"]]);
   });
 
+  it("fails for now, saying why, an entry that answers with failures leave blank past the retries", async () => {
+    mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+      FailedEntryCount: 1,
+      Entries: input.Entries.map((_, i) => (i === 0 ? {} : { ErrorCode: "InternalFailure", ErrorMessage: "boom" })),
+    }));
+    const result = await publisher(new FakeClock(), 3).publish([event("ev_blank"), event("ev_other")]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.reason, f.retryable])).toEqual([
+      ["ev_blank", "NoEventId: answered with neither an event id nor an error code (after 3 attempts)", true],
+      ["ev_other", "InternalFailure: boom (after 3 attempts)", true],
+    ]);
+  });
+
   it("takes a call answering FailedEntryCount 0 as all delivered, whatever Entries it lists", async () => {
     // Raising would have the engine re-send events EventBridge says it took.
     mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, $metadata: {} });
