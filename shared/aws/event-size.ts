@@ -5,7 +5,7 @@
  * `Detail` and each `Resources` entry count their UTF-8 bytes. A request's entries together must be less than 256 KB.
  *
  * Reduction rules for an event whose entry exceeds the limit (never dropped silently):
- * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`, the parent), largest first, keep the
+ * 1. Arrays inside `detail.data` (the object, each change's `before`/`after`), largest first, keep the
  *    longest prefix that makes the entry fit (possibly none), each trim recorded in `detail.data.object._truncated`
  *    as `{ path, total, kept }` with `path` a JSON Pointer into `detail`. (The marker lives in the object because the
  *    engine emits only the declared members of `detail` and `data`; the provider object is open.) An array no prefix
@@ -89,9 +89,9 @@ interface ArrayRef {
 const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
 
 /** Every array under `value` (not descending into arrays already collected), with where it lives. */
-function collectArrays(value: unknown, path: string, out: ArrayRef[], holder?: ArrayRef["holder"], key?: string | number): void {
+function collectArrays(value: unknown, path: string, out: ArrayRef[], holder: ArrayRef["holder"], key: string | number): void {
   if (Array.isArray(value)) {
-    if (holder !== undefined && key !== undefined && value.length > 0) {
+    if (value.length > 0) {
       out.push({ path, holder, key, array: value, bytes: jsonBytes(value) });
     }
     // Nested arrays inside elements are trimmed along with their element; do not collect them separately.
@@ -170,7 +170,6 @@ function trimToFit(
     collectArrays(change.before, `/data/changes/${index}/before`, inner, change, "before");
     collectArrays(change.after, `/data/changes/${index}/after`, inner, change, "after");
   });
-  collectArrays(data.parent, "/data/parent", inner);
   inner.sort((a, b) => b.bytes - a.bytes);
   const candidates: ArrayRef[] = [...inner];
   if (changes.length > 0) {
