@@ -31,6 +31,17 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(item.Item?.ttl).toBe(Math.ceil((clock.now() + 7 * 86_400_000) / 1000));
   });
 
+  it("keeps a record 30 days by default (the deployed bridge's retention, as the docs say), and not past them", async () => {
+    const clock = new FakeClock();
+    const quarantine = new DynamoQuarantine({ doc: table.doc, tableName: table.tableName, tenant: "q-default-retention", clock });
+    const record = { id: "r1", kind: "transaction" as const, reason: "invalid amount", raw: { amount: "x" }, at: "2026-03-01T12:00:00Z" };
+    await quarantine.put(record);
+    clock.advance(30 * 86_400_000);
+    expect(await quarantine.list()).toEqual([record]);
+    clock.advance(1_000);
+    expect(await quarantine.list()).toEqual([]);
+  });
+
   it("finds a record put again with its own `at` a second later (as the PII conform rewrites its body) again, not new", async () => {
     const clock = new FakeClock();
     const quarantine = make("q-same-at", clock);
