@@ -132,9 +132,9 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     expect(await quarantine.list()).toEqual([again]);
   });
 
-  it("counts an expired record found again by two writers at once as new for one of them only, keeping the first `at`", async () => {
+  it("counts an expired record found again by two writers at once as new for one of them only, keeping the first `at` and the later write's reason and body", async () => {
     const clock = new FakeClock();
-    const record = (at: string) => ({ id: "twice", kind: "card" as const, reason: "validation: status: missing", raw: { id: "c1" }, at });
+    const record = (at: string, raw: unknown = { id: "c1" }) => ({ id: "twice", kind: "card" as const, reason: "validation: status: missing", raw, at });
     expect(await make("q-ttl-race", clock).put(record("2026-03-01T12:00:00Z"))).toBe(true);
     clock.advance(8 * 86_400_000);
     // Another poller (or a re-drive) writes the record between this writer's refused update and its put.
@@ -142,17 +142,19 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     const doc = {
       send: async (command: unknown) => {
         if (command instanceof PutCommand && other === undefined) {
-          other = make("q-ttl-race", clock).put(record("2026-03-09T12:00:00Z"));
+          other = make("q-ttl-race", clock).put({ ...record("2026-03-09T12:00:00Z", { id: "c1", cardholder: { name: "Ann Example" } }), reason: "validation: status: unknown" });
           await other;
         }
         return table.doc.send(command as never);
       },
     } as unknown as DynamoDBDocumentClient;
     const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant: "q-ttl-race", clock, retentionDays: 7 });
-    const added = await quarantine.put(record("2026-03-09T12:00:01Z"));
+    const masked = { id: "c1", cardholder: { name: "[redacted]" } };
+    const added = await quarantine.put(record("2026-03-09T12:00:01Z", masked));
     expect(await other).toBe(true);
     expect(added).toBe(false);
-    expect((await quarantine.list()).map((r) => r.at)).toEqual(["2026-03-09T12:00:00Z"]);
+    // Found again, so written over the other writer's: its reason and body as found last (a PII mode switch masks them).
+    expect(await quarantine.list()).toEqual([record("2026-03-09T12:00:00Z", masked)]);
   });
 
   it("answers new for an expired record put again whose put the SDK sent again after losing DynamoDB's answer", async () => {
