@@ -17,7 +17,7 @@ import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared
 import { awaitingOnboarding, rotateProviderSecret, skipRotation, type RotationDeps, type RotationEvent } from "../../shared/aws/rotation.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
-import { bare401For, createHarness, emfValues, lambdaContext, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, emfValues, lambdaContext, levelsLogged, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
 beforeEach(async () => {
@@ -142,7 +142,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(h.secrets.current()).toMatchObject({ client_id: "sandbox-client", pii_salt: expect.any(String) });
-    expect(h.output.join("\n")).toContain("createSecret: refreshed the provider token and wrote it as AWSCURRENT");
+    expect(levelsLogged(h.output, "createSecret: refreshed the provider token and wrote it as AWSCURRENT")).toEqual(["INFO"]);
     // setSecret has nothing to do: it logs so, and does not run createSecret again.
     expect(h.output.join("\n")).toContain("setSecret: nothing to set, the provider issued the token");
     expect(h.output.join("\n")).not.toContain("createSecret: version already written");
@@ -248,7 +248,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.versionWith("AWSCURRENT")).toBe(current);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(h.secrets.stagesOf(token)).toEqual([]);
-    expect(h.output.join("\n")).toContain(`createSecret: skipped, the secret has ${SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours`);
+    expect(levelsLogged(h.output, `createSecret: skipped, the secret has ${SECRET_VERSIONS_EARLY_REFRESH_LIMIT} versions of the last 24 hours`)).toEqual(["INFO"]);
     // Nearly a day on, those versions still count: the rotation skips.
     h.sandbox.control.advanceClock(86_399);
     await rotate();
@@ -421,7 +421,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     const current = h.secrets.versionWith("AWSCURRENT");
     expect(current).not.toBe(token);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
-    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
+    expect(levelsLogged(h.output, "testSecret: the stored access token had expired or was absent; refreshed the provider token")).toEqual(["INFO"]);
     expect(await refreshLease()).toBeUndefined();
     // A retried testSecret finds the new access token valid: no second refresh.
     await rotator(eventFor(token, "testSecret"));
@@ -445,7 +445,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     const presented = h.refreshTokensPresented.length;
     await rotator(eventFor(token, "testSecret"));
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
-    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
+    expect(levelsLogged(h.output, "testSecret: the stored access token had expired or was absent; refreshed the provider token")).toEqual(["INFO"]);
   });
 
   it("refreshes at testSecret an empty stored access token, as an absent one, instead of presenting it to the provider", async () => {
@@ -461,7 +461,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     const presented = h.refreshTokensPresented.length;
     await rotator(eventFor(token, "testSecret"));
     expect(h.refreshTokensPresented).toHaveLength(presented + 1);
-    expect(h.output.join("\n")).toContain("testSecret: the stored access token had expired or was absent; refreshed the provider token");
+    expect(levelsLogged(h.output, "testSecret: the stored access token had expired or was absent; refreshed the provider token")).toEqual(["INFO"]);
     expect((await h.tokenStore().load())?.accessToken).not.toBe("");
   });
 
@@ -481,7 +481,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(new Set(h.refreshTokensPresented).size).toBe(h.refreshTokensPresented.length);
     expect(h.secrets.versionWith("AWSCURRENT")).not.toBe(token);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
-    expect(h.output.join("\n")).toContain("testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token");
+    expect(levelsLogged(h.output, "testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token")).toEqual(["INFO"]);
     expect(await refreshLease()).toBeUndefined();
     expect(await h.familyStillValid()).toBe(true);
   });
@@ -609,7 +609,7 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     // A token set that changed is not enough: with no access token to test, the step refreshes and tests the new one.
     await testing;
     expect(h.refreshTokensPresented.slice(presented)).toEqual([polled.refresh_token]);
-    expect(h.output.join("\n")).toContain("testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token");
+    expect(levelsLogged(h.output, "testSecret: the provider rejected the stored access token of unknown expiry (401); refreshed the provider token")).toEqual(["INFO"]);
     expect(await h.familyStillValid()).toBe(true);
   });
 
@@ -1296,7 +1296,7 @@ describe("rotate-token handler before onboarding (no refresh token yet)", () => 
     expect(h.secrets.stagesOf(token)).toEqual([]);
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(errorsLogged()).toEqual([]);
-    expect(h.output.join("\n")).toContain("createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded");
+    expect(levelsLogged(h.output, "createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded")).toEqual(["INFO"]);
   });
 
   it("skips at every scheduled rotation without blocking the next, and refreshes once the tenant is onboarded", async () => {

@@ -398,3 +398,14 @@ export function bare401For(h: Harness, clientSecret: string): Harness["fetch"] {
 export function subjectIds(events: readonly PublishedEvent[], type?: string): Set<string> {
   return new Set(events.filter((e) => type === undefined || e.detailType === type).map((e) => e.detail.subject.id));
 }
+
+/**
+ * The level of each line of `output` whose message starts with `message`, in order: docs/runbook.md names lines by
+ * their text, and one at DEBUG (which the harness logs at) would be missing from a function at its default INFO.
+ */
+export function levelsLogged(output: readonly string[], message: string): string[] {
+  return output.flatMap((line) => {
+    const doc = JSON.parse(line) as { message?: unknown; level?: unknown };
+    return typeof doc.message === "string" && doc.message.startsWith(message) ? [String(doc.level)] : [];
+  });
+}
