@@ -276,8 +276,7 @@ describe("SecretsManagerTokenStore", () => {
   it("holds a rotated refresh token Secrets Manager refuses in the table, counted and logged without values, until a save writes the secret", async () => {
     const { secrets, make, optionsWith, accessItem } = setup();
     const metrics: string[] = [];
-    const warnings: string[] = [];
-    const logger = { debug: () => {}, info: () => {}, warn: (message: string, attributes?: object) => warnings.push(`${message} ${JSON.stringify(attributes)}`), error: () => {} };
+    const logger = new RecordingLogger();
     const recorder = { add: (name: string, value: number) => metrics.push(`${name} ${value}`) };
     const store = new SecretsManagerTokenStore(optionsWith({ logger, metrics: recorder }));
     // A refresh: the token provider loads (the version whose token it spends), refreshes, then saves.
@@ -288,8 +287,15 @@ describe("SecretsManagerTokenStore", () => {
     expect(secrets.versionCount).toBe(1);
     // The gauge: nothing held at the load, held from the refused write on.
     expect(metrics).toEqual(["TokenHeldInTable 0", "TokenSecretWriteFailed 1", "TokenHeldInTable 1"]);
-    expect(warnings.join("\n")).toContain("AccessDeniedException");
-    expect(warnings.join("\n")).not.toMatch(/rt-2|at-2/);
+    // The line docs/runbook.md (TokenSecretWriteFailed) names, at warn: its `reason` names the failed call and the AWS error.
+    expect(logger.lines).toEqual([
+      {
+        level: "warn",
+        message: "Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret",
+        attributes: { error: "SecretStoreError", reason: expect.stringMatching(/^PutSecretValue .*AccessDeniedException/) },
+      },
+    ]);
+    expect(JSON.stringify(logger.lines)).not.toMatch(/rt-2|at-2/);
     // Every container now gets the held token, never the spent one; the item holding it has no expiry.
     expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
     expect((await accessItem())?.["ttl"]).toBeUndefined();
@@ -435,7 +441,9 @@ describe("SecretsManagerTokenStore", () => {
     // rt-3 is still the live token and held in the table: A's skipped write must not drop the gauge (and the alarm).
     expect(gauge.at(-1)).toBe(1);
     // The operator is told why A's access token went unshared.
-    expect(logger.lines.map((line) => line.message)).toContain("the shared access-token item holds a newer refresh token than this save's: left as it is");
+    expect(logger.lines.filter((line) => line.message.startsWith("the shared access-token item")).map((line) => [line.level, line.message])).toEqual([
+      ["warn", "the shared access-token item holds a newer refresh token than this save's: left as it is"],
+    ]);
   });
 
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
