@@ -693,6 +693,8 @@ describe("EventBridgePublisher", () => {
     expect(throttled).toMatchObject({ outcome: "complete", published: {}, publishFailed: 1, publishDeferred: 1, quarantined: 0 });
     expect(rig.metrics.sum("EventsFailed")).toBe(1);
     expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "events not taken by the publisher for now; left for the next cycle" }));
+    // docs/runbook.md (EventsFailed): such a cycle's own line is at info, with publishDeferred above 0.
+    expect(rig.logger.lines).toContainEqual(expect.objectContaining({ level: "info", message: "cards cycle complete", attributes: expect.objectContaining({ publishDeferred: 1 }) }));
     expect(rig.snapshots.data.get(`card:${id}`)).toEqual(before);
     const [offered] = sentEntries().flat();
     expect(offered?.DetailType).toBe("card.suspended");

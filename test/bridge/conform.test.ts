@@ -777,7 +777,14 @@ describe("conformSnapshots cursors", () => {
     const stored = rig.snapshots.data.get(entry.key)?.object;
     expect(stored).toEqual({ pass: expect.any(String), mode: "redact" });
     expect(stored?.["pass"]).not.toBe(entry.object["pass"]);
-    expect(rig.logger.lines.find((l) => l.message.startsWith("PII mode changed since"))?.attributes).toEqual({ from: "unrecorded", mode: "redact" });
+    // At info, in the words docs/runbook.md (Switching the PII mode) quotes.
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("PII mode changed since"))).toEqual([
+      {
+        level: "info",
+        message: "PII mode changed since the last conform-pii pass stored its id: a cursor it printed is refused from now on",
+        attributes: { from: "unrecorded", mode: "redact" },
+      },
+    ]);
     await expect(conformSnapshots(deps, { pageSize: 5, cursor: first.cursor })).rejects.toMatchObject({ name: "ConformCursorError", problem: "superseded" });
   });
 

@@ -211,6 +211,8 @@ describe("redriveQuarantined", () => {
     expect(new Set(named.map((l) => l.attributes?.["quarantineId"])).size).toBe(KEPT_RECORDS_NAMED);
     expect(named.map((l) => l.attributes?.["quarantineId"]).sort()).toEqual(report.kept.map((k) => k.record.id).sort());
     const summary = rig.logger.lines.find((l) => l.message === "quarantined transactions re-driven");
+    // The summary line docs/runbook.md names, at info: a function at its default level shows it.
+    expect(summary?.level).toBe("info");
     expect(summary?.attributes).toMatchObject({ kept: KEPT_RECORDS_NAMED + 30, keptByWhy: { "its event was not published": KEPT_RECORDS_NAMED + 30 }, keptNotNamed: 30 });
   });
 
