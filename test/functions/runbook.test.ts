@@ -88,3 +88,17 @@ describe("the runbook's Function errors explains the failures a held lease gives
     expect(section).toContain(`\`${cause?.[1]}\` "${cause?.[2]?.replace(`"${leaseNames.tokenRefresh(TENANT)}"`, '"<tenant>#token-refresh"')}`);
   });
 });
+
+describe("the runbook's Heartbeat names the line of a full-walk tick that met another card invocation's cycle lease", () => {
+  it("quotes its message, kind and action as the card poller logs them, at info", async () => {
+    const quoted = /log line `([^`]+)`, `kind` `(\w+)`, `action` `([\w-]+)`/.exec(runbookSection("Heartbeat").replace(/\s+/g, " "));
+    expect(quoted).not.toBeNull();
+    const [, message, kind, action] = quoted ?? [];
+    // Another card invocation holds the cycle lease (a card cycle invoked by hand, back to back).
+    const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
+    expect(await lock.tryAcquire(leaseNames.cardsCycle(TENANT), 10 * 60_000)).toBeDefined();
+    expect(await h.poller("cards")()).toMatchObject({ kind: "cards", status: "skipped", reason: "lease_held" });
+    const skipped = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["message"] === message);
+    expect(skipped).toEqual([expect.objectContaining({ level: "INFO", kind, action })]);
+  });
+});
