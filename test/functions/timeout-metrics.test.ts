@@ -11,6 +11,7 @@ import type { Clock } from "../../shared/bridge/ports.js";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { createHarness, lambdaContext, scheduledEvent, TENANT, type Harness } from "./support/harness.js";
+import { runbookSection } from "../runbook-section.js";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { mockClient } from "aws-sdk-client-mock";
 
@@ -215,10 +216,12 @@ it("logs a structured error when the invocation runs into its timeout, which the
     reachedHang();
     expect((error as Error).name).toBe("TimeoutError");
     const errors = atEnd.filter((line) => /"level":\s*"ERROR"/.test(line)).map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The line, its error's name and message as docs/runbook.md (Function errors) quotes them.
+    const [, quoted, name, message] = /log line "([^"]+)", error `(\w+)` "([^"]+)"/.exec(runbookSection("Function errors").replace(/\s+/g, " ")) ?? [];
     expect(errors).toEqual([
       expect.objectContaining({
-        message: expect.stringMatching(/^Invocation timed out/),
-        error: { name: "TimeoutError", message: expect.any(String) },
+        message: expect.stringMatching(new RegExp(`^${quoted}`)),
+        error: { name, message },
         tenant: expect.any(String),
       }),
     ]);
