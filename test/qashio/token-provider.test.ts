@@ -298,6 +298,8 @@ describe("OAuthTokenProvider", () => {
     expect(asked).toEqual([true]);
     expect(fetch.calls).toHaveLength(1);
     const warning = logger.lines.find((l) => l.message.startsWith("token refresh postponed"));
+    // At warn, as docs/runbook.md (Function errors, SecretVersionQuotaError) says the pollers log it.
+    expect(warning?.level).toBe("warn");
     expect(warning?.attributes).toEqual({ reason: "SecretVersionQuotaError", expiresInSeconds: 30 });
     expect(logger.text()).not.toContain(first);
 
