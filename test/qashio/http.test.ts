@@ -168,9 +168,12 @@ describe("HttpCore requests", () => {
     }
   });
 
-  it("rejects a 2xx body that is not JSON with InvalidResponseError", async () => {
+  it("rejects a 2xx body that is not JSON with InvalidResponseError carrying the call's method, path and status", async () => {
     const { http } = core(scriptedFetch(new Response("<html>oops</html>", { status: 200 })));
-    await expect(http.request(read())).rejects.toBeInstanceOf(InvalidResponseError);
+    const error = await http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    // Logs carry the error's fields: without them the failure names no call there.
+    expect(error).toMatchObject({ method: "GET", path: "/public/v1/erp/transactions", status: 200 });
   });
 
   it("answers a 2xx body that is not JSON as body undefined under anyBody, keeping its x-request-id", async () => {
