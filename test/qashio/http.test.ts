@@ -963,6 +963,11 @@ describe("parseRetryAfter", () => {
   it("reads fractional delta seconds as seconds", () => {
     expect(parseRetryAfter("1.5", Date.UTC(2025, 0, 1))).toBe(1500);
   });
+
+  it("reads fractional delta seconds to the nearest millisecond, not one short where the product in floating point falls below it", () => {
+    // 1.005 * 1000 is 1004.999...: cut to whole milliseconds, the wait would end a millisecond before the one asked.
+    expect(parseRetryAfter("1.005", Date.UTC(2025, 0, 1))).toBe(1005);
+  });
 });
 
 describe("redactSecrets", () => {
