@@ -631,6 +631,28 @@ describe("HttpCore's slow start after a throttling wait", () => {
     for (const each of waiters) expect(each.outcome).toMatchObject({ status: 200 });
   });
 
+  it("lets one probe through, not every waiter, after a 429 of the slow start asking no wait (a jitter of 0): a 429 answers no round", async () => {
+    const { fetch, inFlight, answer } = heldFetch();
+    const { http, clock } = core(fetch, manualClock(), undefined, { random: () => 0 });
+    const q1 = track(http.request(read("Q1")));
+    await turns();
+    // No Retry-After and a jitter of 0: a wait of 0, then the slow start, one request at a time.
+    answer("Q1", fail(429));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q1"]);
+    const waiters = ["Q2", "Q3"].map((qid) => track(http.request(read(qid))));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q1"]);
+    answer("Q1", fail(429));
+    await clock.advance(0);
+    expect(inFlight()).toEqual(["Q2"]);
+    for (const qid of ["Q2", "Q1", "Q3"]) {
+      answer(qid, ok([]));
+      await clock.advance(0);
+    }
+    for (const each of [q1, ...waiters]) expect(each.outcome).toMatchObject({ status: 200 });
+  });
+
   it("counts requests that were getting their token when the 429 came among the slow start's: one probe when a short wait ends before their token", async () => {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
