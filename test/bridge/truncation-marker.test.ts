@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
+import { contentHash, recordHash } from "../../shared/bridge/hash.js";
+import type { PiiPolicy } from "../../shared/bridge/pii.js";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { makeRig, type TestRig } from "./fakes.js";
+
+const TRANSACTION_KEY: SnapshotKey = "transaction:00000000-0000-4000-8000-000000000001";
+const CARD_KEY: SnapshotKey = "card:CA00000001";
+
+/** One transaction and one card (configuration objects only its single read carries), pulled once. */
+async function pulledOnce(pii: PiiPolicy, cardDetails: boolean, extra: Record<string, unknown> = {}): Promise<TestRig> {
+  const rig = makeRig({ pii, emitCardCreated: true }, { cardDetails });
+  rig.provider.addTransaction({ memo: "taxi", line_items: [{ id: "li-1", amount: 10 }, { id: "li-2", amount: 2.5 }], ...extra });
+  rig.provider.addCard({ spend_controls: { daily: 100 }, atm_configuration: { atm_withdrawal_allowed: false, max_amount: 500 }, ...extra });
+  await pollTransactions(rig.deps);
+  await pollCards(rig.deps);
+  return rig;
+}
+
+const hashOf = (rig: TestRig, key: SnapshotKey): string | undefined => rig.snapshots.data.get(key)?.hash;
+
+describe("a provider member named _truncated (the bridge's trim marker)", () => {
+  // Stored by the version before the engine left the member out (375ff171), for the same items: an upgrade must not
+  // give an item without the member another hash, or every such item would be published again as changed.
+  it.each([
+    ["full", false, { mode: "full" }, "e2f985eb02d9840926d9afc72e53deee794d1bb625cd9a2e1bd4d7857de35715", "ae76b343472490dc28e2bb43b591a9523739b356a273f947941d263286b67c11"],
+    ["full", true, { mode: "full" }, "e2f985eb02d9840926d9afc72e53deee794d1bb625cd9a2e1bd4d7857de35715", "688d98c62daf771b43c4c495a11ee9e3437c0a8c964876998ce1836df2653d4e"],
+    ["hash", false, { mode: "hash", salt: "pinned-salt" }, "35ae82fff04623ea550a755a50b91610e4a62268a6458e0c5d9d0244639c27ff", "981030214a65a427da6b906811d2fea0f5efe90034e5b49a5e84ccd6b9dd783e"],
+    ["hash", true, { mode: "hash", salt: "pinned-salt" }, "35ae82fff04623ea550a755a50b91610e4a62268a6458e0c5d9d0244639c27ff", "d97afd7099b3bddcd5c0a0eff65588a4349d2fa31360410b88fdb2d0321e707e"],
+  ] as const)("leaves the hash of an item without one as before its exclusion (pii %s, card details %s)", async (_mode, cardDetails, pii, transactionHash, cardHash) => {
+    const rig = await pulledOnce(pii, cardDetails);
+    expect(hashOf(rig, TRANSACTION_KEY)).toBe(transactionHash);
+    expect(hashOf(rig, CARD_KEY)).toBe(cardHash);
+  });
+
+  it.each([false, true])(
+    "stored with the item by an earlier version, publishes its removal once, as a change at /_truncated, then nothing (card details %s)",
+    async (cardDetails) => {
+      const member = { _truncated: "provider's" };
+      const rig = await pulledOnce({ mode: "full" }, cardDetails, member);
+      const fresh = new Map([TRANSACTION_KEY, CARD_KEY].map((key) => [key, rig.snapshots.data.get(key) as Snapshot]));
+      // As an earlier version stored them: the member kept in the object and in its hash (a transaction's in its
+      // provider order, here at the end: any hash other than the one without the member makes the same diff).
+      for (const [key, snapshot] of fresh) {
+        const object = { ...snapshot.object, ...member };
+        rig.snapshots.data.set(key, { ...snapshot, object, hash: key === CARD_KEY ? contentHash(object) : recordHash(object) });
+      }
+      rig.publisher.events.length = 0;
+      const listAgain = (): void => {
+        for (const txn of rig.provider.transactions) txn.client_sync_status = "outdated";
+      };
+
+      listAgain();
+      await pollTransactions(rig.deps);
+      await pollCards(rig.deps);
+      const removal = [{ path: "/_truncated", before: "provider's", after: null }];
+      expect(rig.publisher.events.map((e) => [e.detailType, e.detail.data.changes])).toEqual([
+        ["transaction.changed", removal],
+        ["card.updated", removal],
+      ]);
+      for (const event of rig.publisher.events) expect(Object.hasOwn(JSON.parse(JSON.stringify(event.detail.data.object)) as object, "_truncated")).toBe(false);
+      for (const [key, snapshot] of fresh) {
+        const stored = rig.snapshots.data.get(key) as Snapshot;
+        expect(stored.hash, key).toBe(snapshot.hash);
+        expect(Object.hasOwn(JSON.parse(JSON.stringify(stored.object)) as object, "_truncated"), key).toBe(false);
+      }
+
+      listAgain();
+      await pollTransactions(rig.deps);
+      await pollCards(rig.deps);
+      expect(rig.publisher.events).toHaveLength(2);
+    },
+  );
+});
