@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { pollCards, pollTransactions } from "../../shared/bridge/index.js";
+import { conformSnapshots } from "../../shared/bridge/conform.js";
 import { contentHash, recordHash } from "../../shared/bridge/hash.js";
+import { redriveQuarantined } from "../../shared/bridge/redrive.js";
 import type { PiiPolicy } from "../../shared/bridge/pii.js";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { makeRig, type TestRig } from "./fakes.js";
@@ -19,6 +21,28 @@ async function pulledOnce(pii: PiiPolicy, cardDetails: boolean, extra: Record<st
 }
 
 const hashOf = (rig: TestRig, key: SnapshotKey): string | undefined => rig.snapshots.data.get(key)?.hash;
+
+/**
+ * Rewrites the pulled items' snapshots as a version before the exclusion stored them: `member` kept in the object and
+ * in its hash (a transaction's in its provider order, here at the end: any hash other than the one without the member
+ * makes the same diff). Returns the snapshots as this version stored them.
+ */
+function asStoredByEarlierVersion(rig: TestRig, member: Record<string, unknown>): Map<SnapshotKey, Snapshot> {
+  const fresh = new Map([TRANSACTION_KEY, CARD_KEY].map((key) => [key, rig.snapshots.data.get(key) as Snapshot]));
+  for (const [key, snapshot] of fresh) {
+    const object = { ...snapshot.object, ...member };
+    rig.snapshots.data.set(key, { ...snapshot, object, hash: key === CARD_KEY ? contentHash(object) : recordHash(object) });
+  }
+  return fresh;
+}
+
+/** The provider lists every transaction again (as after a change), though none changed. */
+function listAgain(rig: TestRig): void {
+  for (const txn of rig.provider.transactions) txn.client_sync_status = "outdated";
+}
+
+/** `value` as a consumer or the store receives it: JSON text, members `undefined` left out. */
+const asJson = (value: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
 
 describe("a provider member named _truncated (the bridge's trim marker)", () => {
   // Stored by the version before the engine left the member out (375ff171), for the same items: an upgrade must not
@@ -39,19 +63,10 @@ describe("a provider member named _truncated (the bridge's trim marker)", () => 
     async (cardDetails) => {
       const member = { _truncated: "provider's" };
       const rig = await pulledOnce({ mode: "full" }, cardDetails, member);
-      const fresh = new Map([TRANSACTION_KEY, CARD_KEY].map((key) => [key, rig.snapshots.data.get(key) as Snapshot]));
-      // As an earlier version stored them: the member kept in the object and in its hash (a transaction's in its
-      // provider order, here at the end: any hash other than the one without the member makes the same diff).
-      for (const [key, snapshot] of fresh) {
-        const object = { ...snapshot.object, ...member };
-        rig.snapshots.data.set(key, { ...snapshot, object, hash: key === CARD_KEY ? contentHash(object) : recordHash(object) });
-      }
+      const fresh = asStoredByEarlierVersion(rig, member);
       rig.publisher.events.length = 0;
-      const listAgain = (): void => {
-        for (const txn of rig.provider.transactions) txn.client_sync_status = "outdated";
-      };
 
-      listAgain();
+      listAgain(rig);
       await pollTransactions(rig.deps);
       await pollCards(rig.deps);
       const removal = [{ path: "/_truncated", before: "provider's", after: null }];
@@ -59,17 +74,55 @@ describe("a provider member named _truncated (the bridge's trim marker)", () => 
         ["transaction.changed", removal],
         ["card.updated", removal],
       ]);
-      for (const event of rig.publisher.events) expect(Object.hasOwn(JSON.parse(JSON.stringify(event.detail.data.object)) as object, "_truncated")).toBe(false);
+      for (const event of rig.publisher.events) expect(Object.hasOwn(asJson(event.detail.data.object), "_truncated")).toBe(false);
       for (const [key, snapshot] of fresh) {
         const stored = rig.snapshots.data.get(key) as Snapshot;
         expect(stored.hash, key).toBe(snapshot.hash);
-        expect(Object.hasOwn(JSON.parse(JSON.stringify(stored.object)) as object, "_truncated"), key).toBe(false);
+        expect(Object.hasOwn(asJson(stored.object), "_truncated"), key).toBe(false);
       }
 
-      listAgain();
+      listAgain(rig);
       await pollTransactions(rig.deps);
       await pollCards(rig.deps);
       expect(rig.publisher.events).toHaveLength(2);
     },
   );
+
+  it("stored with the item by an earlier version, is kept by conform-pii, so the next pull still publishes its removal once", async () => {
+    const member = { _truncated: "provider's" };
+    const rig = await pulledOnce({ mode: "full" }, false, member);
+    asStoredByEarlierVersion(rig, member);
+    rig.publisher.events.length = 0;
+    const redact = { ...rig.deps, pii: { mode: "redact" } as const };
+    expect((await conformSnapshots(redact)).rewritten).toBe(2);
+    for (const key of [TRANSACTION_KEY, CARD_KEY]) expect(rig.snapshots.data.get(key)?.object["_truncated"], key).toBe("provider's");
+
+    listAgain(rig);
+    await pollTransactions(redact);
+    await pollCards(redact);
+    listAgain(rig);
+    await pollTransactions(redact);
+    await pollCards(redact);
+    const removal = [{ path: "/_truncated", before: "provider's", after: null }];
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.data.changes])).toEqual([
+      ["transaction.changed", removal],
+      ["card.updated", removal],
+    ]);
+  });
+
+  it("re-driven from the quarantine, is left out of the event and the snapshot, while the record's body kept it as pulled", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction({ _truncated: "provider's" });
+    rig.publisher.reject = () => "AccessDeniedException: not allowed";
+    await pollTransactions(rig.deps);
+    rig.publisher.reject = () => undefined;
+    expect([...rig.quarantine.records.values()].map((r) => (r.raw as Record<string, unknown>)["_truncated"])).toEqual(["provider's"]);
+
+    const report = await redriveQuarantined(rig.deps);
+    expect(report.redriven.map((r) => r.entityId)).toEqual([txn.id]);
+    const [event] = rig.publisher.events;
+    expect(event?.detailType).toBe("transaction.created");
+    expect(Object.hasOwn(asJson(event?.detail.data.object), "_truncated")).toBe(false);
+    expect(Object.hasOwn(asJson(rig.snapshots.data.get(`transaction:${txn.id}`)?.object), "_truncated")).toBe(false);
+  });
 });
