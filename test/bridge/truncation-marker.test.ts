@@ -125,4 +125,30 @@ describe("a provider member named _truncated (the bridge's trim marker)", () => 
     expect(Object.hasOwn(asJson(event?.detail.data.object), "_truncated")).toBe(false);
     expect(Object.hasOwn(asJson(rig.snapshots.data.get(`transaction:${txn.id}`)?.object), "_truncated")).toBe(false);
   });
+
+  it("stored with a transaction by an earlier version, is removed in the transaction's next event, beside its change", async () => {
+    const member = { _truncated: "provider's" };
+    const rig = await pulledOnce({ mode: "full" }, false, member);
+    asStoredByEarlierVersion(rig, member);
+    rig.publisher.events.length = 0;
+    // Not listed again unless changed: nothing meanwhile.
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events).toEqual([]);
+
+    const [txn] = rig.provider.transactions;
+    rig.provider.changeTransaction(txn?.id as string, { memo: "airport taxi" });
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.map((e) => e.detail.data.changes?.map((c) => c.path))).toEqual([["/_truncated", "/memo", "/updated_at"]]);
+  });
+
+  it("stored with a card by an earlier version, is removed in the suspended fast path's event of its status move", async () => {
+    const member = { _truncated: "provider's" };
+    const rig = await pulledOnce({ mode: "full" }, true, member);
+    asStoredByEarlierVersion(rig, member);
+    rig.publisher.events.length = 0;
+    rig.provider.changeCard("CA00000001", { status: "Suspended" });
+    await pollCards(rig.deps, { mode: "suspended-only" });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.data.changes?.map((c) => c.path)])).toEqual([["card.suspended", ["/_truncated", "/status"]]]);
+    expect(Object.hasOwn(asJson(rig.snapshots.data.get(CARD_KEY)?.object), "_truncated")).toBe(false);
+  });
 });
