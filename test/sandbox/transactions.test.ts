@@ -255,6 +255,18 @@ describe("GET /public/v1/erp/transactions", () => {
     expect(byStatus.body.data.map((t: { id: string }) => t.id)).toContain(sample.id);
   });
 
+  it("ranges transaction_time_from/_to over transaction_time, not created_at: a transaction whose time a change moved is listed under its new day only (§4.3, §8.2 rule 1)", async () => {
+    const sample = ((await h.json(`${LIST}?page_size=100`)).body.data as Row[])[5] as Row;
+    const detail = (await h.json(`${LIST}/${sample.id}`)).body.data as Row;
+    const createdDay = String(detail.created_at).slice(0, 10);
+    const moved = "2020-01-15";
+    const patched = await h.json(`/_sandbox/companies/${h.companyId}/transactions/${sample.id}`, { method: "PATCH", body: { transaction_time: `${moved}T12:00:00.000Z` }, token: null });
+    expect(patched.status).toBe(200);
+    const ids = async (day: string) => ((await h.json(`${LIST}?transaction_time_from=${day}&transaction_time_to=${day}&page_size=100`)).body.data as Row[]).map((t) => t.id);
+    expect(await ids(moved)).toEqual([sample.id]);
+    expect(await ids(createdDay)).not.toContain(sample.id);
+  });
+
   // §8.2 rule 6: four digits name one ending; a card sharing only the last three is another card.
   it("lists under card_last_four only the transactions of cards ending in all four digits sent", async () => {
     const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
