@@ -49,6 +49,21 @@ describe("JsonlEventPublisher and a last line of its own without its newline", (
   });
 });
 
+describe("JsonlEventPublisher and a last line without its newline that is not its own", () => {
+  it.each([
+    ["a JSON object of another's", `{"note":"kept by ha`],
+    ["an envelope of another's whose id is no string", `{"version":"0","id":7,"detail":{"id":"hand`],
+    ["one whose opening differs from its own in the id's quote alone", `{"version":"0","id":'env-2`],
+  ])("keeps %s byte for byte, cut short as it is, and starts a new line after it", async (_what, foreign) => {
+    await writeFile(file, `${lineOf(1)}\n${foreign}`);
+    const warnings: unknown[] = [];
+    await new JsonlEventPublisher({ file, logger: { warn: (message) => warnings.push(message) } }).publish([sampleEvent(2)]);
+    const lines = (await readFile(file, "utf8")).split("\n");
+    expect(lines).toEqual([lineOf(1), foreign, expect.stringContaining(sampleEvent(2).detail.id), ""]);
+    expect(warnings).toEqual([]);
+  });
+});
+
 describe("JsonlEventPublisher sweeping its recovery files' temp files", () => {
   it("leaves old temp files of other names that only start as its recovery names do (<file>.cut-<byte>[.<n>] only)", async () => {
     // Temp files another program's atomic writes left for files named so in a directory shared with the events file.
