@@ -18,6 +18,8 @@ const faults = vi.hoisted(() => ({
   tearNextWrite: false,
   failTruncate: false,
   failOpenOf: undefined as RegExp | undefined,
+  /** Cuts the file read to this length just before a read at this position, as a copytruncate rotation would. */
+  shrinkAt: undefined as { position: number; to: number } | undefined,
   /** fsync does nothing: for a test of hundreds of appends that checks what they write, not its durability. */
   skipSync: false,
   unsynced: 0,
@@ -57,6 +59,10 @@ vi.mock("node:fs", async (importOriginal) => {
     return (fs.openSync as (...args: unknown[]) => number)(file, ...rest);
   }) as typeof fs.openSync;
   const readSync = ((...args: Parameters<typeof fs.readSync>) => {
+    if (faults.shrinkAt !== undefined && args[4] === faults.shrinkAt.position) {
+      fs.ftruncateSync(args[0], faults.shrinkAt.to);
+      faults.shrinkAt = undefined;
+    }
     const read = fs.readSync(...args);
     faults.mostInOneCall = Math.max(faults.mostInOneCall, read);
     return read;
@@ -78,6 +84,7 @@ beforeEach(async () => {
   faults.tearNextWrite = false;
   faults.failTruncate = false;
   faults.failOpenOf = undefined;
+  faults.shrinkAt = undefined;
   faults.skipSync = false;
   faults.unsynced = 0;
   faults.mostUnsynced = 0;
@@ -319,6 +326,18 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
     // No read or write of the 3 MiB at once: the region checked (see write) is the most held.
     expect(faults.mostInOneCall).toBeLessThanOrEqual(TORN_REGION_BYTES);
+  });
+
+  it("writes, saves and cuts nothing when the file shrinks while it saves a cut (a copytruncate rotation), and says so", async () => {
+    const { kept } = await farTornFile(file);
+    const shrunk = kept.length + 64 * 1024;
+    faults.shrinkAt = { position: shrunk, to: shrunk };
+    await expect(new JsonlEventPublisher({ file, newId: () => "env" }).publish([sampleEvent(2)])).rejects.toThrow(
+      /cannot save .*\(the file shrank while being read\): nothing was written/,
+    );
+    expect(faults.shrinkAt).toBeUndefined();
+    expect(await readdir(dir)).toEqual(["events.jsonl"]);
+    expect((await readFile(file)).length).toBe(shrunk);
   });
 
   it.each([
