@@ -187,6 +187,18 @@ describe("JsonlEventPublisher and a power loss", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
+  it("reads no more than the last byte after an append that cut a torn line off: its own append left the file so", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish(Array.from({ length: 200 }, (_, n) => sampleEvent(n)));
+    await writeFile(file, '{"version":"0","id":"en', { flag: "a" });
+    await publisher.publish([sampleEvent(200)]);
+    const before = (await readFile(file)).length;
+    faults.mostInOneCall = 0;
+    await publisher.publish([sampleEvent(201)]);
+    expect(faults.mostInOneCall).toBe((await readFile(file)).length - before);
+    expect(await detailIds()).toEqual(Array.from({ length: 202 }, (_, n) => sampleEvent(n).detail.id));
+  });
+
   it("reads no more than the last byte of a file its own last append left so: none of it can hold a tear to look for", async () => {
     const publisher = new JsonlEventPublisher({ file });
     await publisher.publish(Array.from({ length: 200 }, (_, n) => sampleEvent(n)));
