@@ -59,7 +59,8 @@ vi.mock("node:fs", async (importOriginal) => {
     return (fs.openSync as (...args: unknown[]) => number)(file, ...rest);
   }) as typeof fs.openSync;
   const readSync = ((...args: Parameters<typeof fs.readSync>) => {
-    if (faults.shrinkAt !== undefined && args[4] === faults.shrinkAt.position) {
+    // The positional form, readSync(fd, buffer, offset, length, position), is the one the publisher calls.
+    if (faults.shrinkAt !== undefined && (args as unknown[])[4] === faults.shrinkAt.position) {
       fs.ftruncateSync(args[0], faults.shrinkAt.to);
       faults.shrinkAt = undefined;
     }
