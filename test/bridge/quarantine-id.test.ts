@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { applyPii, type PiiPolicy } from "../../shared/bridge/pii.js";
+import { contentHash, sha256Hex, uuidFromHex } from "../../shared/bridge/hash.js";
 
 const raw = {
   id: "CA1",
@@ -43,5 +44,13 @@ describe("quarantineId", () => {
     ]).size).toBe(6);
     // A body that is not an object has no personal fields the engine knows of: hashed as it is.
     expect(quarantineId("acme", "card", "validation", "not an object")).not.toBe(quarantineId("acme", "card", "validation", null));
+  });
+
+  it("keeps the ids of stored records: NUL-separated tenant, kind, cause and the redacted body's content hash", () => {
+    const body = { id: "CA1", status: null, cardholder: { name: "Ann Holder" } };
+    const redacted = { id: "CA1", status: null, cardholder: { name: "[redacted]" } };
+    expect(quarantineId("acme", "card", "validation", body)).toBe(uuidFromHex(sha256Hex(`acme\u0000card\u0000validation\u0000${contentHash(redacted)}`)));
+    // The id this version gives that record: a record stored earlier and found again must keep it.
+    expect(quarantineId("acme", "card", "validation", body)).toBe("7723d6d7-f5a0-864b-b442-17eb596cba7c");
   });
 });
