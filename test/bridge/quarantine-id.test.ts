@@ -53,4 +53,9 @@ describe("quarantineId", () => {
     // The id this version gives that record: a record stored earlier and found again must keep it.
     expect(quarantineId("acme", "card", "validation", body)).toBe("7723d6d7-f5a0-864b-b442-17eb596cba7c");
   });
+
+  it("takes a transaction body that is not an object (null, text, a number) without failing, one id each", () => {
+    const ids = [null, "not an object", 7].map((body) => quarantineId("acme", "transaction", "validation", body));
+    expect(new Set(ids).size).toBe(3);
+  });
 });
