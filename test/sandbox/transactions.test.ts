@@ -494,6 +494,14 @@ describe("client_sync_status state machine and acknowledge", () => {
     expect((await h.json(`${LIST}/${mine?.id}`)).body.data.client_sync_status).toBe("not_synced");
   });
 
+  // §7: each errors entry is `{ field, code, message }`; the message says which id and why, another company's id too.
+  it("says in each NOT_FOUND entry's message which id it refused and that it is not this company's (§7 errors entry)", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const [theirs] = (await h.json(LIST, { token: other.access_token })).body.data as { id: string }[];
+    const { body } = await h.json(ACK, { body: { transaction_ids: ["2f1e7c52-0d3b-4c5a-9e8f-000000000000", theirs?.id] } });
+    expect(body.errors).toEqual([0, 1].map((i) => ({ field: `transaction_ids.${i}`, code: "NOT_FOUND", message: `transaction_ids.${i} is not a transaction of this company` })));
+  });
+
   // §7: "a failed write returns 400 with one errors entry per offending field": one unknown id fails the batch too.
   it("refuses a batch with a single unknown id beside known ones, acknowledging none of them", async () => {
     const mine = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=2`)).body.data as { id: string }[];
