@@ -176,7 +176,10 @@ describe("activity generation", () => {
     const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { id: "x", client_sync_status: "synced" }, "PATCH");
     expect(status).toBe(400);
     expect(errorCodes(body)).toEqual(["id:INVALID_FORMAT", "client_sync_status:INVALID_FORMAT"]);
-    expect((await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH")).status).toBe(404);
+    const unknown = await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH");
+    expect(unknown.status).toBe(404);
+    // §7: `field` is null when not tied to one input; the id is the path's, not a body field's.
+    expect(errorCodes(unknown.body)).toEqual(["null:NOT_FOUND"]);
   });
 
   it("refuses each identity field by name, leaving the transaction as it was", async () => {
