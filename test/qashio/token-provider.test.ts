@@ -760,6 +760,15 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("fails every caller that joined a refresh which failed ambiguously, none presenting the refresh token again (§5 rule 6: a replay revokes the family)", async () => {
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(503, {}), json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
+    const outcomes = await Promise.allSettled([provider.getAccessToken(), provider.getAccessToken(), provider.refreshAfterUnauthorized("at-old")]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   // Each answer spends rt-1 and carries rt-2, but is not a usable token set.
   it.each([
     ["without token_type", { access_token: "at-2", refresh_token: "rt-2" }],
