@@ -417,6 +417,20 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it.each([
+    ["a JWT exp equal to the moment of receipt (no iat)", (now: number) => ({ access_token: jwt({ exp: now / 1000 }) })],
+    ["an expires_in of 0 (no exp)", () => ({ access_token: "opaque-access", expires_in: 0 })],
+  ])("takes no expiry from %s, already over on receipt: the token is used until a 401, not refreshed before every call (spec-gaps, access token lifetime, §5 rule 11)", async (_, answer) => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const fetch = scriptedFetch(json(200, { ...answer(clock.now()), token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    const first = await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBeUndefined();
+    expect(await provider.getAccessToken()).toBe(first);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("takes no expiry past the last valid time (a far-future exp or expires_in): the DynamoDB store could not write it, and every save failed", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });
