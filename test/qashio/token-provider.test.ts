@@ -464,6 +464,16 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
   });
 
+  it("prefers a JWT's lifetime (exp - iat) to an expires_in that says otherwise (spec-gaps, access token lifetime, §5 rule 11: expires_in only without iat)", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const now = Math.floor(clock.now() / 1000);
+    const fetch = scriptedFetch(json(200, { access_token: jwt({ iat: now, exp: now + 15 * 60 }), token_type: "Bearer", refresh_token: "rt-2", expires_in: 10 * 60 }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
+    await provider.getAccessToken();
+    expect(store.saves[0]!.accessTokenExpiresAt).toBe(clock.now() + 15 * MINUTE);
+  });
+
   it("reads no lifetime from a JWT whose exp is not after its iat (a provider bug): expires_in counts, not one refresh per call", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });
