@@ -129,6 +129,11 @@ describe("validate", () => {
     expect(fetch.calls[0]!.headers.authorization).toBe("Bearer at-1");
   });
 
+  it("returns active false as the provider sent it (§4.2: a boolean), not as valid", async () => {
+    const fetch = scriptedFetch(json(200, { active: false }));
+    expect(await validate({ baseUrl: BASE_URL, fetch, clock: fakeClock() }, "at-1")).toEqual({ active: false });
+  });
+
   it("retries a 5xx, as a read", async () => {
     const fetch = scriptedFetch(json(503, {}), json(200, { active: true }));
     const clock = fakeClock();
