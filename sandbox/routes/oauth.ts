@@ -109,8 +109,9 @@ function authorizePage(c: SandboxContext): Response {
   const params = paramsFrom((name) => query[name] ?? []);
   const invalid = checkRequest(c, params);
   if (invalid) return invalid;
+  let granted: string;
   try {
-    c.get("state").oauth.normaliseScope(params.scope);
+    granted = c.get("state").oauth.normaliseScope(params.scope);
   } catch (error) {
     if (error instanceof OAuthError) return redirectWith(c, params.redirectUri, { error: error.error, state: params.state });
     throw error;
@@ -129,7 +130,11 @@ function authorizePage(c: SandboxContext): Response {
       return `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
     })
     .join("\n");
-  const scopes = (params.scope || "all sandbox scopes").split(/\s+/).map((s) => `<li>${escapeHtml(s)}</li>`).join("");
+  // What the grant will hold (none asked is every scope), one item per scope.
+  const scopes = granted
+    .split(" ")
+    .map((s) => `<li>${escapeHtml(s)}</li>`)
+    .join("");
   return c.html(
     page(
       "Authorize sandbox-client",

@@ -433,6 +433,19 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(html).toContain('value="deny"');
   });
 
+  it("lists on the page the scopes the grant will hold: each sandbox scope for none or a blank one, a repeated one once (spec-gaps, OAuth: no scope, all scopes)", async () => {
+    const listed = async (scope: string | undefined) => {
+      const params = new URLSearchParams(query());
+      if (scope === undefined) params.delete("scope");
+      else params.set("scope", scope);
+      const html = await (await h.sandbox.fetch(`${BASE}/oauth2/authorize?${params.toString()}`)).text();
+      return [...(/<ul id="scopes">(.*?)<\/ul>/.exec(html)?.[1] ?? "").matchAll(/<li>(.*?)<\/li>/g)].map((m) => m[1]);
+    };
+    expect(await listed(undefined)).toEqual([...SANDBOX_SCOPES]);
+    expect(await listed(" \t ")).toEqual([...SANDBOX_SCOPES]);
+    expect(await listed("transactions:read  cards:read transactions:read")).toEqual(["transactions:read", "cards:read"]);
+  });
+
   it("redirects with code and state on approval, and the code exchanges for a token of the picked company", async () => {
     const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "s-1", company_id: h.otherCompanyId, decision: "approve" });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
