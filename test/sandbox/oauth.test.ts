@@ -84,6 +84,11 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(repeated.body.scope).toBe("transactions:read cards:read");
   });
 
+  it("splits the requested scope on any whitespace, a tab or a newline included (spec-gaps, OAuth: scopes)", async () => {
+    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read\ttransactions:read\nwallet:read"));
+    expect(body.scope).toBe("cards:read transactions:read wallet:read");
+  });
+
   it("refuses a code used twice with 401", async () => {
     const c = code();
     expect((await exchange(c)).status).toBe(200);
