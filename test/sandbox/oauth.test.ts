@@ -89,6 +89,14 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(body.scope).toBe("cards:read transactions:read wallet:read");
   });
 
+  it("takes scope names case-sensitively: Cards:Read is invalid_scope on the authorize page and for a code (spec-gaps, OAuth: scopes)", async () => {
+    const query = new URLSearchParams({ response_type: "code", client_id: CLIENT.client_id, redirect_uri: REDIRECT_URI, scope: "Cards:Read", state: "s" });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query.toString()}`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(new URL(res.headers.get("location") ?? "").searchParams.get("error")).toBe("invalid_scope");
+    expect(() => code(h.companyId, REDIRECT_URI, "Cards:Read")).toThrow(/unknown scope: Cards:Read/);
+  });
+
   it("refuses a code used twice with 401", async () => {
     const c = code();
     expect((await exchange(c)).status).toBe(200);
