@@ -124,6 +124,17 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect((await exchange(c)).status).toBe(200);
   });
 
+  it("answers a used or expired code 401 even with a mismatched redirect_uri: the code is judged before the redirect (§4.2 401 for a used or expired code)", async () => {
+    const used = code();
+    const stale = code();
+    expect((await exchange(used)).status).toBe(200);
+    const reused = await exchange(used, `${REDIRECT_URI}/`);
+    expect([reused.status, reused.body.error]).toEqual([401, "invalid_grant"]);
+    h.sandbox.control.advanceClock(600);
+    const late = await exchange(stale, `${REDIRECT_URI}/`);
+    expect([late.status, late.body.error]).toEqual([401, "invalid_grant"]);
+  });
+
   it("answers 401 for wrong client credentials and an unknown code", async () => {
     const wrongSecret = await token({ grant_type: "authorization_code", client_id: "sandbox-client", client_secret: "nope", code: code(), redirect_uri: REDIRECT_URI });
     expect(wrongSecret.status).toBe(401);
