@@ -594,12 +594,16 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
-  it("never redirects to an unregistered redirect_uri or for an unknown client", async () => {
-    const overrides: Record<string, string>[] = [{ redirect_uri: "https://evil.example/cb" }, { client_id: "other" }];
-    for (const over of overrides) {
+  it("never redirects to an unregistered redirect_uri or for an unknown client, and the page says which was refused", async () => {
+    const overrides: [Record<string, string>, string][] = [
+      [{ redirect_uri: "https://evil.example/cb" }, "redirect_uri is not registered for this client."],
+      [{ client_id: "other" }, "Unknown client_id."],
+    ];
+    for (const [over, message] of overrides) {
       const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query(over)}`);
       expect(res.status).toBe(400);
       expect(res.headers.get("location")).toBeNull();
+      expect(await res.text()).toContain(`<p id="error">${message}</p>`);
     }
   });
 
