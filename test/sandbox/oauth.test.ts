@@ -607,6 +607,18 @@ describe("GET and POST /oauth2/authorize", () => {
     }
   });
 
+  it("keeps the redirect URI's own query and sets code and state over parameters of the same name, one of each (spec-gaps, OAuth: redirect)", async () => {
+    const redirectUri = `${REDIRECT_URI}?tenant=t1&state=old&code=old`;
+    const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: redirectUri, state: "s-8", company_id: h.companyId, decision: "approve" });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+    const location = new URL(res.headers.get("location") ?? "");
+    expect(location.searchParams.getAll("tenant")).toEqual(["t1"]);
+    expect(location.searchParams.getAll("state")).toEqual(["s-8"]);
+    const codes = location.searchParams.getAll("code");
+    expect(codes).toHaveLength(1);
+    expect((await exchange(codes[0] ?? "", redirectUri)).status).toBe(200);
+  });
+
   it("refuses a redirect_uri with a fragment, an empty one included, or with credentials, a password alone included (RFC 6749 §3.1.2)", async () => {
     for (const redirectUri of ["http://127.0.0.1:8765/callback#", "http://127.0.0.1:8765/callback#x", "http://:pw@127.0.0.1:8765/callback", "http://u@127.0.0.1:8765/callback"]) {
       const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query({ redirect_uri: redirectUri })}`);
