@@ -457,6 +457,13 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(html).toContain('value="deny"');
   });
 
+  it("marks the company whose API access is disabled on the page, and offers it all the same (spec-gaps, OAuth: disabled company)", async () => {
+    const html = await (await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query()}`)).text();
+    const label = (id: string) => html.split("\n").find((line) => line.includes(`value="${id}"`)) ?? "";
+    expect(label(h.disabledCompanyId)).toContain("(API access disabled)");
+    expect(label(h.companyId)).not.toContain("API access disabled");
+  });
+
   it("lists on the page the scopes the grant will hold: each sandbox scope for none or a blank one, a repeated one once (spec-gaps, OAuth: no scope, all scopes)", async () => {
     const listed = async (scope: string | undefined) => {
       const params = new URLSearchParams(query());
