@@ -477,6 +477,16 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(await listed("transactions:read  cards:read transactions:read")).toEqual(["transactions:read", "cards:read"]);
   });
 
+  it("carries an unknown scope in the decision back as error=invalid_scope with the state, issuing no code (spec-gaps, OAuth: unknown scope)", async () => {
+    const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "admin:all", state: "s-9", company_id: h.companyId, decision: "approve" });
+    const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get("location") ?? "");
+    expect(location.searchParams.get("error")).toBe("invalid_scope");
+    expect(location.searchParams.get("state")).toBe("s-9");
+    expect(location.searchParams.has("code")).toBe(false);
+  });
+
   it("redirects with code and state on approval, and the code exchanges for a token of the picked company", async () => {
     const form = new URLSearchParams({ response_type: "code", client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "transactions:read", state: "s-1", company_id: h.otherCompanyId, decision: "approve" });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form.toString(), redirect: "manual" });
