@@ -238,6 +238,14 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect(res.body.error).toBe("invalid_client");
   });
 
+  it("reads the header's client id up to the first colon: a body client_id naming that part is the same client, refused only for the wrong secret (RFC 6749 §2.3.1)", async () => {
+    const header = basic(CLIENT.client_id, `${CLIENT.client_secret}:extra`);
+    const same = await exchangeWith(header, { client_id: CLIENT.client_id });
+    expect([same.status, same.body.error]).toEqual([401, "invalid_client"]);
+    const whole = await exchangeWith(header, { client_id: `${CLIENT.client_id}:${CLIENT.client_secret}` });
+    expect([whole.status, whole.body.error]).toEqual([400, "invalid_request"]);
+  });
+
   it("answers 401 invalid_client with a WWW-Authenticate challenge for the Basic scheme", async () => {
     const res = await exchangeWith(basic(CLIENT.client_id, "nope"));
     expect(res.status).toBe(401);
