@@ -246,6 +246,14 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     expect([whole.status, whole.body.error]).toEqual([400, "invalid_request"]);
   });
 
+  it("reads a + in the header's client id as a space, as form-urlencoding writes it (RFC 6749 §2.3.1)", async () => {
+    const header = basic("sandbox+client", CLIENT.client_secret);
+    const spaced = await exchangeWith(header, { client_id: "sandbox client" });
+    expect([spaced.status, spaced.body.error]).toEqual([401, "invalid_client"]);
+    const plus = await exchangeWith(header, { client_id: "sandbox+client" });
+    expect([plus.status, plus.body.error]).toEqual([400, "invalid_request"]);
+  });
+
   it("answers 401 invalid_client with a WWW-Authenticate challenge for the Basic scheme", async () => {
     const res = await exchangeWith(basic(CLIENT.client_id, "nope"));
     expect(res.status).toBe(401);
