@@ -153,6 +153,13 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(res.body.error).toBe(error);
   });
 
+  it("answers 400 invalid_request saying the body must be a JSON object to a JSON body that is none, an array included (spec-gaps, OAuth: token errors)", async () => {
+    for (const body of ["[]", JSON.stringify([{ grant_type: "authorization_code", ...CLIENT }]), "null", '"x"', "{"]) {
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect([res.status, await res.json()], body).toEqual([400, { error: "invalid_request", error_description: "request body must be a JSON object" }]);
+    }
+  });
+
   it("answers 400 invalid_request to an empty client_id or client_secret in the body, JSON or form (a missing parameter, §4.2), without spending the code", async () => {
     const c = code();
     const form = (fields: Record<string, string>) =>
