@@ -160,6 +160,13 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     }
   });
 
+  it("reads an empty or blank body as no parameters: 400 invalid_request saying grant_type is required", async () => {
+    for (const body of ["", " \n"]) {
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect([res.status, await res.json()], JSON.stringify(body)).toEqual([400, { error: "invalid_request", error_description: "grant_type is required" }]);
+    }
+  });
+
   it("answers 400 invalid_request to an empty client_id or client_secret in the body, JSON or form (a missing parameter, §4.2), without spending the code", async () => {
     const c = code();
     const form = (fields: Record<string, string>) =>
