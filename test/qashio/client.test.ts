@@ -974,6 +974,22 @@ describe("QashioClient iterators", () => {
     expect(seen).toEqual([a, b, c]);
   });
 
+  it("walks a pagination list by has_next alone, not by total_pages (spec §8.1: clients walk pages with has_next)", async () => {
+    // has_next false on page 1 of a total_pages 3 ends the walk; has_next true on page 2 of a total_pages 2 goes on.
+    const blocks: Record<number, Record<string, unknown>> = {
+      1: { ...pagination(1, 3), has_next: true },
+      2: { ...pagination(2, 2), has_next: true },
+      3: { ...pagination(3, 3), has_next: false },
+    };
+    const goesOn = routedFetch((call) => ok([], { pagination: blocks[Number(call.url.searchParams.get("page"))] }));
+    for await (const _ of clientWith(goesOn).client.iterateSuppliers()) void _;
+    expect(goesOn.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2", "3"]);
+
+    const ends = routedFetch(() => ok([], { pagination: { ...pagination(1, 3), has_next: false } }));
+    for await (const _ of clientWith(ends).client.iterateSuppliers()) void _;
+    expect(ends.calls).toHaveLength(1);
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
