@@ -990,6 +990,21 @@ describe("QashioClient iterators", () => {
     expect(ends.calls).toHaveLength(1);
   });
 
+  it("ends a walk on a page holding an invalid item before yielding any item of that page", async () => {
+    const [a, b] = ids(2) as [string, string];
+    const fetch = routedFetch(() => listOf([transactionFixture({ id: a }), transactionFixture({ id: null }), transactionFixture({ id: b })]));
+    const seen: string[] = [];
+    const walk = async () => {
+      for await (const tx of clientWith(fetch).client.iterateTransactions()) seen.push(tx.id);
+    };
+    await expect(walk()).rejects.toThrow("GET /public/v1/erp/transactions: item 1 of page 1 does not match its schema");
+    expect(seen).toEqual([]);
+
+    const events: string[] = [];
+    for await (const tx of clientWith(fetch).client.iterateTransactions({}, { onInvalid: (item) => events.push(`invalid ${item.index}`) })) events.push(tx.id);
+    expect(events).toEqual(["invalid 1", a, b]);
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
