@@ -1005,6 +1005,17 @@ describe("QashioClient iterators", () => {
     expect(events).toEqual(["invalid 1", a, b]);
   });
 
+  it("keeps the walk's page over a page in a plain-JS caller's query on the core card and statements-by-account walks", async () => {
+    const pageInfo = (page: number) => ({ current_page: page, per_page: 1, total_entries: 2, total_pages: 2, next_page: page < 2 ? page + 1 : null, previous_page: null, offset: 0 });
+    const cards = routedFetch((call) => ok({ cards: [], page_info: pageInfo(Number(call.url.searchParams.get("page"))) }));
+    for await (const _ of clientWith(cards).client.iterateCoreCards({ page: 7 } as Parameters<QashioClient["iterateCoreCards"]>[0])) void _;
+    expect(cards.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2"]);
+
+    const statements = routedFetch((call) => ok(statementsByAccountFixture({ page: Number(call.url.searchParams.get("page")), total_pages: 2, total: 0, data: [] })));
+    for await (const _ of clientWith(statements).client.iterateStatementsByAccount(CARD_ID, { page: 7 } as Parameters<QashioClient["iterateStatementsByAccount"]>[1])) void _;
+    expect(statements.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2"]);
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
