@@ -1016,6 +1016,16 @@ describe("QashioClient iterators", () => {
     expect(statements.calls.map((c) => c.url.searchParams.get("page"))).toEqual(["1", "2"]);
   });
 
+  it("carries the answer's request id on the error of a walk given no list to name", async () => {
+    const walk = async () => {
+      const pages = pagesByHasNext(async () => ({ requestId: "req-9", pagination: { page: 1, page_size: 1, total_records: 3, total_pages: 3, has_next: true, has_previous: false } }));
+      for await (const _ of pages) void _;
+    };
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ message: "asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging", requestId: "req-9" });
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
