@@ -74,7 +74,7 @@ function tooManyPages(list: WalkedList | undefined, maxPages: number): InvalidRe
  * Not the engine's `otherPageAnswered` (shared/bridge/provider.ts), on purpose: "more follow" here is the walker's own
  * next-page signal, as the walk ends where it says. The engine's walks go on past `has_next` false (a count saying
  * more) and take ports that leave it out, so they also read a `total_pages` past the page answered; that rule here
- * would throw on answers these walks take as their last page (`has_next` false, or the inner shape's last page asked).
+ * would throw on answers these walks take as their last page (`has_next` false while `total_pages` says more).
  */
 function notThePageAsked(list: WalkedList | undefined, asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
   return walkError(list, `asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
@@ -154,7 +154,8 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo; 
 }
 
 /**
- * Walks a response paginated inside `data`: requests pages until `page >= total_pages`.
+ * Walks a response paginated inside `data`: requests pages until the answer's `page >= total_pages`. Read from the
+ * answer, as `has_next` is: asked for the last page, an answer of an earlier page saying more follow is no end.
  *
  * @example
  * ```ts
@@ -168,7 +169,7 @@ export async function* pagesByTotalPages<P extends { readonly page: number; read
   yield* walkPages(
     fetchPage,
     options,
-    (result, page) => (page >= result.totalPages ? undefined : page + 1),
+    (result, page) => (result.page >= result.totalPages ? undefined : page + 1),
     (result) => result.page,
   );
 }

@@ -1026,6 +1026,42 @@ describe("QashioClient iterators", () => {
     expect(error).toMatchObject({ message: "asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging", requestId: "req-9" });
   });
 
+  it("stops a statements-by-account walk whose answer for its last page is an earlier page that says more follow (it ignores page), yielding no period twice", async () => {
+    // Two pages: asked for page 2, the provider answers page 1 of 2 again.
+    const fetch = routedFetch(() =>
+      ok(
+        statementsByAccountFixture({
+          page: 1,
+          total_pages: 2,
+          total: 2,
+          data: [{ statement_period: { month: "2024-01", from: "2024-01-01", to: "2024-01-31" }, opening_balance: 1, closing_balance: 2, currency: "AED" }],
+        }),
+      ),
+    );
+    const months: string[] = [];
+    const walk = async () => {
+      for await (const period of clientWith(fetch).client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
+    };
+    await expect(walk()).rejects.toThrow(
+      "GET /public/v1/erp/statements/{statementAccountId}: asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging",
+    );
+    expect(months).toEqual(["2024-01"]);
+  });
+
+  it("ends a statements-by-account walk without error when an account that lost periods under it answers its last page for a page past it", async () => {
+    const period = (month: string) => ({ statement_period: { month, from: `${month}-01`, to: `${month}-28` }, opening_balance: 1, closing_balance: 2, currency: "AED" });
+    const fetch = routedFetch((call) =>
+      // Page 1 of two; by page 2 the account holds one page, and the provider answers it for any page past it.
+      Number(call.url.searchParams.get("page")) === 1
+        ? ok(statementsByAccountFixture({ page: 1, total_pages: 2, total: 2, data: [period("2024-02")] }))
+        : ok(statementsByAccountFixture({ page: 1, total_pages: 1, total: 1, data: [period("2024-01")] })),
+    );
+    const months: string[] = [];
+    for await (const each of clientWith(fetch).client.iterateStatementsByAccount(CARD_ID)) months.push(each.statement_period.month);
+    expect(months).toEqual(["2024-02", "2024-01"]);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
   it("stops at maxPages when the provider never says the last page", async () => {
     const fetch = routedFetch((call) => listOf([], Number(call.url.searchParams.get("page")), 1_000_000));
     const { client } = clientWith(fetch);
