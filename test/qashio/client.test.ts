@@ -659,6 +659,26 @@ describe("QashioClient response handling", () => {
     expect(error).toMatchObject({ requestId: "req-schema-1", status: 200, method: "GET", path: "/public/v1/erp/transactions" });
   });
 
+  it.each([
+    ["getTransaction", (c: QashioClient) => c.getTransaction(TRANSACTION_ID), "GET", `/public/v1/erp/transactions/${TRANSACTION_ID}`],
+    ["getErpCard", (c: QashioClient) => c.getErpCard(CARD_ID), "GET", `/public/v1/erp/cards/${CARD_ID}`],
+    ["readErpCard", (c: QashioClient) => c.readErpCard(CARD_ID), "GET", `/public/v1/erp/cards/${CARD_ID}`],
+    ["getStatementsByAccount", (c: QashioClient) => c.getStatementsByAccount(CARD_ID), "GET", `/public/v1/erp/statements/${CARD_ID}`],
+    ["listCoreCards", (c: QashioClient) => c.listCoreCards(), "GET", "/public/v1/core/cards"],
+    ["getCardBalance", (c: QashioClient) => c.getCardBalance({ last_four: "4821" }), "GET", "/public/v1/core/cards/balance"],
+    ["issueCard", (c: QashioClient) => c.issueCard({ nickname: "x" }), "POST", "/public/v1/core/cards"],
+    ["updateCard", (c: QashioClient) => c.updateCard(CARD_ID, { nickname: "x" }), "PUT", `/public/v1/core/cards/${CARD_ID}`],
+    ["suspendCard", (c: QashioClient) => c.suspendCard(CARD_ID), "PUT", `/public/v1/core/cards/${CARD_ID}/change_status`],
+    ["updateVelocityLimit", (c: QashioClient) => c.updateVelocityLimit(CARD_ID, { spend_limit_active: true }), "POST", `/public/v1/core/cards/${CARD_ID}/update_velocity_limit`],
+    ["inviteUsers", (c: QashioClient) => c.inviteUsers(["a@example.test"]), "POST", "/public/v1/core/user_profiles/invite"],
+  ])("%s names its own method and path on an answer without the success envelope (§4.1)", async (_name, call, method, path) => {
+    const { client } = clientWith(scriptedFetch(json(200, { result: "ok" })));
+    const error = await call(client).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ method, path, status: 200 });
+    expect((error as Error).message.startsWith(`${method} ${path} answered 200 with a body that does not match its schema`)).toBe(true);
+  });
+
   it("reports the drift of a single read, parsed whole, to onDrift too", async () => {
     const drift: DriftReport[] = [];
     const fetch = scriptedFetch(ok(erpCardDetailFixture({ status: "frozen_by_bank" })));
