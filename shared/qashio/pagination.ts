@@ -133,7 +133,8 @@ export async function* pagesByHasNext<P extends { readonly pagination: Paginatio
 }
 
 /**
- * Walks the core card list: follows `page_info.next_page` until it is null or absent.
+ * Walks the core card list: follows `page_info.next_page` until it is null or absent; a `next_page` that is not the
+ * page after the one read ends the walk with `InvalidResponseError`.
  *
  * @example
  * ```ts
@@ -149,6 +150,8 @@ export async function* pagesByNextPage<P extends { readonly pageInfo: PageInfo; 
     if (next === null || next === undefined) return undefined;
     // A pointer check, not the engine's `repeatsPage` (rows compared): the engine's pages carry no `next_page`.
     if (next <= page) throw walkError(options.list, `page_info.next_page ${next} does not advance past page ${page}`, { requestId: result.requestId });
+    // Pages are 1-based and consecutive (§8.1): a pointer past the next one would leave a page's cards unread.
+    if (next > page + 1) throw walkError(options.list, `page_info.next_page ${next} skips page ${page + 1}`, { requestId: result.requestId });
     return next;
   }, (result) => result.pageInfo.current_page);
 }

@@ -770,6 +770,26 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("stops a core card walk whose next_page skips a page, rather than leave that page's cards unread", async () => {
+    // Page 1 says next_page 3: page 2's cards would go unread and page 3's invalid items be told as page 2's.
+    const fetch = routedFetch((call) => {
+      const page = Number(call.url.searchParams.get("page"));
+      return ok({
+        cards: [coreCardFixture({ id: `CA${page}` })],
+        page_info: { current_page: page, per_page: 1, total_entries: 3, total_pages: 3, next_page: page === 1 ? 3 : null, previous_page: null, offset: page - 1 },
+      });
+    });
+    const seen: string[] = [];
+    const walk = async () => {
+      for await (const card of clientWith(fetch).client.iterateCoreCards()) seen.push(card.id);
+    };
+    const error = await walk().then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ message: "GET /public/v1/core/cards: page_info.next_page 3 skips page 2", requestId: "req-0001", path: "/public/v1/core/cards" });
+    expect(seen).toEqual(["CA1"]);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("stops a core card walk whose answer names another page than the one asked for, though its next_page advances", async () => {
     // Asked for page 2, the provider answers page 1's cards (current_page 1) with next_page 3: page 2's cards would go unread.
     const fetch = routedFetch((call) => {
