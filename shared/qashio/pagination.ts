@@ -69,7 +69,8 @@ function tooManyPages(list: WalkedList | undefined, maxPages: number): InvalidRe
 /**
  * A page answered for another one asked for, while the answer says more follow: a provider that ignores `page` (or
  * repeats one) would otherwise be walked to `maxPages`, its one page over and over. At the end of a walk the answer may
- * lawfully be another page: a list that shrank under the walk, answered with its last page for one past it.
+ * lawfully be another page: a list that shrank under the walk, answered with its last page for one past it. Never a
+ * page past the one asked for: no list that shrank answers so, and the pages between would go unread.
  *
  * Not the engine's `otherPageAnswered` (shared/bridge/provider.ts), on purpose: "more follow" here is the walker's own
  * next-page signal, as the walk ends where it says. The engine's walks go on past `has_next` false (a count saying
@@ -77,7 +78,8 @@ function tooManyPages(list: WalkedList | undefined, maxPages: number): InvalidRe
  * would throw on answers these walks take as their last page (`has_next` false while `total_pages` says more).
  */
 function notThePageAsked(list: WalkedList | undefined, asked: number, answered: number, requestId: string | undefined): InvalidResponseError {
-  return walkError(list, `asked for page ${asked} of a list, the provider answered page ${answered} and says more follow: it is not paging`, { requestId });
+  const how = answered > asked ? ", past it" : " and says more follow";
+  return walkError(list, `asked for page ${asked} of a list, the provider answered page ${answered}${how}: it is not paging`, { requestId });
 }
 
 /**
@@ -96,7 +98,7 @@ async function* walkPages<P extends { readonly requestId?: string }>(
     const result = await fetchPage(page);
     // Checked before the page is yielded: its items are another page's, already yielded or still to come.
     const answered = answeredPage(result);
-    if (answered !== page && nextPage(result, page) !== undefined) throw notThePageAsked(options.list, page, answered, result.requestId);
+    if (answered > page || (answered !== page && nextPage(result, page) !== undefined)) throw notThePageAsked(options.list, page, answered, result.requestId);
     yield result;
     const next = nextPage(result, page);
     if (next === undefined) return;

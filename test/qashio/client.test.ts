@@ -1001,6 +1001,24 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("stops a walk whose answer is a page past the one asked for, even its last (no list that shrank answers so)", async () => {
+    const [a, c] = ids(3) as [string, string];
+    // Asked for page 2 of three, the provider answers page 3, the last: page 2's items would go unread.
+    const fetch = routedFetch((call) => (Number(call.url.searchParams.get("page")) === 1 ? listOf([transactionFixture({ id: a })], 1, 3) : listOf([transactionFixture({ id: c })], 3, 3)));
+    const seen: string[] = [];
+    const walk = async () => {
+      for await (const tx of clientWith(fetch).client.iterateTransactions()) seen.push(tx.id);
+    };
+    await expect(walk()).rejects.toThrow("GET /public/v1/erp/transactions: asked for page 2 of a list, the provider answered page 3, past it: it is not paging");
+    expect(seen).toEqual([a]);
+
+    const statements = routedFetch((call) => ok(statementsByAccountFixture({ page: Number(call.url.searchParams.get("page")) + 1, total_pages: 2, total: 2, data: [] })));
+    const walkStatements = async () => {
+      for await (const _ of clientWith(statements).client.iterateStatementsByAccount(CARD_ID)) void _;
+    };
+    await expect(walkStatements()).rejects.toThrow("asked for page 1 of a list, the provider answered page 2, past it: it is not paging");
+  });
+
   it("ends a has_next walk without error when a list that shrank under it answers its last page for a page past it", async () => {
     const [a, b, c] = ids(3) as [string, string, string];
     const fetch = routedFetch((call) => {
