@@ -980,13 +980,14 @@ describe("QashioClient iterators", () => {
     expect(seen).toEqual([a, b]);
   });
 
-  it("yields no period twice when statements by account answer page 1 whatever page is asked for", async () => {
+  // Of two pages, page 2 asked is the last: the answer, page 1 of 2, still says more follow, so it ends no walk.
+  it.each([3, 2])("yields no period twice when statements by account of %i pages answer page 1 whatever page is asked for", async (totalPages) => {
     const fetch = routedFetch(() =>
       ok(
         statementsByAccountFixture({
           page: 1,
-          total_pages: 3,
-          total: 3,
+          total_pages: totalPages,
+          total: totalPages,
           data: [{ statement_period: { month: "2024-01", from: "2024-01-01", to: "2024-01-31" }, opening_balance: 1, closing_balance: 2, currency: "AED" }],
         }),
       ),
@@ -996,7 +997,9 @@ describe("QashioClient iterators", () => {
     const walk = async () => {
       for await (const period of client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
     };
-    await expect(walk()).rejects.toThrow(/^GET \/public\/v1\/erp\/statements\/\{statementAccountId\}: asked for page 2 .* answered page 1/);
+    await expect(walk()).rejects.toThrow(
+      "GET /public/v1/erp/statements/{statementAccountId}: asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging",
+    );
     expect(months).toEqual(["2024-01"]);
     expect(fetch.calls).toHaveLength(2);
   });
@@ -1082,28 +1085,6 @@ describe("QashioClient iterators", () => {
     const error = await walk().then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidResponseError);
     expect(error).toMatchObject({ message: "asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging", requestId: "req-9" });
-  });
-
-  it("stops a statements-by-account walk whose answer for its last page is an earlier page that says more follow (it ignores page), yielding no period twice", async () => {
-    // Two pages: asked for page 2, the provider answers page 1 of 2 again.
-    const fetch = routedFetch(() =>
-      ok(
-        statementsByAccountFixture({
-          page: 1,
-          total_pages: 2,
-          total: 2,
-          data: [{ statement_period: { month: "2024-01", from: "2024-01-01", to: "2024-01-31" }, opening_balance: 1, closing_balance: 2, currency: "AED" }],
-        }),
-      ),
-    );
-    const months: string[] = [];
-    const walk = async () => {
-      for await (const period of clientWith(fetch).client.iterateStatementsByAccount(CARD_ID)) months.push(period.statement_period.month);
-    };
-    await expect(walk()).rejects.toThrow(
-      "GET /public/v1/erp/statements/{statementAccountId}: asked for page 2 of a list, the provider answered page 1 and says more follow: it is not paging",
-    );
-    expect(months).toEqual(["2024-01"]);
   });
 
   it("ends a statements-by-account walk without error when an account that lost periods under it answers its last page for a page past it", async () => {
