@@ -60,6 +60,13 @@ describe("companies and authorization codes", () => {
     expect((await control(`/companies/nope/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI })).status).toBe(404);
   });
 
+  it("names the offending field of a refused authorization code request (§7: one errors entry per offending field)", async () => {
+    const refused = async (body: Row) => errorCodes((await control(`/companies/${h.companyId}/authorization_codes`, body)).body);
+    expect(await refused({ client_id: "other", redirect_uri: REDIRECT_URI }), "unknown client").toEqual(["client_id:INVALID_FORMAT"]);
+    expect(await refused({ client_id: "sandbox-client", redirect_uri: "https://example.com/cb" }), "unregistered redirect").toEqual(["redirect_uri:INVALID_FORMAT"]);
+    expect(await refused({ client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "root" }), "unknown scope").toEqual(["scope:INVALID_FORMAT"]);
+  });
+
   it("toggles a company's API access", async () => {
     expect((await control(`/companies/${h.companyId}/api_access`, { enabled: false })).status).toBe(200);
     expect((await h.json(LIST)).status).toBe(403);
