@@ -38,6 +38,15 @@ describe("companies and authorization codes", () => {
     expect(body.data.every((c: Row) => typeof c.name === "string" && c.name.length > 0)).toBe(true);
   });
 
+  it("counts each company's transactions in the list, new activity included", async () => {
+    const counts = async () => ((await control("/companies")).body.data as Row[]).map((c) => [c.id, c.transactions]);
+    const held = (id: string) => h.sandbox.control.company(id)!.transactions.size;
+    expect(await counts()).toEqual([h.companyId, h.otherCompanyId, h.disabledCompanyId].map((id) => [id, held(id)]));
+    const made = (await control(`/companies/${h.companyId}/transactions`, { count: 3, transaction_category: "card_loading" })).body.data as Row[];
+    expect(made).toHaveLength(3);
+    expect((await counts())[0]).toEqual([h.companyId, held(h.companyId)]);
+  });
+
   it("issues a code as if the user approved, exchangeable once at the token endpoint", async () => {
     const { status, body } = await control(`/companies/${h.otherCompanyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "cards:read" });
     expect(status).toBe(201);
