@@ -198,6 +198,16 @@ describe("activity generation", () => {
     expect(errorCodes(unknown.body)).toEqual(["null:NOT_FOUND"]);
   });
 
+  it("refuses a PATCH body that is no object of fields, an array included, naming no field (§7), and changes nothing", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    for (const body of [[], [{ memo: "x" }], "memo", 5]) {
+      const refused = await control(`/companies/${h.companyId}/transactions/${tx.id}`, body, "PATCH");
+      expect([refused.status, errorCodes(refused.body)], JSON.stringify(body)).toEqual([400, ["null:INVALID_FORMAT"]]);
+    }
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
+  });
+
   it("refuses each identity field by name, leaving the transaction as it was", async () => {
     // A changed qashio_id or parent would be well-formed text the stored schema takes, yet the store looks purchases
     // and their refunds up by them: only the immutable list stops such a patch.
