@@ -797,7 +797,7 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
   it("refuses a dashboard limit change that changes nothing, or is out of range, and a card of another company", async () => {
     const card = onlyPayer();
     const path = `/companies/${h.companyId}/cards/${card.id}/spend_limit`;
-    for (const body of [{}, { max_amount: -1 }, { max_amount: 500_000.01 }, { max_amount: 1.001 }, { frequency: 1.5 }, { active: "yes" }]) {
+    for (const body of [{}, { max_amount: -1 }, { max_amount: 500_000.01 }, { max_amount: 1.001 }, { frequency: 1.5 }, { frequency: -1 }, { active: "yes" }]) {
       expect((await control(path, body)).status, JSON.stringify(body)).toBe(400);
     }
     expect((await control(`/companies/${h.otherCompanyId}/cards/${card.id}/spend_limit`, { max_amount: 10 })).status).toBe(404);
