@@ -1656,6 +1656,7 @@ describe("faults", () => {
     [{ count: 1 }],
     [{ status: 200, count: 1 }],
     [{ status: 500 }],
+    [{ status: 500, count: 0 }],
     [{ status: 500, count: 1, path_prefix: "public" }],
     [{ bare: true, count: 1 }],
     [{ bare: true, delay_ms: 5, count: 1 }],
