@@ -1915,4 +1915,12 @@ describe("latency", () => {
     h.sandbox.control.setLatency(0);
     expect(h.sandbox.control.state.latencyMs).toBe(0);
   });
+
+  it("takes a latency of at most a minute, as --latency-ms does, refusing more by name (400 OUT_OF_RANGE) and keeping the one set", async () => {
+    expect((await control("/latency", { latency_ms: 60_000 })).body.data).toEqual({ latency_ms: 60_000 });
+    const refused = await control("/latency", { latency_ms: 60_001 });
+    expect([refused.status, errorCodes(refused.body)]).toEqual([400, ["latency_ms:OUT_OF_RANGE"]]);
+    expect((await control("/latency")).body.data).toEqual({ latency_ms: 60_000 });
+    h.sandbox.control.setLatency(0);
+  });
 });
