@@ -1312,6 +1312,13 @@ describe("clock", () => {
     expect(headers.get("x-request-id")).toBe(listed.meta.request_id);
   });
 
+  it("refuses a move back in time as a negative move, not as one past the latest time, and keeps the clock", async () => {
+    const refused = await control("/clock", { advance_seconds: -1 });
+    expect([refused.status, errorCodes(refused.body)]).toEqual([400, ["advance_seconds:OUT_OF_RANGE"]]);
+    expect(refused.body.errors[0].message).toMatch(/>=\s*0/);
+    expect((await control("/clock")).body.data.now).toBe("2025-03-15T12:00:00.000Z");
+  });
+
   it("keeps sandbox time in whole milliseconds when a move is given in fractions of one (rounded)", async () => {
     expect((await control("/clock", { advance_seconds: 0.0006 })).body.data.now).toBe("2025-03-15T12:00:00.001Z");
     expect((await control("/clock", { advance_seconds: 0.0004 })).body.data.now).toBe("2025-03-15T12:00:00.001Z");
