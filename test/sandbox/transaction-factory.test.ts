@@ -67,6 +67,16 @@ describe("money back asked for with no purchase to give back", () => {
   });
 });
 
+describe("a transaction naming a parent purchase", () => {
+  it.each(["purchase", "cash_withdrawal", "card_loading"] as const)("is money back, a refund, even when %s is asked for (§1 Refund matching: a child is a refund or reversal)", (category) => {
+    const data = firstCompany(3);
+    const purchase = data.transactions.all().find((t) => t.transaction_category === "purchase" && leftToReturn(t, data) > 0);
+    if (purchase === undefined) throw new Error("no purchase with something left to give back");
+    const tx = data.factory.create({ category, parent: purchase, ...MADE_NOW });
+    expect(tx).toMatchObject({ transaction_category: "refund", parent_qashio_id: purchase.qashio_id, transaction_type: "credit" });
+  });
+});
+
 describe("seeded purchases", () => {
   it.each([1, 7, 42])("with seed %i itemise what their merchant sells, one line each, and tag some with a Project and some with a cost_centre", (seed) => {
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
