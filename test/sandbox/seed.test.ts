@@ -123,7 +123,7 @@ describe("seeded data", () => {
 
   // Values the spec leaves to the service (spec-gaps, Transactions: fees, VAT, message_type, erp_sync_type), each as
   // the transaction's kind says, whatever the seed.
-  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, transaction_type, an ATM's MCC, clearing, settlement and line items", (seed) => {
+  it.each([1, 7, 42])("with seed %i classifies each transaction by its kind: fee, VAT, message_type, erp_sync_type, transaction_type, status_code, an ATM's MCC, clearing, settlement and line items", (seed) => {
     const homeRate: Record<string, string> = { AE: "Standard Rated 5%", SA: "KSA Standard Rated 15%" };
     const seen = new Set<string>();
     for (const data of seedCompanies({ seed, nowMs: NOW })) {
@@ -137,6 +137,8 @@ describe("seeded data", () => {
         // Money coming to the card's account is a credit: money back, a load, a deposit, a cashback.
         const type = ["refund", "reversal", "card_loading", "deposit", "cashback"].includes(category) ? "credit" : "debit";
         expect([tx.qashio_id, tx.fee_charges, tx.message_type, tx.erp_sync_type, tx.transaction_type]).toEqual([tx.qashio_id, fee, message, syncType, type]);
+        // An approved authorisation, whatever its kind (spec-gaps, Sandbox: `status_code` "00").
+        expect([tx.qashio_id, tx.status_code]).toEqual([tx.qashio_id, "00"]);
         // Nothing is cleared, nor a clearing fee taken, before the clearing; then the fee charged (§2.2 rule 2).
         const cleared = tx.cleared_at === null ? [0, 0] : [billing, fee];
         expect([tx.qashio_id, tx.clearing_amount, tx.clearing_fee]).toEqual([tx.qashio_id, ...cleared]);
