@@ -76,10 +76,11 @@ export function endsList(page: ProviderPage, held: number, above: number | undef
 
 /**
  * The page a list answer names in `pagination.page` when it is another than `asked` while the answer says pages follow
- * it (`has_next`, or a `total_pages` past it): a provider ignoring `page` (answering page 1 to every call) or skipping
- * one. A walk cannot go on past such an answer: read on by page number, it meets that page again up to its page bound
- * (card details read anew each time), or ends on pages it never saw. Undefined when the answer names no page, the page
- * asked, or a last page (a list that shrank under a walk may answer its last page for one past it).
+ * it (`has_next`, or a `total_pages` past it), or when it is past `asked` (even the last page: no list that shrank
+ * answers so): a provider ignoring `page` (answering page 1 to every call) or skipping one. A walk cannot go on past
+ * such an answer: read on by page number, it meets that page again up to its page bound (card details read anew each
+ * time), or ends on pages it never saw. Undefined when the answer names no page, the page asked, or a last page before
+ * it (a list that shrank under a walk may answer its last page for one past it).
  *
  * Not the client walkers' rule (shared/qashio/pagination.ts), on purpose: they end where their own next-page signal
  * does, so only it says more follow. These walks go on past `has_next` false (see {@link endsList}) and take ports that
@@ -89,6 +90,7 @@ export function otherPageAnswered(answer: ProviderPage, asked: number): number |
   const pagination = answer.pagination;
   const named = pagination?.page;
   if (typeof named !== "number" || named === asked) return undefined;
+  if (named > asked) return named;
   const totalPages = pagination?.total_pages;
   return pagination?.has_next === true || (typeof totalPages === "number" && totalPages > named) ? named : undefined;
 }
@@ -119,7 +121,7 @@ export function repeatsPage(read: WalkedPage, before: WalkedPage | undefined): b
  * What a walk logs when it stops at an {@link otherPageAnswered} answer (with the list, the page asked and the one
  * answered) or a {@link repeatsPage} one (the page whose rows it repeats).
  */
-export const NOT_PAGING = "provider answered another page than asked while saying more follow: it is not paging; the walk stops there";
+export const NOT_PAGING = "provider answered another page than asked, past it or saying more follow: it is not paging; the walk stops there";
 
 /** A list item the client's own schema check rejected, handed over raw (QashioClient's `invalid`). */
 export interface RejectedItem {

@@ -16,12 +16,12 @@ const CARDS = 250;
 type Answer = (query: CardListQuery, list: (page: number) => Promise<ProviderPage>) => Promise<ProviderPage>;
 
 /**
- * A rig whose {@link CARDS} cards an earlier walk recorded, all suspended since, its card list answering as `answer`
- * tells (given the query and the list's true answer to a page); returns the list's true answer too.
+ * A rig whose `cards` cards (default {@link CARDS}) an earlier walk recorded, all suspended since, its card list
+ * answering as `answer` tells (given the query and the list's true answer to a page); returns the list's true answer too.
  */
-async function suspendedUnder(cardDetails: boolean, answer: Answer): Promise<{ rig: TestRig; list: TestRig["provider"]["listErpCards"] }> {
+async function suspendedUnder(cardDetails: boolean, answer: Answer, cards = CARDS): Promise<{ rig: TestRig; list: TestRig["provider"]["listErpCards"] }> {
   const rig = makeRig({}, { cardDetails });
-  for (let i = 0; i < CARDS; i++) rig.provider.addCard();
+  for (let i = 0; i < cards; i++) rig.provider.addCard();
   expect((await pollCards(rig.deps)).outcome).toBe("complete");
   for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
   const list = rig.provider.listErpCards.bind(rig.provider);
@@ -69,13 +69,14 @@ async function expectStopsAtPage2(answerer: () => Answer, logged: Record<string,
 }
 
 /**
- * Runs walks of either mode whose list answers each page asked with the one after it, told as `tell` makes it: the walk
- * stops (page_limit) before publishing a card, not complete over the page it never saw; the next walks reach every card.
+ * Runs walks of either mode whose list of `cards` cards answers each page asked with the one after it, told as `tell`
+ * makes it: the walk stops (page_limit) before publishing a card, not complete over the page it never saw; the next
+ * walks reach every card.
  */
-async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage): Promise<void> {
+async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage, cards = CARDS): Promise<void> {
   for (const mode of ["full", "suspended-only"] as const) {
     const label = mode;
-    const { rig, list } = await suspendedUnder(false, async (query, page) => tell(await page(query.page + 1)));
+    const { rig, list } = await suspendedUnder(false, async (query, page) => tell(await page(query.page + 1)), cards);
     const report = await pollCards(rig.deps, { mode });
     expect(report.outcome, label).toBe("page_limit");
     expect(rig.publisher.ofType("card.suspended"), label).toEqual([]);
@@ -94,6 +95,11 @@ describe("card walk against a provider answering another page than asked while s
 
   it("does not end complete over a page the provider skipped, saying more follow by total_pages alone (no has_next)", async () => {
     await expectSkippedPageStops(withoutHasNext);
+  });
+
+  it("does not end complete over a page the provider skipped to answer the list's last page (no list that shrank answers a page past the one asked)", async () => {
+    // Two full pages: page 1 asked, page 2 answered, the last; page 2 asked, page 3 answered, empty: page 1 never seen.
+    await expectSkippedPageStops((answer) => answer, 200);
   });
 
   it("starts afresh, as for a 400 or 404, when a resumed walk's first page is answered with page 1: a cursor past a list that shrank", async () => {

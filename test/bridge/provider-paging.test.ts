@@ -18,6 +18,11 @@ describe("otherPageAnswered", () => {
     // One page before the last answered in place of the last is another page.
     expect(otherPageAnswered(page(1, [{ id: "a" }], { has_next: false, total_pages: 2 }), 2)).toBe(1);
   });
+
+  it("names a page past the one asked even when it is the last: no list that shrank answers so, and the pages between go unread", () => {
+    expect(otherPageAnswered(page(3, [{ id: "a" }], { has_next: false, total_pages: 3 }), 2)).toBe(3);
+    expect(otherPageAnswered(page(2, [], { has_next: false, total_pages: 0 }), 1)).toBe(2);
+  });
 });
 
 describe("repeatsPage", () => {
