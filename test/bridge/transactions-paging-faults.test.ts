@@ -15,10 +15,13 @@ import { repeatingFirstPage, withoutHasNext } from "./page-shapes.js";
 const LISTED = 250;
 const KEPT = 150;
 
-/** A rig listing {@link LISTED} new transactions, the newest `kept` of which the provider keeps listing despite their acknowledge. */
-function rigKeeping(kept: number): { rig: TestRig; keptIds: Set<string>; list: TestRig["provider"]["listTransactions"] } {
+/**
+ * A rig listing `listed` (default {@link LISTED}) new transactions, the newest `kept` of which the provider keeps listing
+ * despite their acknowledge.
+ */
+function rigKeeping(kept: number, listed = LISTED): { rig: TestRig; keptIds: Set<string>; list: TestRig["provider"]["listTransactions"] } {
   const rig = makeRig();
-  for (let i = 0; i < LISTED; i++) rig.provider.addTransaction();
+  for (let i = 0; i < listed; i++) rig.provider.addTransaction();
   const keptIds = new Set(rig.provider.transactions.slice(0, kept).map((t) => t.id));
   const acknowledge = rig.provider.acknowledgeTransactions.bind(rig.provider);
   rig.provider.acknowledgeTransactions = (ids) => acknowledge(ids.filter((id) => !keptIds.has(id))).then(() => ({ acknowledged: ids.length }));
@@ -66,13 +69,13 @@ async function expectStopsPastPage1(answerer: () => Answer, logged: Record<strin
 }
 
 /**
- * Runs a cycle, with and without read-ahead, whose list answers each page asked with the one after it, told as `tell`
- * makes it: the pass stops (page_limit), not complete over the page it never saw; the next cycle, the provider paging,
- * delivers every transaction.
+ * Runs a cycle, with and without read-ahead, whose list of `listed` transactions answers each page asked with the one
+ * after it, told as `tell` makes it: the pass stops (page_limit), not complete over the page it never saw; the next
+ * cycle, the provider paging, delivers every transaction.
  */
-async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage): Promise<void> {
+async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPage, listed = LISTED): Promise<void> {
   for (const readAhead of [false, true]) {
-    const { rig, list } = rigKeeping(0);
+    const { rig, list } = rigKeeping(0, listed);
     answerAs(rig, list, async (query, page) => tell(await page(query.page + 1)));
     const report = await pollTransactions(rig.deps, { readAhead });
     const label = `readAhead ${readAhead}`;
@@ -82,7 +85,7 @@ async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPa
     rig.provider.listTransactions = list;
     expect((await pollTransactions(rig.deps, { readAhead })).outcome, label).toBe("complete");
     expect(rig.provider.pending(), label).toEqual([]);
-    expect(rig.publisher.events, label).toHaveLength(LISTED);
+    expect(rig.publisher.events, label).toHaveLength(listed);
   }
 }
 
@@ -111,6 +114,11 @@ describe("transaction cycle against a provider answering another page than asked
 
   it("does not report complete a list whose page the provider skipped, saying more follow by total_pages alone (no has_next)", async () => {
     await expectSkippedPageStops(withoutHasNext);
+  });
+
+  it("does not report complete a list whose page the provider skipped to answer its last page (no list that shrank answers a page past the one asked)", async () => {
+    // Two full pages: page 1 asked, page 2 answered, the last; once it is acknowledged, page 1 asked, page 2 answered, empty.
+    await expectSkippedPageStops((answer) => answer, 200);
   });
 
   it("counts the transactions on a page answered in place of the one asked towards the lag as it stops there", async () => {
