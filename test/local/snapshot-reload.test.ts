@@ -47,6 +47,18 @@ describe("FileSnapshotStore.reload", () => {
     await expectReadsModel(new FileSnapshotStore(dir, options), new Map([["card:a", snap("card:a", 4, 100)]]));
   });
 
+  it("writes a putMany called while a reload is under way after that reload: its snapshot supersedes what the other store wrote", async () => {
+    const kept = new FileSnapshotStore(dir, options);
+    expect(await kept.size()).toBe(0);
+    const other = new FileSnapshotStore(dir, options);
+    for (let version = 1; version <= 3; version++) await other.putMany([snap("card:a", version, 100)]);
+    // Not awaited one by one: the write must still wait for the reload, or it goes out under a sequence number the
+    // other store's newer segments outrank.
+    await Promise.all([kept.reload(), kept.putMany([snap("card:a", 4, 100)])]);
+    await expectReadsModel(kept, new Map([["card:a", snap("card:a", 4, 100)]]));
+    await expectReadsModel(new FileSnapshotStore(dir, options), new Map([["card:a", snap("card:a", 4, 100)]]));
+  });
+
   it("writes again after its snapshots directory was removed (a state directory restored without one)", async () => {
     const store = new FileSnapshotStore(dir);
     await store.putMany([snap("transaction:a", 1, 100)]);
