@@ -180,4 +180,16 @@ describe("FileSnapshotStore vacuum", () => {
     await store.vacuum();
     expect(await readdir(path.join(dir, "snapshots"))).toEqual(before);
   });
+
+  it("gives the event loop's timers a turn at each page: a walk of scans alone lets a timer (the lease renewal) fire", async () => {
+    const store = new FileSnapshotStore(dir);
+    await store.putMany(Array.from({ length: 3 }, (_, i) => snapshotOf(`card:c${i}`, 1, 50)));
+    let fired = false;
+    setTimeout(() => {
+      fired = true;
+    }, 0);
+    let cursor: string | undefined;
+    for (let page = 0; page < 10_000 && !fired; page++) cursor = (await store.scan({ limit: 1, ...(cursor === undefined ? {} : { cursor }) })).cursor;
+    expect(fired).toBe(true);
+  });
 });
