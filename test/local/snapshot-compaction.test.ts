@@ -234,6 +234,33 @@ describe("FileSnapshotStore compaction", () => {
     ]);
   });
 
+  it("copies about as many bytes as a putMany wrote, one batch at least: a backlog is worked off over calls, not all in one", async () => {
+    // A store that never compacted (the floor out of reach) leaves forty segments a fifth live, 320 KB dead: a
+    // putMany of one small snapshot under a low floor then copies one batch (at most two, the budget's remainder),
+    // not batch after batch until the backlog is gone, which would hold that cycle's write for the whole copy.
+    const backlog = new FileSnapshotStore(dir, { compactMinDeadBytes: 64 * 1024 * 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
+    const key = (segment: number, i: number): SnapshotKey => `transaction:s${segment}-${i}`;
+    for (let segment = 0; segment < 40; segment++) await backlog.putMany(Array.from({ length: 10 }, (_, i) => snap(key(segment, i), 1, 1000)));
+    for (let segment = 0; segment < 40; segment++) await backlog.putMany(Array.from({ length: 8 }, (_, i) => snap(key(segment, i), 2, 0)));
+    let batches = 0;
+    const store = new FileSnapshotStore(dir, {
+      compactMinDeadBytes: 1024,
+      compactBatchBytes: BATCH,
+      mergeBelowBytes: 0,
+      beforeCompaction: async () => {
+        batches += 1;
+      },
+    });
+    const perCall: number[] = [];
+    for (let call = 0; call < 3; call++) {
+      const before = batches;
+      await store.putMany([snap(`transaction:new-${call}`, 1, 0)]);
+      perCall.push(batches - before);
+    }
+    for (const count of perCall) expect(count).toBeGreaterThanOrEqual(1);
+    for (const count of perCall) expect(count).toBeLessThanOrEqual(2);
+  });
+
   it("with the default tuning, tolerates eight small segments of one tier and merges them, a batch of up to 1 MiB, once a ninth comes", async () => {
     // What the bridge runs with: segments under 128 KiB live are small, eight of a tier are tolerated, a batch takes
     // 1 MiB. Each page here is one new snapshot of about 100 KB: all nine fit one batch.
