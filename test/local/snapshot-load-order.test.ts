@@ -1,0 +1,42 @@
+/**
+ * FileSnapshotStore loading: a key in more than one segment reads from the one written last (the highest sequence
+ * number), whatever order the directory lists them in. readdir's order is the file system's (hash order on ext4), so
+ * it is made the reverse of the write order here, where a store that trusted it would read the older snapshot.
+ */
+import type * as fs from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, it, vi } from "vitest";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
+import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
+import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+
+vi.mock("node:fs", async (importOriginal) => {
+  const real = await importOriginal<typeof fs>();
+  const readdirSync = ((dir: fs.PathLike) => (real.readdirSync(dir) as string[]).sort().reverse()) as typeof fs.readdirSync;
+  return { ...real, readdirSync };
+});
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "bridge-load-order-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("FileSnapshotStore load order", () => {
+  it("reads each key's last write on opening though the directory lists newer segments first", async () => {
+    const writer = new FileSnapshotStore(dir, { mergeBelowBytes: 0 });
+    // Each segment keeps a live snapshot of its own, so none is wholly superseded (and deleted): card:a is in all three.
+    for (let version = 1; version <= 3; version++) await writer.putMany([snap("card:a", version, 100), snap(`card:only-${version}`, 1, 100)]);
+    const model = new Map<SnapshotKey, Snapshot>([
+      ["card:a", snap("card:a", 3, 100)],
+      ["card:only-1", snap("card:only-1", 1, 100)],
+      ["card:only-2", snap("card:only-2", 1, 100)],
+      ["card:only-3", snap("card:only-3", 1, 100)],
+    ]);
+    await expectReadsModel(new FileSnapshotStore(dir), model);
+  });
+});
