@@ -1,12 +1,12 @@
 import { execSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
-import { openLocalBridge } from "../../shared/cli/local-bridge.js";
+import { openLocalBridge, openLocalState } from "../../shared/cli/local-bridge.js";
 import { runConformPii, runCycle, runRedrive } from "../../shared/cli/local-cycles.js";
 import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
 import { FileTokenStore } from "../../shared/local/token-store.js";
@@ -509,6 +509,27 @@ describe("local bridge cycle", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain("QASHIO_BASE_URL: does not resolve to an https URL");
     expect((error as ConfigError).message).not.toMatch(/provider\.test|pw-value/);
+  });
+});
+
+describe("local bridge opening", () => {
+  /** A logger that keeps its warnings. */
+  function warnings(): { warned: string[]; logger: Logger } {
+    const warned: string[] = [];
+    return { warned, logger: { ...silent, warn: (text) => warned.push(text) } };
+  }
+
+  it("refuses before any provider call when neither the state directory nor QASHIO_REFRESH_TOKEN holds a token, naming the directory and authorize", async () => {
+    harness = await startHarness();
+    const { refreshToken: _seed, ...settings } = readLocalSettings(harness.env, harness.dir);
+    const { sent, fetch } = recordingFetch();
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toContain(
+      `QASHIO_REFRESH_TOKEN: is required while the state directory (${settings.stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`,
+    );
+    expect(sent).toEqual([]);
   });
 });
 
