@@ -531,6 +531,22 @@ describe("local bridge opening", () => {
     );
     expect(sent).toEqual([]);
   });
+
+  it("makes a state directory others may read private, with a warning, whether it opens the bridge or the state alone (conform-pii)", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    for (const open of [
+      (logger: Logger) => openLocalBridge(settings, { env: harness!.env, logger }),
+      (logger: Logger) => openLocalState(settings, { logger }),
+    ]) {
+      chmodSync(settings.stateDir, 0o755);
+      const { warned, logger } = warnings();
+      await open(logger);
+      expect(statSync(settings.stateDir).mode & 0o777).toBe(0o700);
+      expect(warned.join("\n")).toContain(`${settings.stateDir} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
+    }
+  });
 });
 
 describe("local bridge cycle lease", () => {
