@@ -547,6 +547,18 @@ describe("local bridge opening", () => {
       expect(warned.join("\n")).toContain(`${settings.stateDir} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
     }
   });
+
+  it("refuses conform-pii under hash with a salt other than the one the state directory records, before it reads a snapshot", async () => {
+    harness = await startHarness();
+    const hashed = { ...readLocalSettings(harness.env, harness.dir), piiMode: "hash" as const, piiSalt: "0123456789abcdef0123" };
+    await runCycle(await openLocalBridge(hashed, { env: harness.env, logger: silent }));
+    const scan = vi.spyOn(FileSnapshotStore.prototype, "scan");
+    const error = await openLocalState({ ...hashed, piiSalt: "fedcba9876543210fedc" }, { logger: silent }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PiiSaltChangedError);
+    expect((error as CliError).exitCode).toBe(EXIT.usage);
+    expect(scan).not.toHaveBeenCalled();
+    await expect(openLocalState(hashed, { logger: silent })).resolves.toBeDefined();
+  });
 });
 
 describe("local bridge cycle lease", () => {
