@@ -559,6 +559,21 @@ describe("local bridge opening", () => {
     expect(scan).not.toHaveBeenCalled();
     await expect(openLocalState(hashed, { logger: silent })).resolves.toBeDefined();
   });
+
+  it("publishes through the publisher it is given (the bench's null sink) rather than to the events file", async () => {
+    harness = await startHarness({ transactions: 3 });
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const published: BridgeEvent[] = [];
+    const publisher = {
+      publish: async (events: readonly BridgeEvent[]) => {
+        published.push(...events);
+        return { failed: [] };
+      },
+    };
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent, publisher }));
+    expect(published.length).toBeGreaterThan(0);
+    expect(existsSync(settings.eventsFile)).toBe(false);
+  });
 });
 
 describe("local bridge cycle lease", () => {
