@@ -560,6 +560,17 @@ describe("local bridge opening", () => {
     await expect(openLocalState(hashed, { logger: silent })).resolves.toBeDefined();
   });
 
+  it("refuses to open (exit 2) a state directory whose snapshots were removed, naming the loss, at open rather than at its first cycle", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    rmSync(join(settings.stateDir, "snapshots"), { recursive: true });
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toContain(`The state directory (${settings.stateDir}) lost its snapshots`);
+  });
+
   it("publishes through the publisher it is given (the bench's null sink) rather than to the events file", async () => {
     harness = await startHarness({ transactions: 3 });
     const settings = readLocalSettings(harness.env, harness.dir);
