@@ -173,6 +173,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(short("QuarantineGrowing")).toMatchObject({ ...growing, Period: 300 });
     expect(long("QuarantineGrowing")).toMatchObject({ ...growing, Period: DAY_SECONDS });
     expect(long("QuarantineGrowing").AlarmDescription).toContain("in the last one-day period");
+    // its own section, not QuarantineNotEmpty's (which names it too, so the docs test alone would not see the swap)
+    expect(short("QuarantineGrowing").AlarmDescription).toMatch(/Runbook: docs\/runbook\.md#quarantinegrowing$/);
   });
 
   it("keeps TokenFamilyRevoked in its state between reports, whatever the schedule: on at the first 1, off at the first 0", () => {
