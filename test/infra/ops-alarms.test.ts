@@ -217,6 +217,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
     expect(String(acmeUnread[0]?.["AlarmDescription"])).toMatch(/Runbook: docs\/runbook\.md#carddetailsunread$/);
     // Both causes the runbook names: failed reads, and a page of reads too slow for a cycle.
     expect(String(acmeUnread[0]?.["AlarmDescription"])).toMatch(/card detail reads failed, or a page's reads did not fit in a cycle/);
+    // runbook: "the alarm description states the tenant's window" (acme walks its cards every 15 minutes)
+    expect(String(acmeUnread[0]?.["AlarmDescription"])).toContain("in 2 of the last 3 15-minute periods;");
     // globex does not read card details: no such alarm.
     const globex = Template.fromStack(buildTestApp({ tenants: [globexEvery(5, 30)] }).stacks[0] as TenantStack);
     expect(alarmsNamed(globex, "QashioBridge-globex-CardDetailsUnread")).toHaveLength(0);
