@@ -275,7 +275,8 @@ describe("cycle alarms follow the tenant's schedule", () => {
   });
 
   it("alarms on ticks sent to the pollers' DLQ in 2 of 3 periods of the slower schedule, clearing without a purge", () => {
-    const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, TreatMissingData: "notBreaching" };
+    // a single tick sent in a period is a breaching period ("> 1" would need two)
+    const sent = { MetricName: "NumberOfMessagesSent", Statistic: "Sum", Threshold: 1, ComparisonOperator: "GreaterThanOrEqualToThreshold", TreatMissingData: "notBreaching" };
     expect(short("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: 1800, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(long("DeadLetters-Pollers")).toMatchObject({ ...sent, Period: DAY_SECONDS, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
     expect(long("DeadLetters-Pollers").AlarmDescription).toContain("2 of the last 3 one-day periods");
