@@ -456,6 +456,12 @@ describe("cycle alarms follow the tenant's schedule", () => {
     }
   });
 
+  it("names in each errors alarm's description the function whose invocations failed", () => {
+    for (const name of ["PollTransactions", "PollCards", "RotateToken"]) {
+      expect(short(`Errors-${name}`).AlarmDescription).toMatch(new RegExp(`^Tenant globex: ${name} invocations failed[ .]`));
+    }
+  });
+
   it("gives every allowed schedule a window CloudWatch accepts, with a cycle in every period, 2 of 3 breaching", () => {
     for (let everyMinutes = 1; everyMinutes <= 1440; everyMinutes++) {
       const window = cycleAlarmWindow(everyMinutes);
