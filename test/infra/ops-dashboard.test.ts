@@ -109,6 +109,17 @@ describe("OpsDashboard", () => {
     expect(seriesOf(widgets, DASHBOARD_WIDGETS.deadLetters)).toEqual(["ApproximateNumberOfMessagesVisible Webhook/Maximum"]);
   });
 
+  it("graphs the bridge's plain metrics over 5-minute periods, the alarms' shortest, not a finer one", () => {
+    // CloudWatch graphs a series without a period over 300 s; a finer one would split a cycle's counts into points.
+    const { widgets } = plain;
+    const graphs = [DASHBOARD_WIDGETS.backlog, DASHBOARD_WIDGETS.cycleDuration, DASHBOARD_WIDGETS.tokens, DASHBOARD_WIDGETS.quarantine, DASHBOARD_WIDGETS.throughput];
+    const periods = graphs.flatMap((title) =>
+      (widgets.find((w) => w.properties.title === title)?.properties.metrics ?? []).map((m) => (m.at(-1) as { period?: number }).period ?? 300),
+    );
+    expect(periods.length).toBeGreaterThan(graphs.length);
+    expect(new Set(periods)).toEqual(new Set([300]));
+  });
+
   it("graphs each function's errors and throttles, and its p95 duration on the right axis", () => {
     const { widgets } = plain;
     expect(seriesOf(widgets, DASHBOARD_WIDGETS.functions)).toEqual([
