@@ -242,12 +242,13 @@ class CardRun extends CycleRun {
       );
       // Before its cards are walked or read in detail: they are another page's (see otherPageAnswered). The walk
       // stops where it stands, its cursor at this page, and the next walk asks it again; but a resumed walk's first
-      // page so answered may be one past a list that shrank, answered with page 1 (as with a 400 or a 404).
+      // page so answered may be one past a list that shrank, answered with an earlier page (as with a 400 or a 404);
+      // answered with a later one, it is not that.
       const answered = otherPageAnswered(result, page);
       const thisPage: WalkedPage = { page, size, total: listedTotal(result), keys: pageEntries(result).map(({ raw }) => cardIdOf(raw)) };
       if (answered !== undefined) {
         this.deps.logger.warn(NOT_PAGING, { list: `${mode} cards`, asked: page, answered });
-        return first && page > 1 ? { pastEnd: page } : { stop: "page_limit" };
+        return first && page > 1 && answered < page ? { pastEnd: page } : { stop: "page_limit" };
       }
       if (!endsList(result, thisPage.keys.length, undefined) && repeatsPage(thisPage, walk.walked)) {
         // The cards of the page walked last, the page asked named (see repeatsPage): stopped as above.

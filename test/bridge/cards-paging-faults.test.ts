@@ -122,6 +122,25 @@ describe("card walk against a provider answering another page than asked while s
     expect(suspended.toSorted()).toEqual(rig.provider.cards.map((c) => c["id"] as string).toSorted());
   });
 
+  it("stops, not starting afresh, when a resumed walk's first page is answered with a page past it: no list that shrank answers so", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 700; i++) rig.provider.addCard();
+    expect((await pollCards(rig.deps)).outcome).toBe("complete");
+    expect((await pollCards(rig.deps, { maxPages: 6 })).outcome).toBe("page_limit");
+    // The cursor is at page 7 (offset 600), the list's last: answered with its cards, named page 8.
+    const list = rig.provider.listErpCards.bind(rig.provider);
+    rig.provider.listErpCards = async (query) => {
+      const answer = await list(query);
+      return query.page === 7 ? { ...answer, pagination: { ...answer.pagination!, page: 8 } } : answer;
+    };
+    rig.logger.lines.length = 0;
+    rig.provider.calls.length = 0;
+    expect((await pollCards(rig.deps)).outcome).toBe("page_limit");
+    expect(rig.provider.count("listErpCards")).toBe(1);
+    const warnings = rig.logger.lines.filter((l) => l.level === "warn");
+    expect(warnings.map((l) => [l.message, l.attributes])).toEqual([[expect.stringContaining("another page than asked"), expect.objectContaining({ asked: 7, answered: 8 })]]);
+  });
+
   it("stops at page 2 of a provider answering page 1's cards to every page, naming the page asked, and the next walks reach every card", async () => {
     await expectStopsAtPage2(repeatingFirstPage, { repeats: 1 });
   });
