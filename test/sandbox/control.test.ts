@@ -648,6 +648,22 @@ describe("balances following new spend (§4.9: card balances account for pending
     for (const [id, before] of accountPaid) expect([id, accountAfter.get(id)]).toEqual([id, cents(before + (shared.has(id) ? (refund.billing_amount as number) : 0))]);
   });
 
+  it("a reversal of a purchase no longer held (cleared) gives its amount back to its card's account, as a refund does (spec-gaps, Balances)", async () => {
+    fillAccounts(data());
+    const paid = await purchase();
+    expect((await control(`/companies/${h.companyId}/transactions/${paid.id}`, { clearing_status: "cleared" }, "PATCH")).status).toBe(200);
+    const accountBefore = await accountBalances();
+    const reversal = (await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: paid.qashio_id, transaction_category: "reversal" })).body.data[0] as Row;
+    expect(reversal.transaction_category).toBe("reversal");
+    // Its fee-inclusive amount, as the store keeps it (the list view names no fee).
+    const stored = data().transactions.get(reversal.id as string)!;
+    const given = cents(stored.billing_amount + stored.transaction_fee_amount);
+    expect(given).toBeGreaterThan(0);
+    const shared = onAccountOf(paid.card_external_id as string);
+    const after = await accountBalances();
+    for (const [id, before] of accountBefore) expect([id, after.get(id)]).toEqual([id, cents(before + (shared.has(id) ? given : 0))]);
+  });
+
   it("a partial reversal releases only its share of the hold; clearing then moves only the rest, net of the refund what the purchase kept", async () => {
     fillAccounts(data());
     // A held purchase its first refund gave back only part of: the reversal then reverses the rest alone.
