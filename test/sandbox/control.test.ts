@@ -1288,6 +1288,16 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(card.balance, "held, not topped up").toBe(before + load);
   });
 
+  it("shows the trigger manual on a card set to load on approval once its auto top-up is off (spec-gaps, ERP card read: transaction_approval only while auto top-up is on)", async () => {
+    const card = autoTopUpCard(0);
+    expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, { on_transaction_approval: true })).status).toBe(200);
+    expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 0 } })).status).toBe(200);
+    expect((await coreCard(card.id)).auto_load_on_transaction_approval, "the flag stays set").toBe(true);
+    const read = await erpCard(card.id);
+    expect(read.auto_top_up_configuration).toMatchObject({ trigger: "manual", period: null });
+    expect((read.topup_configuration as Row).auto_topup_enabled).toBe(false);
+  });
+
   it("takes a deposit into the funding account, and refuses an amount that is not a positive sum of cents, naming it", async () => {
     const before = await companyBalance();
     const { status, body } = await control(`/companies/${h.companyId}/deposits`, { amount: 1234.56 });
