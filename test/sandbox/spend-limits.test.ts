@@ -91,6 +91,13 @@ describe("the room an enforced spend limit leaves (§4.9 update_velocity_limit)"
     expect(limitRoomOf(limited(used.count + 1), data, nowMs)).toBe(left);
     expect(limitRoomOf(limited(0), data, nowMs)).toBe(left);
   });
+
+  it("is none, never less, once the window consumed more than a max_amount lowered since (the dashboard may lower it below)", () => {
+    const { nowMs, data } = frozenSandbox(200);
+    const card = data.cards.find((c) => consumedOf({ ...c, spendLimit: { ...c.spendLimit, period: "ALL_TIME" } }, data, nowMs).amount > 1)!;
+    const lowered = { ...card, spendLimit: { ...card.spendLimit, active: true, period: "ALL_TIME", maxAmount: 1, frequency: 0 } };
+    expect(limitRoomOf(lowered, data, nowMs)).toBe(0);
+  });
 });
 
 describe("a purchase of no amount", () => {
