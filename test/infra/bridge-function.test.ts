@@ -43,6 +43,8 @@ describe("BridgeFunction", () => {
     expect(code.startsWith(ESM_REQUIRE_BANNER)).toBe(true);
     expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
     expect(existsSync(join(dir, "index.mjs.map"))).toBe(true);
+    // docs/spec-gaps.md (Source maps): the map names the sources, without shipping their text in the function's code
+    expect(JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8"))).not.toHaveProperty("sourcesContent");
     expect(code.split("\n").length).toBeLessThan(6);
     // The bundle runs in plain Node (vitest's module runner would lend it a `require`): its require() call finds the
     // `require` the banner defines
