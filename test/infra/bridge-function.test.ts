@@ -26,7 +26,7 @@ const environment = {
 } as const;
 
 describe("BridgeFunction", () => {
-  // the one test that really bundles: with the local esbuild, no Docker
+  // the tests that really bundle (this and the AWS SDK one): with the local esbuild, no Docker
   it("bundles minified ESM with the createRequire banner and a source map", () => {
     const app = new App({ builtinCloudFormationValidation: false });
     const stack = new Stack(app, "Bundling");
@@ -56,6 +56,23 @@ describe("BridgeFunction", () => {
       Runtime: "nodejs24.x",
       Environment: { Variables: { ...environment, NODE_OPTIONS: "--enable-source-maps", POWERTOOLS_METRICS_NAMESPACE: "QashioBridge", POWERTOOLS_SERVICE_NAME: "qashio-bridge" } },
     });
+  });
+
+  it("bundles the AWS SDK into the function itself, from its ES module build (docs/spec-gaps.md, AWS SDK: bundled)", () => {
+    const app = new App({ builtinCloudFormationValidation: false });
+    const stack = new Stack(app, "BundledSdk");
+    new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "uses-aws-sdk.ts"), description: "sdk check", environment });
+    const assembly = app.synth();
+    const dir = join(assembly.directory, readdirSync(assembly.directory).find((d) => d.startsWith("asset.")) ?? "");
+    const sources = (JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8")) as { sources: string[] }).sources;
+    // esbuild reads a package's "module" field before its "main" only when told to: for platform node it prefers "main"
+    expect(sources.filter((s) => s.includes("@aws-sdk/util-dynamodb/")).length).toBeGreaterThan(0);
+    expect(sources.filter((s) => /@aws-sdk\/util-dynamodb\/dist-cjs\//.test(s))).toEqual([]);
+    expect(sources.filter((s) => /@aws-sdk\/util-dynamodb\/dist-es\//.test(s)).length).toBeGreaterThan(0);
+    // The asset runs with nothing beside it: no node_modules to resolve an external @aws-sdk/* import from
+    const run = `const { handler } = await import(${JSON.stringify(pathToFileURL(join(dir, "index.mjs")).href)}); console.log(await handler());`;
+    const output = execFileSync(process.execPath, ["--input-type=module", "-e", run], { encoding: "utf8", cwd: dir });
+    expect(JSON.parse(output.trim())).toEqual({ cents: { N: "1" } });
   });
 
   it("gives its role only its own log group, no managed policy", () => {
