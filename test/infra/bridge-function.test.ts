@@ -220,4 +220,12 @@ describe("BridgeFunction", () => {
     expect(dropped.findError("*", Match.anyValue())).toEqual([]);
     expect(annotationsWith(["secretsmanager:GetRandomPassword", "secretsmanager:GetSecretValue"]).findInfo("*", Match.anyValue())).toEqual([]);
   });
+
+  it("leaves out no statement without actions: IAM's own check refuses it at synth instead of it vanishing with an info", () => {
+    const app = testApp();
+    const stack = new Stack(app, "Empty");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "empty", environment });
+    expect(fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ resources: ["*"] })).statementAdded).toBe(true);
+    expect(() => app.synth()).toThrow(/Fn\/Role\/DefaultPolicy\] A PolicyStatement must specify at least one 'action'/);
+  });
 });
