@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { App, Duration, Stack } from "aws-cdk-lib";
+import { App, type CfnElement, Duration, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
@@ -227,5 +227,16 @@ describe("BridgeFunction", () => {
     const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "empty", environment });
     expect(fn.role.addToPrincipalPolicy(new iam.PolicyStatement({ resources: ["*"] })).statementAdded).toBe(true);
     expect(() => app.synth()).toThrow(/Fn\/Role\/DefaultPolicy\] A PolicyStatement must specify at least one 'action'/);
+  });
+
+  it("hands a grant of X-Ray on * the policy it went to, so what the grant is applied before waits for that policy", () => {
+    const app = testApp();
+    const stack = new Stack(app, "Granted");
+    const fn = new BridgeFunction(stack, "Fn", { entry: join(FIXTURE_FUNCTIONS_DIR, "poll-cards.ts"), description: "granted", environment });
+    const grant = iam.Grant.addToPrincipal({ grantee: fn.role, actions: ["xray:PutTraceSegments"], resourceArns: ["*"] });
+    const waiting = new sqs.Queue(stack, "Waiting");
+    grant.applyBefore(waiting);
+    const policyId = stack.getLogicalId(fn.role.noResourceLevelPolicy?.node.defaultChild as CfnElement);
+    Template.fromStack(stack).hasResource("AWS::SQS::Queue", { DependsOn: Match.arrayWith([policyId]) });
   });
 });
