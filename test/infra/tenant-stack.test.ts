@@ -1100,6 +1100,17 @@ describe("what a stack delete or a failed first create leaves", () => {
     }
   });
 
+  it("pins the logical ids of the schema registry and its schemas: under a new id CloudFormation would create a second one of the same name, which Schemas refuses, and the upgrade would roll back", () => {
+    const deployed = ["card.created", "card.status_changed", "card.suspended", "card.updated", "transaction.changed", "transaction.created"];
+    const hashes = ["DA773F99", "7FD440D7", "2597AE51", "1E759728", "45534702", "D135AFB4"];
+    for (const template of [acmeT, globexT]) {
+      expect(logicalIdOf(template, "AWS::EventSchemas::Registry")).toBe("EventSchemasRegistry99CC6CC6");
+      expect(Object.keys(template.findResources("AWS::EventSchemas::Schema"))).toEqual(
+        expect.arrayContaining(deployed.map((type, i) => `EventSchemasSchema${type.replace(/[._]/g, "")}${hashes[i]}`)),
+      );
+    }
+  });
+
   it("gives the key a 30-day deletion window: the time an operator has to cancel the deletion a failed first deploy scheduled", () => {
     // runbook, "Offboarding and renaming a tenant": a rolled-back create schedules the key's deletion in 30 days, and
     // deleting the table it kept may need the key back (`cancel-key-deletion`), which works only within the window
