@@ -253,8 +253,9 @@ describe("nodeHttpFetch", () => {
     await (await nodeHttpFetch(server.url)).text();
     const idleFrom = Date.now();
     await eventually(() => server.closedConnections >= 1);
-    // 4 s, with room for a loaded machine's late timers: a timeout of the server's length or none ends the test at 30 s.
-    expect(Date.now() - idleFrom).toBeLessThan(6_000);
+    // 4 s, with a second's room for a loaded machine's late timers, and under the 5 s that docs/spec-gaps.md promises to
+    // close before (common server timeouts); a timeout of the server's length or none ends the test at 30 s.
+    expect(Date.now() - idleFrom).toBeLessThan(5_000);
   });
 
   it("rejects with the signal's AbortError when aborted before the response, and closes the connection", async () => {
