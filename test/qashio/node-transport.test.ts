@@ -2,6 +2,8 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { getEventListeners } from "node:events";
 import { inspect } from "node:util";
 import { brotliCompressSync, gzipSync } from "node:zlib";
@@ -361,6 +363,15 @@ describe("nodeHttpFetch", () => {
     const response = await nodeHttpFetch(server.url);
     expect(response.status).toBe(503);
     expect(await response.text()).toBe("e".repeat(MAX_ERROR_BODY_BYTES));
+  });
+
+  it("keeps the first MiB of an error answer that docs/spec-gaps.md names, no more and no less", async () => {
+    const doc = await readFile(join(ROOT, "docs/spec-gaps.md"), "utf8");
+    const said = Number(/An error answer \(a status outside 2xx\) is read up to its first (\d+) MiB/.exec(doc.replace(/\s+/g, " "))?.[1]);
+    expect(said).toBeGreaterThan(0);
+    const kept = said * 1024 * 1024;
+    const server = await loopback((_request, res) => res.writeHead(502).end(Buffer.alloc(kept + 4096, "p")));
+    expect((await (await nodeHttpFetch(server.url)).text()).length).toBe(kept);
   });
 
   it("keeps only the head of a 3xx answer's body too: only a 2xx answer is read whole", async () => {
