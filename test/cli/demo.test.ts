@@ -262,6 +262,23 @@ describe("bridge demo whose sign-in fails", () => {
   });
 });
 
+describe("bridge demo that fails with --keep", () => {
+  it("keeps its temp directory, as README says --keep does however the demo ends, and names the events file on stderr", async () => {
+    let stderr = "";
+    const seams: DemoSeams = { onSandbox: (sandbox) => (sandbox.control.issueAuthorizationCode = () => "a-code-the-provider-never-issued") };
+    const error = await demo({ cycles: 1, keep: true, seams }, undefined, (chunk) => (stderr += chunk)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthorizeError);
+    const eventsFile = /demo failed; events are in (\S+events\.jsonl)/.exec(stderr)?.[1] ?? "";
+    const dir = dirname(eventsFile);
+    try {
+      expect(dir).toMatch(/qashio-bridge-demo-/);
+      expect(existsSync(join(dir, "state"))).toBe(true);
+    } finally {
+      if (dir.includes("qashio-bridge-demo-")) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("bridge demo whose state directory goes away", () => {
   it("stops with the state directory's error (exit 2) instead of failing every cycle, as `run --interval` does", async () => {
     let stdout = "";
