@@ -576,6 +576,17 @@ describe("the bridge demo's spend limit raises", () => {
     expect(card?.spendLimit.frequency).toBe(2_000);
   });
 
+  it("leave a limit with no count (frequency 0) without one: only its amount is raised", async () => {
+    let sandbox: Sandbox | undefined;
+    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedEver(1, 0, (s) => (sandbox = s)) });
+    expect(code, stderr).toBe(EXIT.ok);
+    const raised = /spend limit of card (\S+) raised in the dashboard/.exec(stdout)?.[1];
+    expect(raised, stdout).toBeDefined();
+    const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
+    expect(card?.spendLimit.maxAmount).toBeGreaterThan(1);
+    expect(card?.spendLimit.frequency).toBe(0);
+  });
+
   it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
     // Every card limited to one purchase ever, at an amount whose raise (twice it) the issuer would refuse.
     const { code, stdout, stderr } = await demo({ cycles: 4, seams: everyCardLimitedToOnePurchase(400_000) });
