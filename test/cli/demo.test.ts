@@ -262,6 +262,23 @@ describe("bridge demo whose sign-in fails", () => {
   });
 });
 
+describe("bridge demo whose cycle fails as the next one may not", () => {
+  it("says on stderr which cycle failed and why, and goes on to the next, as `run --interval` does", async () => {
+    let sandbox: Sandbox | undefined;
+    let faulted = false;
+    const { code, stdout, stderr } = await demo({ cycles: 3, seams: { onSandbox: (s) => (sandbox = s) } }, (out) => {
+      if (faulted || !out.includes("── cycle 1:")) return;
+      // The provider refuses the next transaction list once: the cycle fails, the one after it reads again.
+      sandbox?.control.state.faults.add({ method: "GET", pathPrefix: "/public/v1/erp/transactions", status: 400, count: 1 });
+      faulted = true;
+    });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stderr).toMatch(/^cycle 2 failed: \S/m);
+    expect(stdout).toContain("── cycle 3:");
+    expect(stdout).toContain("stopped after 3 cycles");
+  });
+});
+
 describe("bridge demo that fails with --keep", () => {
   it("keeps its temp directory, as README says --keep does however the demo ends, and names the events file on stderr", async () => {
     let stderr = "";
