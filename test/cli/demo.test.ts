@@ -582,26 +582,25 @@ describe("the bridge demo's spend limit raises", () => {
     expect(stdout).not.toContain("card.updated");
   });
 
-  it("give a limit its amount stops, not its count, a full window's count again: twice the count it had", async () => {
-    // An amount below any purchase's, and a count of purchases no card's history comes near.
+  /** Two demo cycles with every card limited ever to `maxAmount` in `frequency` purchases: the spend limit it raised. */
+  async function raisedLimitOf(maxAmount: number, frequency: number) {
     let sandbox: Sandbox | undefined;
-    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedEver(1, 1_000, (s) => (sandbox = s)) });
+    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedEver(maxAmount, frequency, (s) => (sandbox = s)) });
     expect(code, stderr).toBe(EXIT.ok);
     const raised = /spend limit of card (\S+) raised in the dashboard/.exec(stdout)?.[1];
     expect(raised, stdout).toBeDefined();
-    const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
-    expect(card?.spendLimit.frequency).toBe(2_000);
+    return sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised)?.spendLimit;
+  }
+
+  it("give a limit its amount stops, not its count, a full window's count again: twice the count it had", async () => {
+    // An amount below any purchase's, and a count of purchases no card's history comes near.
+    expect((await raisedLimitOf(1, 1_000))?.frequency).toBe(2_000);
   });
 
   it("leave a limit with no count (frequency 0) without one: only its amount is raised", async () => {
-    let sandbox: Sandbox | undefined;
-    const { code, stdout, stderr } = await demo({ cycles: 2, seams: everyCardLimitedEver(1, 0, (s) => (sandbox = s)) });
-    expect(code, stderr).toBe(EXIT.ok);
-    const raised = /spend limit of card (\S+) raised in the dashboard/.exec(stdout)?.[1];
-    expect(raised, stdout).toBeDefined();
-    const card = sandbox?.control.company(sandbox.control.companies()[0]?.id ?? "")?.cards.find((c) => c.id === raised);
-    expect(card?.spendLimit.maxAmount).toBeGreaterThan(1);
-    expect(card?.spendLimit.frequency).toBe(0);
+    const limit = await raisedLimitOf(1, 0);
+    expect(limit?.maxAmount).toBeGreaterThan(1);
+    expect(limit?.frequency).toBe(0);
   });
 
   it("never ask for a limit past what the issuer accepts: with no card to buy on and none to raise, rounds make no purchase and go on", async () => {
