@@ -687,6 +687,15 @@ describe("QashioClient response handling", () => {
     expect(drift).toEqual([expect.objectContaining({ field: "status", value: "frozen_by_bank" })]);
   });
 
+  it("lists every failing field, dotted from the envelope down, and names the first in the message", async () => {
+    const fetch = scriptedFetch(ok(transactionFixture({ id: 42, qashio_id: 7 })));
+    const { client } = clientWith(fetch);
+    const error = (await client.getTransaction(TRANSACTION_ID).catch((e: unknown) => e)) as InvalidResponseError;
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error.issues.map((i) => i.path)).toEqual(["data.id", "data.qashio_id"]);
+    expect(error.message).toMatch(/does not match its schema \(data\.id: /);
+  });
+
   it("names the first failing field in the error's message, not only in its issues (logs show the message)", async () => {
     const fetch = scriptedFetch(json(200, { success: true, data: [] }));
     const { client } = clientWith(fetch);
