@@ -983,6 +983,14 @@ describe("redactSecrets", () => {
     expect(redactSecrets('echo {"client_secret":"pa\\"ss\\\\word"}', ['pa"ss\\word'])).toBe('echo {"client_secret":"***"}');
   });
 
+  it("redacts every occurrence of a secret, not only the first", () => {
+    expect(redactSecrets("got tok-1a2b, expected tok-1a2b", ["tok-1a2b"])).toBe("got ***, expected ***");
+  });
+
+  it("redacts a secret quoted as sent when it holds a character that both URL and JSON escape", () => {
+    expect(redactSecrets('client_secret pa"ss is wrong', ['pa"ss'])).toBe("client_secret *** is wrong");
+  });
+
   it("redacts a secret that contains another one whole, leaving no part of it", () => {
     expect(redactSecrets("sent rt-abc-rotated and rt-abc", ["rt-abc", "rt-abc-rotated"])).toBe("sent *** and ***");
   });
