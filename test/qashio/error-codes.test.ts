@@ -127,6 +127,14 @@ describe("envelope errors[] field and code", () => {
     expect(safeErrorToken("tok_abcdefgh", ["xx tok_abcdefgh yy"])).toBe("?");
   });
 
+  it("drops a request id that quotes a secret in any of its encoded forms", () => {
+    const secret = "cs/with+plus=";
+    expect(safeRequestId("req-0001", [secret])).toBe("req-0001");
+    expect(safeRequestId(`req-${encodeURIComponent(secret)}`, [secret])).toBeUndefined();
+    expect(safeRequestId(`req-${encodeURIComponent(secret).toLowerCase()}`, [secret])).toBeUndefined();
+    expect(safeRequestId(`req-${JSON.stringify('cs"q').slice(1, -1)}`, ['cs"q'])).toBeUndefined();
+  });
+
   it("keeps a field name under 8 characters that occurs inside a secret (too short to give it away), not one of 8", () => {
     expect(safeErrorToken("page", ["at_xpage7f"])).toBe("page");
     expect(safeErrorToken("status", [`${BEARER}status`])).toBe("status");
