@@ -281,6 +281,17 @@ describe("activity generation", () => {
     expect((await h.json("/public/v1/erp/company/summary")).status).toBe(200);
   });
 
+  it("refuses each identity field even in a well-formed value, the message naming it (the immutable list, not the schema, stops it)", async () => {
+    // A uuid parent_id or id is well-formed (§2.1), so only the immutable list keeps a purchase's refunds tied to it.
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const uuid = "2f1e7c52-0d3b-4c5a-9e8f-000000000001";
+    for (const field of ["id", "parent_id"]) {
+      const { status, body } = await control(path, { [field]: uuid }, "PATCH");
+      expect([status, body.errors], field).toEqual([400, [{ field, code: "INVALID_FORMAT", message: `${field} cannot be changed` }]]);
+    }
+  });
+
   it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a suspended one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
