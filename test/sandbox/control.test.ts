@@ -292,6 +292,22 @@ describe("activity generation", () => {
     }
   });
 
+  it("refuses a transaction_time with an offset (spec-gaps: an ISO 8601 UTC timestamp) and null or text for the typed amounts, fees and approval (§2.2)", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    expect(errorCodes((await control(path, { transaction_time: "2025-03-14T13:30:00+04:00" }, "PATCH")).body)).toEqual(["transaction_time:INVALID_FORMAT"]);
+    const refused = await control(path, { clearing_amount: "lots", transaction_fee_amount: null, clearing_fee: null, approval_status: null }, "PATCH");
+    expect(refused.status).toBe(400);
+    expect(errorCodes(refused.body).sort()).toEqual([
+      "approval_status:INVALID_FORMAT",
+      "clearing_amount:INVALID_FORMAT",
+      "clearing_fee:INVALID_FORMAT",
+      "transaction_fee_amount:INVALID_FORMAT",
+    ]);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
+  });
+
   it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a suspended one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
