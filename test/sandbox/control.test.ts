@@ -308,6 +308,12 @@ describe("activity generation", () => {
     expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
   });
 
+  it("takes a null card_last_four (spec-gaps: string or null), as a transaction of no card carries", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const patched = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { card_last_four: null }, "PATCH");
+    expect([patched.status, patched.body.data.card_last_four]).toEqual([200, null]);
+  });
+
   it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a suspended one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
