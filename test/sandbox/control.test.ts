@@ -314,6 +314,14 @@ describe("activity generation", () => {
     expect([patched.status, patched.body.data.card_last_four]).toEqual([200, null]);
   });
 
+  it("lists a card's merchant categories as Travel with its own MCCs, then a fixed Software, whichever limits are active (spec-gaps, single ERP card read)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const categories = data.cards.map((card) => (erpCardDetailView(card, data) as Row).merchant_category_limits as Row).map((l) => l.categories as Row[]);
+    expect(categories.map((c) => c.map((x) => x.name))).toEqual(data.cards.map(() => ["Travel", "Software"]));
+    expect(categories.map((c) => c[0]!.mcc_codes)).toEqual(data.cards.map((card) => card.allowedMccs));
+    expect(new Set(categories.map((c) => JSON.stringify(c[1]!.mcc_codes))).size, "one Software list on every card").toBe(1);
+  });
+
   it("puts new spend only on cards Active now: none on a card the dashboard suspended, some on ones it activated (a suspended one too)", async () => {
     const cards = (await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[];
     const active = cards.filter((card) => card.status === "Active");
