@@ -84,6 +84,15 @@ async function expectSkippedPageStops(tell: (answer: ProviderPage) => ProviderPa
   }
 }
 
+/** A rig of 700 cards whose last walk stopped at its page bound of 6 pages: the next walk resumes at page 7, the last. */
+async function resumingAtPage7(): Promise<TestRig> {
+  const rig = makeRig();
+  for (let i = 0; i < 700; i++) rig.provider.addCard();
+  expect((await pollCards(rig.deps)).outcome).toBe("complete");
+  expect((await pollCards(rig.deps, { maxPages: 6 })).outcome).toBe("page_limit");
+  return rig;
+}
+
 describe("card walk against a provider answering another page than asked while saying more follow", () => {
   it("stops at page 2 of a provider ignoring page, naming the fault, its detail reads one per card walked, and the next walks reach every card", async () => {
     await expectStopsAtPage2(() => (_query, page) => page(1), { answered: 1 });
@@ -103,10 +112,7 @@ describe("card walk against a provider answering another page than asked while s
   });
 
   it("starts afresh, as for a 400 or 404, when a resumed walk's first page is answered with page 1: a cursor past a list that shrank", async () => {
-    const rig = makeRig();
-    for (let i = 0; i < 700; i++) rig.provider.addCard();
-    expect((await pollCards(rig.deps)).outcome).toBe("complete");
-    expect((await pollCards(rig.deps, { maxPages: 6 })).outcome).toBe("page_limit");
+    const rig = await resumingAtPage7();
     // 450 cards removed: the cursor (offset 600, page 7) is past the 3 pages left, which the provider answers with page 1.
     rig.provider.cards.splice(0, 450);
     for (const card of rig.provider.cards) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
@@ -123,10 +129,7 @@ describe("card walk against a provider answering another page than asked while s
   });
 
   it("stops, not starting afresh, when a resumed walk's first page is answered with a page past it: no list that shrank answers so", async () => {
-    const rig = makeRig();
-    for (let i = 0; i < 700; i++) rig.provider.addCard();
-    expect((await pollCards(rig.deps)).outcome).toBe("complete");
-    expect((await pollCards(rig.deps, { maxPages: 6 })).outcome).toBe("page_limit");
+    const rig = await resumingAtPage7();
     // The cursor is at page 7 (offset 600), the list's last: answered with its cards, named page 8.
     const list = rig.provider.listErpCards.bind(rig.provider);
     rig.provider.listErpCards = async (query) => {
