@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
   CardBalanceSchema,
@@ -147,6 +148,18 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
     expect(detail.merchant_category_limits?.categories?.[0]?.mcc_codes?.length).toBeGreaterThan(0);
     expect(detail.topup_configuration).toBeTruthy();
     expect(detail.atm_configuration).toBeTruthy();
+  });
+
+  it("lists two MCC categories: Travel with the card's own codes, Software with the codes docs/spec-gaps.md names", async () => {
+    const gaps = readFileSync(new URL("../../docs/spec-gaps.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    const named = /a fixed Software of MCCs (\d{4}), (\d{4}) and (\d{4})\)/.exec(gaps);
+    expect(named).not.toBeNull();
+    const record = h.sandbox.control.company(h.companyId)!.cards.find((c) => c.allowedMccs.length > 0)!;
+    const detail = (await h.json(`${ERP}/${record.id}`)).body.data as Row;
+    expect((detail.merchant_category_limits as Row).categories).toEqual([
+      { name: "Travel", mcc_codes: record.allowedMccs },
+      { name: "Software", mcc_codes: named!.slice(1) },
+    ]);
   });
 
   it("shows a card's limits as the card holds them: the purchase limit in the card's currency, the countries allowed and blocked", async () => {
