@@ -49,8 +49,8 @@ export function secretsOf(request: { readonly body?: unknown }, tokens: readonly
 }
 
 /**
- * `value` when it is fit for a log line (`isLogToken`: an identifier, dotted or indexed, never free text) and is not,
- * does not contain, and (from 8 characters) is not part of any secret the request sent, in any form of
+ * `value` when it is fit for a log line (`isLogToken`: an identifier, dotted or indexed, never free text) and neither
+ * contains any secret the request sent nor shares a piece of 8+ characters with one, in any form of
  * {@link secretForms}; else `?`. A provider (or a gateway before it) that puts a token into `field` or `code` must not
  * get it onto the error.
  */
@@ -58,9 +58,24 @@ export function safeErrorToken(value: string, secrets: readonly string[]): strin
   return isLogToken(value) && !quotesSecret(value, secrets) ? value : "?";
 }
 
-/** Whether `value` holds one of `secrets` in any of its {@link secretForms}, or is a piece (8+ characters) of one. */
+/** Shortest run of a secret's characters taken for a piece of it: shorter runs (`page`, `card_id`) occur by chance. */
+const SECRET_PIECE_LENGTH = 8;
+
+/**
+ * Whether `value` holds one of `secrets` in any of its {@link secretForms}, or a piece of one: a run of
+ * {@link SECRET_PIECE_LENGTH}+ characters in common, alone or with other text around it.
+ */
 function quotesSecret(value: string, secrets: readonly string[]): boolean {
-  return secrets.filter((s) => s.length > 0).flatMap(secretForms).some((form) => value.includes(form) || (value.length >= 8 && form.includes(value)));
+  const forms = secrets.filter((s) => s.length > 0).flatMap(secretForms);
+  return forms.some((form) => value.includes(form) || sharesPiece(value, form));
+}
+
+/** Whether `value` and `form` have {@link SECRET_PIECE_LENGTH} consecutive characters in common. */
+function sharesPiece(value: string, form: string): boolean {
+  for (let start = 0; start + SECRET_PIECE_LENGTH <= value.length; start += 1) {
+    if (form.includes(value.slice(start, start + SECRET_PIECE_LENGTH))) return true;
+  }
+  return false;
 }
 
 /** Longest request id kept on an error or a log line. */

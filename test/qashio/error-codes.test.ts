@@ -142,6 +142,17 @@ describe("envelope errors[] field and code", () => {
     expect(safeErrorToken("card_ids", ["xcard_idsx"])).toBe("?");
   });
 
+  it("takes a piece of 8+ characters of a secret for the secret even with other text around it, in a field or a request id", () => {
+    const piece = BEARER.slice(3, 15);
+    expect(safeErrorToken(`field_${piece}`, [BEARER])).toBe("?");
+    expect(safeErrorToken(`${BEARER.slice(0, 8)}_x`, [BEARER])).toBe("?");
+    expect(safeRequestId(`req-${piece}-7`, [BEARER])).toBeUndefined();
+    expect(safeRequestId(`req-${REFRESH_TOKEN.slice(-8)}`, [REFRESH_TOKEN])).toBeUndefined();
+    // Seven characters in common are not a piece: a field or an id that merely shares a short run with a token stays.
+    expect(safeErrorToken(`field${BEARER.slice(3, 10)}`, [BEARER])).toBe(`field${BEARER.slice(3, 10)}`);
+    expect(safeRequestId(`req-${REFRESH_TOKEN.slice(-7)}`, [REFRESH_TOKEN])).toBe(`req-${REFRESH_TOKEN.slice(-7)}`);
+  });
+
   it("takes an empty secret (a body's empty credential) for none: it neither hides every field nor drops the request id", () => {
     expect(safeErrorToken("page_size", [""])).toBe("page_size");
     expect(safeRequestId("req-0001", [""])).toBe("req-0001");
