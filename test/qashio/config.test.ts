@@ -60,6 +60,17 @@ describe("resolveBaseUrl", () => {
     expect(() => resolveBaseUrl("https://:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
   });
 
+  it("refuses a user name alone (a token pasted before the host), without repeating it", () => {
+    for (const [target, source, urls] of [
+      ["https://s3cr3t-tok@x.test", "base URL", {}],
+      ["eu", "QASHIO_EU_URL", { QASHIO_EU_URL: "https://s3cr3t-tok@x.test" }],
+    ] as const) {
+      const error = thrown(() => resolveBaseUrl(target, urls));
+      expect(error.message).toBe(`${source} must not carry credentials (user:password@)`);
+      expect(error.message).not.toContain("s3cr3t-tok");
+    }
+  });
+
   it("names no host for a refused value that has none", () => {
     const error = thrown(() => resolveBaseUrl("eu", { QASHIO_EU_URL: "urn:example:api" }));
     expect(error.message).toBe("QASHIO_EU_URL must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)");
