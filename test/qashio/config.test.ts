@@ -71,6 +71,15 @@ describe("resolveBaseUrl", () => {
     }
   });
 
+  it.each(["https://api.example/v1?", "https://api.example/v1#", "https://api.example/?#"])(
+    "refuses %s: an empty query or fragment mark would sit before every request path",
+    (url) => {
+      expect(baseUrlProblem(url)).toBe("must not carry a query string or fragment");
+      expect(() => resolveBaseUrl("eu", { QASHIO_EU_URL: url })).toThrow("QASHIO_EU_URL (host api.example) must not carry a query string or fragment");
+      expect(authorizeUrlProblem(url)).toBe("must not carry a query string or fragment");
+    },
+  );
+
   it("names no host for a refused value that has none", () => {
     const error = thrown(() => resolveBaseUrl("eu", { QASHIO_EU_URL: "urn:example:api" }));
     expect(error.message).toBe("QASHIO_EU_URL must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)");
