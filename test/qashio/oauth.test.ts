@@ -107,6 +107,8 @@ describe("refresh answered 200 with a body that is not a token set", () => {
     const error = await refreshAnswered({ ...tokenSet, token_type: "mac" });
     expect(error).toBeInstanceOf(IncompleteTokenSetError);
     expect((error as IncompleteTokenSetError).rotatedRefreshToken()).toBe("rt-2");
+    // Logs name an error by its name: a reader must see that a rotated token is at stake, not a plain bad answer.
+    expect((error as Error).name).toBe("IncompleteTokenSetError");
     expect((error as IncompleteTokenSetError).issues).toEqual([{ path: "token_type", code: "invalid_format", message: "must be Bearer" }]);
     // Named in the message too, which is what the logs show of it.
     expect((error as Error).message).toBe("POST /oauth2/token answered 200 with a body that is not a token set (token_type), though it carries a new refresh token");
