@@ -98,6 +98,14 @@ describe("QashioClient reads", () => {
     await expect(client.listCoreCards()).rejects.toBeInstanceOf(InvalidResponseError);
   });
 
+  it.each([
+    ["no page_info", { cards: [coreCardFixture()] }],
+    ["a page_info without its counts", { cards: [coreCardFixture()], page_info: { current_page: 1 } }],
+  ])("rejects a core cards answer with %s with InvalidResponseError: its paging could not be followed", async (_what, data) => {
+    const { client } = clientWith(scriptedFetch(ok(data)));
+    await expect(client.listCoreCards()).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
   it("sends booleans and numbers of the query as text", async () => {
     const fetch = scriptedFetch(listOf([]));
     const { client } = clientWith(fetch);
