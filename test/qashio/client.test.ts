@@ -139,6 +139,15 @@ describe("QashioClient reads", () => {
     expect(page.data).toHaveLength(2);
   });
 
+  it("sets a statement period that does not match its schema aside in invalid, keeping the account and the other periods", async () => {
+    const fixture = statementsByAccountFixture();
+    const { client } = clientWith(scriptedFetch(ok({ ...fixture, data: [fixture.data[0], { statement_period: "April" }] })));
+    const page = await client.getStatementsByAccount(CARD_ID);
+    expect(page.data.map((period) => period.statement_period.month)).toEqual(["2024-04"]);
+    expect(page.invalid.map((each) => each.index)).toEqual([1]);
+    expect(page.account.account_external_id).toBe(CARD_ID);
+  });
+
   it("encodes a statement account id into one path segment (the id is any text, not a checked CA id)", async () => {
     const fetch = scriptedFetch(ok(statementsByAccountFixture()));
     const { client } = clientWith(fetch);
