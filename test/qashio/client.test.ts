@@ -148,6 +148,16 @@ describe("QashioClient reads", () => {
     expect(page.account.account_external_id).toBe(CARD_ID);
   });
 
+  it.each([
+    ["no account_external_id", { account_external_id: undefined }],
+    ["an empty account_external_id", { account_external_id: "" }],
+    ["a total_pages that is not an integer", { total_pages: "2" }],
+    ["an inner data that is not an array", { data: {} }],
+  ])("rejects a statements-by-account answer with %s with InvalidResponseError", async (_what, change) => {
+    const { client } = clientWith(scriptedFetch(ok({ ...statementsByAccountFixture(), ...change })));
+    await expect(client.getStatementsByAccount(CARD_ID)).rejects.toBeInstanceOf(InvalidResponseError);
+  });
+
   it("encodes a statement account id into one path segment (the id is any text, not a checked CA id)", async () => {
     const fetch = scriptedFetch(ok(statementsByAccountFixture()));
     const { client } = clientWith(fetch);
