@@ -530,6 +530,14 @@ describe("QashioClient writes", () => {
     expect(await client.issueCard({ nickname: "New card" })).toEqual({ card: expect.objectContaining({ id: CARD_ID }), data, message: "Resource created", requestId: "req-issue-1" });
   });
 
+  it("returns no card when data.card does not have the card shape, keeping data as received", async () => {
+    const data = { card: { id: 42, status: "issued" } };
+    const { client } = clientWith(scriptedFetch(json(201, { status_code: 201, success: true, message: "Resource created", data })));
+    const result = await client.issueCard({ nickname: "New card" });
+    expect(result).not.toHaveProperty("card");
+    expect(result.data).toEqual(data);
+  });
+
   it("names POST and the cards path on an issued card's answer without the envelope", async () => {
     const { client } = clientWith(scriptedFetch(json(201, ["not", "an", "envelope"])));
     await expect(client.issueCard({ nickname: "New card" })).rejects.toMatchObject({ name: "InvalidResponseError", method: "POST", path: "/public/v1/core/cards", status: 201 });
