@@ -86,6 +86,13 @@ describe("QashioClient reads", () => {
     expect(page.invalid.map((each) => each.index)).toEqual([1]);
   });
 
+  it("refuses an ERP card read answered 200 without success: true, which is no success envelope (spec §4.1)", async () => {
+    for (const body of [{ status_code: 200, success: false, data: erpCardDetailFixture() }, { status_code: 200, data: erpCardDetailFixture() }]) {
+      const { client } = clientWith(scriptedFetch(json(200, body)));
+      await expect(client.readErpCard(CARD_ID)).rejects.toBeInstanceOf(InvalidResponseError);
+    }
+  });
+
   it("quarantines an ERP card read by id that does not match its schema rather than returning it", async () => {
     const { client } = clientWith(scriptedFetch(ok({ id: 42 })));
     const read = await client.readErpCard(CARD_ID);
