@@ -311,6 +311,12 @@ describe("readLocalSettings", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "0123456789abcdef" }, "/w").piiMode).toBe("hash");
   });
 
+  it("asks a salt of hash mode alone: full and redact go without one (README: required `with hash`)", () => {
+    for (const mode of ["full", "redact"]) {
+      expect(readLocalSettings({ ...valid, BRIDGE_PII_MODE: mode }, "/w")).toMatchObject({ piiMode: mode, piiSalt: undefined });
+    }
+  });
+
   it("refuses a salt one character short, naming the minimum but never the salt", () => {
     const error = issuesOf({ ...valid, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "salt-15-chars-x" });
     expect(error.issues).toEqual([{ setting: "BRIDGE_PII_SALT", problem: "must be at least 16 characters" }]);
