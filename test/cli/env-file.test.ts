@@ -1,14 +1,15 @@
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
-import { loadEnv, parseEnvFile } from "../../shared/cli/env-file.js";
+import { ENV_PIPE_WAIT_MS, loadEnv, parseEnvFile } from "../../shared/cli/env-file.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
 import { thrown } from "../thrown.js";
+import { ROOT } from "./helpers.js";
 
 /** Lets go a reader stuck in a blocking open of `fifo` (a writer's open ends it), so the test run cannot hang on one. */
 function letReaderGo(fifo: string): void {
@@ -360,6 +361,32 @@ describe("loadEnv", () => {
     } finally {
       letReaderGo(fifo);
     }
+  });
+
+  it("waits ENV_PIPE_WAIT_MS for a .env pipe's writer when given no wait of its own", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    // The clock jumps by the default wait after the deadline is set: the wait ends at once, naming the wait it took.
+    const now = performance.now.bind(performance);
+    let reads = 0;
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now() + (reads++ === 0 ? 0 : ENV_PIPE_WAIT_MS));
+    try {
+      const error = await Promise.race([loadEnv({}, dir).catch((e: unknown) => e), sleep(5_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(EnvFileError);
+      expect((error as EnvFileError).message).toContain(`(a named pipe nothing wrote to within ${ENV_PIPE_WAIT_MS / 1000} s: `);
+    } finally {
+      clock.mockRestore();
+      letReaderGo(fifo);
+    }
+  });
+
+  it.each([
+    ["docs/local-mode.md", "that nothing wrote to and closed within %s s or before Ctrl-C"],
+    ["docs/spec-gaps.md", "is read until its writer closes it, waiting at most %s s (Ctrl-C ends the wait)"],
+  ])("says in %s the wait for a .env pipe's writer that ENV_PIPE_WAIT_MS is", async (doc, said) => {
+    // A secrets manager's mount is filled when its program gets to it: a shorter wait than documented refuses one in time.
+    const text = (await readFile(join(ROOT, doc), "utf8")).replace(/\s+/g, " ");
+    expect(text).toContain(said.replace("%s", String(ENV_PIPE_WAIT_MS / 1000)));
   });
 
   it("reads a .env that is a named pipe once its writer has written and closed it", async () => {
