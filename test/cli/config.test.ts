@@ -342,6 +342,13 @@ describe("readLocalSettings", () => {
     ]);
   });
 
+  it("says what a card switch takes", () => {
+    expect(issuesOf({ ...valid, BRIDGE_EMIT_CARD_CREATED: "yes", BRIDGE_CARD_DETAILS: "1" }).issues).toEqual([
+      { setting: "BRIDGE_EMIT_CARD_CREATED", problem: "must be true or false" },
+      { setting: "BRIDGE_CARD_DETAILS", problem: "must be true or false" },
+    ]);
+  });
+
   it("takes a tenant id of up to 64 characters starting with a letter or digit (README), and no other", () => {
     const long = "a".repeat(64);
     expect(readLocalSettings({ ...valid, BRIDGE_TENANT: long }, "/w").tenant).toBe(long);
