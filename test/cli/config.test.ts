@@ -772,10 +772,13 @@ describe("readLocalSettings on the file system", () => {
     ]);
   });
 
-  it("asks for QASHIO_REFRESH_TOKEN only while the state directory holds no token", async () => {
+  it("asks for QASHIO_REFRESH_TOKEN only while the state directory holds no token, pointing to authorize", async () => {
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }).issues).toEqual([
-      { setting: "QASHIO_REFRESH_TOKEN", problem: expect.stringMatching(/^is required while the state directory .* holds no token/) },
+      {
+        setting: "QASHIO_REFRESH_TOKEN",
+        problem: `is required while the state directory (${join(dir, "state")}) holds no token; or run \`npm run bridge -- authorize\` first`,
+      },
     ]);
     await mkdir(join(dir, "state"));
     await writeFile(join(dir, "state", "tokens.json"), TOKEN_SET);
