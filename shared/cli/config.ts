@@ -443,6 +443,14 @@ function checked(r: Reader, setting: string, path: string, check: () => boolean 
   }
 }
 
+/**
+ * The problem of QASHIO_REFRESH_TOKEN unset while `stateDir` holds no token: named when the settings are read, and
+ * again when the bridge opens (its token file gone or unusable since), in the same words.
+ */
+export function noTokenProblem(stateDir: string): string {
+  return `is required while the state directory (${stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`;
+}
+
 /** Problems of the paths and the token seed that would otherwise surface only mid-run, one issue per setting. */
 function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
   const stateUsable = checked(r, "BRIDGE_STATE_DIR", stateDir, () => checkStateDir(r, stateDir, { eventsFile }));
@@ -451,10 +459,7 @@ function checkPaths(r: Reader, stateDir: string, eventsFile: string): void {
     const tokens = join(stateDir, STATE_FILES.tokens);
     checked(r, "BRIDGE_STATE_DIR", tokens, () => {
       if (statOf(tokens) !== undefined) return;
-      r.problem(
-        "QASHIO_REFRESH_TOKEN",
-        `is required while the state directory (${stateDir}) holds no token; or run \`npm run bridge -- authorize\` first`,
-      );
+      r.problem("QASHIO_REFRESH_TOKEN", noTokenProblem(stateDir));
     });
   }
 }

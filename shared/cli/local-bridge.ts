@@ -24,7 +24,7 @@ import { resolveBaseUrl } from "../qashio/config.js";
 import type { FetchLike } from "../qashio/http.js";
 import { JsonlEventPublisher, STATE_FILES, createLocalAdapters, type BindOptions, type FileSnapshotStore, type LocalAdapters } from "../local/index.js";
 import { onceSucceeded } from "../once.js";
-import type { Env, LocalSettings, StateSettings } from "./config.js";
+import { noTokenProblem, type Env, type LocalSettings, type StateSettings } from "./config.js";
 import { CYCLE_LEASE_MS, bindToSettings, bindingOf, saltBindingOf } from "./cycle-lease.js";
 import { HELD_TOKENS_EVENTS, HeldTokens } from "./held-tokens.js";
 import { CycleLeaseGuard } from "./lease-guard.js";
@@ -189,12 +189,7 @@ export async function openLocalBridge(settings: LocalSettings, options: LocalBri
   const { lock } = opened;
   // Read once up front: a missing or unusable token stops here, before any provider call.
   if ((await tokens.load()) === undefined) {
-    throw new ConfigError([
-      {
-        setting: "QASHIO_REFRESH_TOKEN",
-        problem: `is required while the state directory (${dir}) holds no token; or run \`npm run bridge -- authorize\` first`,
-      },
-    ]);
+    throw new ConfigError([{ setting: "QASHIO_REFRESH_TOKEN", problem: noTokenProblem(dir) }]);
   }
   // Left set, a spent seed is sent again by a run on an empty state directory (a mistyped BRIDGE_STATE_DIR), and the
   // provider then revokes the whole family, signing this directory out too. Said at every start until it is gone.
