@@ -54,6 +54,9 @@ const FOREIGN: ReadonlyArray<readonly [string, (file: string, live: string) => P
   ["a dangling symbolic link", (file) => symlink("nowhere", file)],
   ["a file that is no lease", (file) => writeFile(file, "conflicted copy")],
   ["an empty file", (file) => writeFile(file, "")],
+  // JSON that is no lease: no token to own it by, or an expiry that is no number (a string compares as one).
+  ["JSON without a token", (file) => writeFile(file, JSON.stringify({ pid: 4242, expiresAt: Date.now() + 3_600_000 }))],
+  ["JSON whose expiry is a string", (file) => writeFile(file, JSON.stringify({ token: "t", pid: 4242, expiresAt: String(Date.now() + 3_600_000) }))],
   // A named pipe, whose read would wait for a writer for good.
   ...(process.platform === "win32" ? [] : ([["a FIFO", async (file: string) => void execFileSync("mkfifo", [file])]] as const)),
 ];
