@@ -86,6 +86,12 @@ describe.runIf(onLinux)("FileLock with a holder that has exited", () => {
     expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeDefined();
   });
 
+  it("takes over a lease of this process's own pid left by an earlier process (a container restarted as pid 1 again)", async () => {
+    await writeLease(process.pid, identityOf(process.pid, "1"));
+    const handle = await new FileLock(dir).tryAcquire(LOCK, 30_000);
+    expect(handle?.tookOver).toBe(true);
+  });
+
   it("leaves a lease in force until it expires when the holder cannot be checked", async () => {
     const gone = await sleeper();
     const identity = identityOf(gone.pid!);
