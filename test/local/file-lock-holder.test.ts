@@ -198,6 +198,14 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     }
   });
 
+  it("leaves a released lease free after the wall clock is stepped back: release marks it expired for good, not as of now", async () => {
+    let now = Date.now();
+    const clock = { now: () => now };
+    await (await new FileLock(dir, { clock }).tryAcquire(LOCK, 30_000))!.release();
+    now -= 60_000;
+    expect(await new FileLock(dir, { clock }).tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+
   it("measures expiries on the wall clock alone when told not to use the monotonic clock, those of steady leases too", async () => {
     await holderBeforeClockStep(60_000, 30_000);
     expect(await new FileLock(dir).tryAcquire(LOCK, 30_000)).toBeUndefined();
