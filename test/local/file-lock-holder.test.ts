@@ -198,6 +198,16 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     }
   });
 
+  it("lets another take a lease at its expiry, ttl after it was taken, not a millisecond later (as the other Lock adapters)", async () => {
+    let now = Date.now();
+    const clock = { now: () => now };
+    await new FileLock(dir, { clock }).tryAcquire(LOCK, 30_000);
+    now += 29_999;
+    expect(await new FileLock(dir, { clock }).tryAcquire(LOCK, 30_000)).toBeUndefined();
+    now += 1;
+    expect(await new FileLock(dir, { clock }).tryAcquire(LOCK, 30_000)).toBeDefined();
+  });
+
   it("leaves a released lease free after the wall clock is stepped back: release marks it expired for good, not as of now", async () => {
     let now = Date.now();
     const clock = { now: () => now };
