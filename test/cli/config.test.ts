@@ -927,6 +927,14 @@ describe("a state directory that is an ordinary directory of other files", () =>
     expect(problemOf({ ...valid, BRIDGE_STATE_DIR: "leased" })).toEqual([refusal(leased, "snapshots")]);
   });
 
+  it("refuses a locks directory holding files only named like leases: generation 0 spelled out, a leading zero, a name with a space", async () => {
+    for (const name of ["cycle.lock.0", "cycle.lock.01", "old cycle.lock"]) {
+      const state = join(dir, `state-${name.replaceAll(" ", "-")}`);
+      await fill(join(state, "locks"), [name]);
+      expect(problemOf({ ...valid, BRIDGE_STATE_DIR: state })).toEqual([refusal(state, "locks")]);
+    }
+  });
+
   it("takes a tokens.json of exactly 64 KiB, the most read to tell a token set, as the bridge's torn one: a byte more is another's", async () => {
     const edge = join(dir, "edge");
     await mkdir(edge);
