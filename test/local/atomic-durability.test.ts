@@ -42,6 +42,8 @@ const journal = vi.hoisted(() => ({
   written: new Map<number, number>(),
   /** Files whose close reports EIO, after releasing the descriptor (a write error NFS defers until close). */
   failCloseOf: undefined as RegExp | undefined,
+  /** Files whose stat fails with EIO (a link count that cannot be told). */
+  failStatOf: undefined as RegExp | undefined,
 }));
 
 function fault(code: string, call: string): Error {
@@ -99,7 +101,11 @@ vi.mock("node:fs", async (importOriginal) => {
     journal.openFds.delete(fd);
     if (journal.failCloseOf?.test(file)) throw fault("EIO", "close");
   }) as typeof fs.closeSync;
-  const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync, closeSync };
+  const statSync = ((file: nodeFs.PathLike, ...rest: unknown[]) => {
+    if (journal.failStatOf?.test(String(file))) throw fault("EIO", "stat");
+    return (fs.statSync as (file: nodeFs.PathLike, ...rest: unknown[]) => unknown)(file, ...rest);
+  }) as typeof fs.statSync;
+  const mocked = { openSync, fsyncSync, writeSync, renameSync, linkSync, unlinkSync, closeSync, statSync };
   return { ...fs, default: { ...fs, ...mocked }, ...mocked };
 });
 
@@ -119,6 +125,7 @@ beforeEach(async () => {
   journal.roomPerFile = Number.POSITIVE_INFINITY;
   journal.written.clear();
   journal.failCloseOf = undefined;
+  journal.failStatOf = undefined;
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -492,6 +499,14 @@ describe("createFileOnce", () => {
     expect(await createFileOnce(file, "second")).toBe(false);
     expect(await readFile(file, "utf8")).toBe("first");
     expect(await readdir(dir)).toEqual(["lease"]);
+  });
+
+  it("reports an existing file as not created when its temp file's link count cannot be told after the link failed", async () => {
+    const file = path.join(dir, "lease");
+    await writeFile(file, "another's");
+    journal.failStatOf = /\.new\.tmp$/;
+    expect(await createFileOnce(file, "mine")).toBe(false);
+    expect(await readFile(file, "utf8")).toBe("another's");
   });
 });
 
