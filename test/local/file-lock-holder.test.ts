@@ -7,7 +7,7 @@ import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
 import { killed, startLockHolder } from "./support/lock-holder.js";
 
@@ -195,6 +195,23 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
       expect(handle).toBeDefined();
       await handle!.release();
       await rm(path.join(dir, "locks"), { recursive: true });
+    }
+  });
+
+  it("lets another take a lease at its expiry on the monotonic clock too, not a millisecond later, once the wall clock passed it", async () => {
+    let steadyNs = 1_000_000_000_000n;
+    const hrtime = vi.spyOn(process.hrtime, "bigint").mockImplementation(() => steadyNs);
+    try {
+      let now = Date.now();
+      const clock = { now: () => now };
+      await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000);
+      now += 60_000;
+      steadyNs += 29_999_000_000n;
+      expect(await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000)).toBeUndefined();
+      steadyNs += 1_000_000n;
+      expect(await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000)).toBeDefined();
+    } finally {
+      hrtime.mockRestore();
     }
   });
 
