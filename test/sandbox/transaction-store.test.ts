@@ -240,4 +240,17 @@ describe("TransactionStore spend as a control PATCH changes a child", () => {
     s.changed(refund);
     expect(s.netSpend.between(...march)).toBe(60);
   });
+
+  it("counts nothing of a purchase a control PATCH made a card loading, however often it changes again (spec-gaps, Company summary and Spend limits)", () => {
+    const s = new TransactionStore();
+    const purchase = { ...tx(0, "synced"), card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z", transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
+    s.add(purchase);
+    expect([s.netSpend.between(...march), s.spend.consumed("card-1", -Infinity)]).toEqual([100, { cents: 10_000, count: 1 }]);
+    purchase.transaction_category = "card_loading";
+    s.changed(purchase);
+    // Changed again (its memo), still no spend: what it counted is taken back once, not again.
+    purchase.memo = "loaded by the dashboard";
+    s.changed(purchase);
+    expect([s.netSpend.between(...march), s.spend.consumed("card-1", -Infinity)]).toEqual([0, { cents: 0, count: 0 }]);
+  });
 });
