@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { seedCompanies } from "../../sandbox/data/seed.js";
 import type { CompanyData } from "../../sandbox/data/model.js";
@@ -104,6 +105,28 @@ describe("seeded data", () => {
       expect(items.length).toBeGreaterThan(0);
       expect(items.reduce((sum, i) => sum + i.amount, 0)).toBeCloseTo(tx.billing_amount, 1);
     }
+  });
+
+  it("bills each transaction's amount in the company's currency at the fixed rates docs/spec-gaps.md states, to the cent", () => {
+    const gaps = readFileSync(new URL("../../docs/spec-gaps.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    const stated = /billing_amount` \(.*?\): the `transaction_amount` at fixed rates to the AED \((.*?)\)/.exec(gaps);
+    expect(stated).not.toBeNull();
+    const aedPer: Record<string, number> = { AED: 1 };
+    for (const [, currency, rate] of stated![1]!.matchAll(/1 ([A-Z]{3}) = ([\d.]+) AED/g)) aedPer[currency!] = Number(rate);
+    expect(Object.keys(aedPer).sort()).toEqual(["AED", "EUR", "GBP", "SAR", "USD"]);
+    const pairs = new Set<string>();
+    for (const seed of [1, 7, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const tx of data.transactions.all()) {
+          const [from, to] = [String(tx.transaction_currency), String(tx.billing_currency)];
+          const billed = round2((Number(tx.transaction_amount) * aedPer[from]!) / aedPer[to]!);
+          expect([tx.qashio_id, from, to, tx.billing_amount]).toEqual([tx.qashio_id, from, data.company.currency, billed]);
+          pairs.add(`${from}>${to}`);
+        }
+      }
+    }
+    // Every stated rate is used, into both billing currencies.
+    for (const pair of ["USD>AED", "EUR>AED", "GBP>AED", "SAR>AED", "USD>SAR", "AED>SAR", "SAR>SAR", "AED>AED"]) expect(pairs, pair).toContain(pair);
   });
 
   it("ships each company's physical cards to an office in a city of its own country, a virtual card nowhere", () => {
