@@ -129,6 +129,33 @@ describe("seeded data", () => {
     for (const pair of ["USD>AED", "EUR>AED", "GBP>AED", "SAR>AED", "USD>SAR", "AED>SAR", "SAR>SAR", "AED>AED"]) expect(pairs, pair).toContain(pair);
   });
 
+  it("makes a company's cash withdrawals at, and ships its physical cards to, the home places docs/spec-gaps.md names for its country", () => {
+    const gaps = readFileSync(new URL("../../docs/spec-gaps.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    const atm = /ATM at home \(`([^`]+)` in (\w+) for a UAE company, `([^`]+)` in (\w+) for a Saudi one;/.exec(gaps);
+    const office = /`\{ line1, city, country \}`: `([^`]+)`, (\w+), for a UAE company; `([^`]+)`, (\w+), for a Saudi one/.exec(gaps);
+    expect([atm, office].map((stated) => stated !== null)).toEqual([true, true]);
+    const atmOf: Record<string, string[]> = { AE: atm!.slice(1, 3), SA: atm!.slice(3, 5) };
+    const officeOf: Record<string, Record<string, string | undefined>> = {
+      AE: { line1: office![1], city: office![2], country: "AE" },
+      SA: { line1: office![3], city: office![4], country: "SA" },
+    };
+    const seen = new Set<string>();
+    for (const seed of [1, 7, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        const country = data.company.country;
+        for (const tx of data.transactions.all().filter((t) => t.transaction_category === "cash_withdrawal")) {
+          expect([tx.qashio_id, tx.merchant_name, tx.merchant_city]).toEqual([tx.qashio_id, ...atmOf[country]!]);
+          seen.add(`atm ${country}`);
+        }
+        for (const card of data.cards.filter((c) => c.cardType === "Physical")) {
+          expect([card.id, coreCardView(card, data).shipping_address]).toEqual([card.id, officeOf[country]]);
+          seen.add(`office ${country}`);
+        }
+      }
+    }
+    expect([...seen].sort()).toEqual(["atm AE", "atm SA", "office AE", "office SA"]);
+  });
+
   it("ships each company's physical cards to an office in a city of its own country, a virtual card nowhere", () => {
     const countries = new Set<string>();
     for (const data of seedCompanies({ seed: 7, nowMs: NOW })) {
