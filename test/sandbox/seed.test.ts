@@ -156,6 +156,34 @@ describe("seeded data", () => {
     expect([...seen].sort()).toEqual(["atm AE", "atm SA", "office AE", "office SA"]);
   });
 
+  it("describes every seeded transaction's MCC, and a merchant in the UAE or Saudi Arabia charges in its country's currency", () => {
+    const homeCurrency: Record<string, string> = { AE: "AED", SA: "SAR" };
+    const merchants = new Set<unknown>();
+    for (const seed of [1, 7, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const tx of data.transactions.all().filter((t) => t.mcc_code !== null)) {
+          expect([tx.qashio_id, typeof tx.mcc_description, String(tx.mcc_description).length > 0]).toEqual([tx.qashio_id, "string", true]);
+          const home = homeCurrency[String(tx.merchant_country)];
+          if (tx.transaction_category === "purchase" && home !== undefined) {
+            expect([tx.qashio_id, tx.merchant_name, tx.transaction_currency]).toEqual([tx.qashio_id, tx.merchant_name, home]);
+          }
+          merchants.add(tx.merchant_name);
+        }
+      }
+    }
+    // The histories reach every merchant of the catalogue, so none of its MCCs or currencies goes unchecked.
+    expect(MERCHANTS.filter((m) => !merchants.has(m.name)).map((m) => m.name)).toEqual([]);
+  });
+
+  it("seeds tax rates whose names state the rate they carry (a name without a percentage carries 0)", () => {
+    for (const data of seedCompanies({ seed: 1, nowMs: NOW })) {
+      for (const rate of data.taxRates) {
+        const named = /(\d+(?:\.\d+)?)%/.exec(rate.remote_name);
+        expect([rate.remote_name, rate.extra.total_tax_rate]).toEqual([rate.remote_name, named === null ? 0 : Number(named[1])]);
+      }
+    }
+  });
+
   it("ships each company's physical cards to an office in a city of its own country, a virtual card nowhere", () => {
     const countries = new Set<string>();
     for (const data of seedCompanies({ seed: 7, nowMs: NOW })) {
