@@ -250,10 +250,15 @@ describe("seeded data", () => {
           expect([tx.qashio_id, tx.erp_tax_rate_name]).toEqual([tx.qashio_id, homeRate[data.company.country]]);
           seen.add(`home ${data.company.country}`);
         }
+        // A merchant in the other of the two countries: out of scope of the company's VAT.
+        if (category === "purchase" && ["AE", "SA"].includes(String(tx.merchant_country)) && tx.merchant_country !== data.company.country) {
+          expect([tx.qashio_id, tx.erp_tax_rate_name, tx.vat_amount]).toEqual([tx.qashio_id, "Out of Scope", 0]);
+          seen.add(`neighbour ${data.company.country}`);
+        }
         seen.add(`${category} ${foreign ? "foreign" : "home"} ${tx.erp_tax_rate_name === "Reverse Charge 5%" ? "RC" : ""}`.trim());
       }
     }
-    for (const kind of ["home AE", "home SA", "purchase home", "purchase foreign RC", "cash_withdrawal home", "reversal foreign RC", "refund foreign RC"]) {
+    for (const kind of ["home AE", "home SA", "neighbour AE", "neighbour SA", "purchase home", "purchase foreign RC", "cash_withdrawal home", "reversal foreign RC", "refund foreign RC"]) {
       expect(seen, kind).toContain(kind);
     }
   });
