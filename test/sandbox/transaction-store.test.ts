@@ -243,7 +243,7 @@ describe("TransactionStore spend as a control PATCH changes a child", () => {
 
   it("counts nothing of a purchase a control PATCH made a card loading, however often it changes again (spec-gaps, Company summary and Spend limits)", () => {
     const s = new TransactionStore();
-    const purchase = { ...tx(0, "synced"), card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z", transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
+    const purchase: TransactionRecord = { ...tx(0, "synced"), card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z", transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 };
     s.add(purchase);
     expect([s.netSpend.between(...march), s.spend.consumed("card-1", -Infinity)]).toEqual([100, { cents: 10_000, count: 1 }]);
     purchase.transaction_category = "card_loading";
