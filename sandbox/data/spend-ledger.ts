@@ -57,8 +57,8 @@ export class SpendLedger {
     this.totals.keep(tx.id);
   }
 
-  /** What the card's spend dated at or after `startMs` consumed (-Infinity: all of it). */
-  consumed(cardId: string, startMs: number): { readonly cents: number; readonly count: number } {
-    return this.totals.sum(cardId, startMs);
+  /** What the card's spend dated from `startMs` (-Infinity: the first) to before `endMs` consumed. */
+  consumed(cardId: string, startMs: number, endMs = Infinity): { readonly cents: number; readonly count: number } {
+    return this.totals.sum(cardId, startMs, endMs);
   }
 }

@@ -17,12 +17,17 @@ export interface Consumption {
 const NONE: Consumption = { amount: 0, count: 0 };
 
 /**
- * Start (epoch ms) of the `period` window holding `nowMs`: calendar windows in UTC, a week from Monday; -Infinity for
- * `ALL_TIME`; undefined for `PER_TRANSACTION`, whose every transaction is a window of its own.
+ * The `period` window holding `nowMs`, from `start` to before `next` (epoch ms): calendar windows in UTC, a week from
+ * Monday; all time for `ALL_TIME`; undefined for `PER_TRANSACTION`, whose every transaction is a window of its own.
  */
-export function windowStart(period: string, nowMs: number): number | undefined {
+function windowOf(period: string, nowMs: number): { readonly start: number; readonly next: number } | undefined {
   if (period === "PER_TRANSACTION") return undefined;
-  return calendarWindow(period, nowMs)?.start ?? -Infinity;
+  return calendarWindow(period, nowMs) ?? { start: -Infinity, next: Infinity };
+}
+
+/** Start (epoch ms) of the `period` window holding `nowMs` (`windowOf`). */
+export function windowStart(period: string, nowMs: number): number | undefined {
+  return windowOf(period, nowMs)?.start;
 }
 
 /**
@@ -31,9 +36,10 @@ export function windowStart(period: string, nowMs: number): number | undefined {
  * a walk of its transactions.
  */
 export function consumedOf(card: CardRecord, data: Pick<CompanyData, "transactions">, nowMs: number): Consumption {
-  const start = windowStart(card.spendLimit.period, nowMs);
-  if (start === undefined) return NONE;
-  const { cents, count } = data.transactions.spend.consumed(card.id, start);
+  const window = windowOf(card.spendLimit.period, nowMs);
+  if (window === undefined) return NONE;
+  // Spend dated after the window (a control PATCH may date it so) is its own window's, not this one's.
+  const { cents, count } = data.transactions.spend.consumed(card.id, window.start, window.next);
   return { amount: round2(cents / 100), count };
 }
 

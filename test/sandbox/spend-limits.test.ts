@@ -112,6 +112,19 @@ describe("a purchase of no amount", () => {
   });
 });
 
+describe("a purchase a control PATCH dates after its window", () => {
+  it("is consumed from no window but the one it is now dated in, as the company summary counts it (spec-gaps, Spend limits)", () => {
+    const { nowMs, state, data, purchase, allTime } = purchaseOnAllTimeCard();
+    const monthly = { ...allTime, spendLimit: { ...allTime.spendLimit, period: "MONTHLY" } };
+    const before = consumedOf(monthly, data, nowMs);
+    // 2025-08-14 now: dated into September, it is no longer spend of August's window, and it is September's.
+    const september = Date.parse("2025-09-03T09:00:00.000Z");
+    state.patchTransaction(data, purchase.id, { transaction_time: new Date(september).toISOString() });
+    expect(consumedOf(monthly, data, nowMs)).toEqual({ amount: round2(before.amount - amountOf(purchase)), count: before.count - 1 });
+    expect(consumedOf(monthly, data, september)).toEqual({ amount: amountOf(purchase), count: 1 });
+  });
+});
+
 describe("a purchase reversed in full in parts", () => {
   it("is no transaction of its window, whatever the float sum of its reversals' amounts (0.12 + 0.05 is under 0.17)", () => {
     const { nowMs, state, data, purchase, allTime } = purchaseOnAllTimeCard();
