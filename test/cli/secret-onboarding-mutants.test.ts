@@ -2,12 +2,12 @@
  * Onboarding behaviour that hand mutation found unpinned: what the operator reads when the secret, its region, its salt
  * or its tags are not as the pollers need them, and the ARNs of AWS partitions other than the commercial one.
  */
-import { DescribeSecretCommand, GetSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
-import { SecretOnboardingError, assertUsableSalt, onboardingSecretsClient, openTokenLease, readOnboardingSecret, secretRegion } from "../../shared/cli/secret-onboarding.js";
+import { SecretOnboardingError, assertUsableSalt, onboardingSecretsClient, openTokenLease, readOnboardingSecret, secretRegion, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
 
@@ -111,5 +111,20 @@ describe("openTokenLease", () => {
       `secret ${ARN} lacks the tags qashio-bridge:tenant and qashio-bridge:lease-table (its stack was deployed before them): ` +
         "the token is written without the pollers' refresh lease, so a refresh at that moment could overwrite it; deploy the stack again to add them",
     ]);
+  });
+});
+
+describe("secretTokenStore", () => {
+  const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+  const mock = mockClient(secrets);
+  beforeEach(() => mock.reset());
+
+  it("writes the client the token was issued to over another client_id the secret holds (changed meanwhile): the pollers refresh with it", async () => {
+    // mutant: keeping the secret's client_id went unseen; the pollers then refreshed another client's token and failed.
+    mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "cid-old", client_secret: "cs-old", pii_salt: "salt" }), VersionId: "v1" });
+    mock.on(PutSecretValueCommand).resolves({ VersionId: "v2" });
+    await secretTokenStore(secrets, ARN, { client_id: "cid-new", client_secret: "cs-new" }).save({ refreshToken: "rt" });
+    const put = mock.commandCalls(PutSecretValueCommand)[0]?.args[0].input.SecretString;
+    expect(JSON.parse(put ?? "null")).toEqual({ client_id: "cid-new", client_secret: "cs-new", pii_salt: "salt", refresh_token: "rt" });
   });
 });
