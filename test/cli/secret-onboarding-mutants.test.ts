@@ -66,6 +66,12 @@ describe("readOnboardingSecret", () => {
     );
   });
 
+  it("reads a placeholder text as empty though it holds a brace further on: only a text starting as a JSON object is refused", async () => {
+    // mutant: refusing any text holding "{" went unseen; a hand-set note such as this one then blocked the onboarding.
+    mock.on(GetSecretValueCommand).resolves({ SecretString: "to fill: {client_id, client_secret} by authorize --secret-id", VersionId: "v1" });
+    expect(await readOnboardingSecret(secrets, ARN)).toEqual({});
+  });
+
   it("says a secret is not found in the region of these credentials when the client's region cannot be told", async () => {
     // mutant: an empty region ("no secret x in  for ...") went unseen.
     const regionless = new SecretsManagerClient({ region: () => Promise.reject(new Error("Region is missing")) });
