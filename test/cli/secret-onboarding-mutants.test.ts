@@ -10,6 +10,9 @@ import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
 import { SecretOnboardingError, assertUsableSalt, onboardingSecretsClient, openTokenLease, readOnboardingSecret, secretRegion, secretTokenStore } from "../../shared/cli/secret-onboarding.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qashio-acme-AbCdEf";
+const secrets = new SecretsManagerClient({ region: "eu-west-1" });
+const mock = mockClient(secrets);
+beforeEach(() => mock.reset());
 
 /** The error `run` throws, or undefined. */
 function thrown(run: () => unknown): Error | undefined {
@@ -50,10 +53,6 @@ describe("onboardingSecretsClient", () => {
 });
 
 describe("readOnboardingSecret", () => {
-  const secrets = new SecretsManagerClient({ region: "eu-west-1" });
-  const mock = mockClient(secrets);
-  beforeEach(() => mock.reset());
-
   it("says how to fix a JSON object broken by a hand edit: keep its pii_salt, then run authorize again", async () => {
     // mutant: the fix without "keeping pii_salt as it is" went unseen; a new salt changes every hashed identifier.
     mock.on(GetSecretValueCommand).resolves({ SecretString: '{"client_id":"cid",}', VersionId: "v1" });
@@ -74,7 +73,7 @@ describe("readOnboardingSecret", () => {
 
   it("says a secret is not found in the region of these credentials when the client's region cannot be told", async () => {
     // mutant: an empty region ("no secret x in  for ...") went unseen.
-    const regionless = new SecretsManagerClient({ region: () => Promise.reject(new Error("Region is missing")) });
+    const regionless = new SecretsManagerClient({ region: () => Promise.reject<string>(new Error("Region is missing")) });
     const regionlessMock = mockClient(regionless);
     const notFound = () => new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: { httpStatusCode: 400 } });
     regionlessMock.on(GetSecretValueCommand).rejects(notFound());
@@ -101,10 +100,6 @@ describe("assertUsableSalt", () => {
 });
 
 describe("openTokenLease", () => {
-  const secrets = new SecretsManagerClient({ region: "eu-west-1" });
-  const mock = mockClient(secrets);
-  beforeEach(() => mock.reset());
-
   it("warns of a secret without the lease tags what may happen and how to add them, and takes no lease", async () => {
     // mutant: the warning cut after "deployed before them" went unseen; it no longer said the risk or the fix.
     mock.on(DescribeSecretCommand).resolves({ Tags: [{ Key: "owner", Value: "finance" }] });
@@ -121,10 +116,6 @@ describe("openTokenLease", () => {
 });
 
 describe("secretTokenStore", () => {
-  const secrets = new SecretsManagerClient({ region: "eu-west-1" });
-  const mock = mockClient(secrets);
-  beforeEach(() => mock.reset());
-
   it("writes the client the token was issued to over another client_id the secret holds (changed meanwhile): the pollers refresh with it", async () => {
     // mutant: keeping the secret's client_id went unseen; the pollers then refreshed another client's token and failed.
     mock.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ client_id: "cid-old", client_secret: "cs-old", pii_salt: "salt" }), VersionId: "v1" });
