@@ -46,6 +46,8 @@ describe("KeyIndex", () => {
     expect(sameFingerprint("transaction:7", "transaction:8")).toBe(false);
     // These two share the first 32 bits of the fingerprint only (found by search): they never share a slot.
     expect(sameFingerprint("card:CA15059", "card:CA31898")).toBe(false);
+    // These two share the last 32 bits only (found by search), the half the index marks an empty slot with.
+    expect(sameFingerprint("card:CA2539865", "card:CA2802000")).toBe(false);
   });
 
   it("keeps two keys apart that share half their fingerprint and their first slot (found by search)", () => {
