@@ -66,6 +66,17 @@ describe("KeyIndex", () => {
     expect(neighbours.filter((other) => sameFingerprint(key, other))).toEqual([]);
   });
 
+  it("holds keys whose fingerprint has a half of 0, which an empty slot is marked with (found by search)", () => {
+    // The high 32 bits of the first are 0; the low 32 bits of the second are 0 before the index maps them to 1.
+    for (const key of ["card:C0557998222", "card:C1660957435"]) {
+      const index = new KeyIndex();
+      expect(index.set(key, { segment: 1, offset: 0, length: 10 })).toBeUndefined();
+      expect(index.get(key)).toEqual({ segment: 1, offset: 0, length: 10 });
+      expect(index.set(key, { segment: 2, offset: 5, length: 20 })).toEqual({ segment: 1, offset: 0, length: 10 });
+      expect(index.size).toBe(1);
+    }
+  });
+
   it("keeps two keys apart that share half their fingerprint and their first slot (found by search)", () => {
     const index = new KeyIndex();
     // Same low 32 bits and the same starting slot of a 1024-slot table; the high 32 bits differ.
