@@ -1,0 +1,83 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
+import { readLocalSettings } from "../../shared/cli/config.js";
+import { withCycleLock } from "../../shared/cli/cycle-lease.js";
+import { openLocalBridge } from "../../shared/cli/local-bridge.js";
+import { startHarness, type Harness } from "./helpers.js";
+
+const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A clock whose waits pass at once, moving its time on by what they waited. */
+function steppingClock(): { waits: number[]; clock: { now(): number; sleep(ms: number): Promise<void> } } {
+  let now = Date.now();
+  const waits: number[] = [];
+  return {
+    waits,
+    clock: {
+      now: () => now,
+      sleep: async (ms) => {
+        waits.push(ms);
+        now += ms;
+      },
+    },
+  };
+}
+
+/** Resolves once `done` holds, a turn of the event loop at a time (the keep-alive renews between them). */
+async function until(done: () => boolean): Promise<void> {
+  for (let turn = 0; !done(); turn += 1) {
+    // Bounded, so a keep-alive that never renews fails here rather than at the test's timeout.
+    if (turn === 10_000) throw new Error("the keep-alive never got there");
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe("cycle lease keep-alive", () => {
+  it("renews the cycle lease for its full 30 s every 10 s while a cycle runs, so a long cycle never lets it lapse", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { waits, clock } = steppingClock();
+    const renewals: number[] = [];
+    const handle: LockHandle = {
+      renew: async (ttlMs) => {
+        renewals.push(ttlMs);
+        return true;
+      },
+      release: async () => undefined,
+    };
+    const bridge = { ...opened, clock, lock: { tryAcquire: async () => handle } };
+
+    expect(await withCycleLock(bridge, () => until(() => renewals.length >= 2).then(() => "done"))).toBe("done");
+    expect(renewals.slice(0, 2)).toEqual([30_000, 30_000]);
+    expect(waits.slice(0, 2)).toEqual([10_000, 10_000]);
+  });
+
+  it("warns the person running the bridge when a renewal finds the cycle lease lost or fails, by the failure's name only", async () => {
+    harness = await startHarness();
+    const warnings: [string, unknown][] = [];
+    const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    const { clock } = steppingClock();
+    let renewals = 0;
+    const handle: LockHandle = {
+      renew: async () => {
+        if ((renewals += 1) === 1) return false;
+        throw new RangeError("renewal broke, secret-looking detail");
+      },
+      release: async () => undefined,
+    };
+    const bridge = { ...opened, clock, lock: { tryAcquire: async () => handle } };
+
+    expect(await withCycleLock(bridge, () => until(() => warnings.length >= 2).then(() => "done"))).toBe("done");
+    expect(warnings.slice(0, 2)).toEqual([
+      ["the cycle lease was lost; another process may start a cycle", undefined],
+      ["renewing the cycle lease failed", { error: "RangeError" }],
+    ]);
+  });
+});
