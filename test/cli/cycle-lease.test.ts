@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { withCycleLock } from "../../shared/cli/cycle-lease.js";
+import { CliError, EXIT } from "../../shared/cli/errors.js";
 import { openLocalBridge } from "../../shared/cli/local-bridge.js";
+import { runCycle } from "../../shared/cli/local-cycles.js";
 import { startHarness, type Harness } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -79,5 +81,19 @@ describe("cycle lease keep-alive", () => {
       ["the cycle lease was lost; another process may start a cycle", undefined],
       ["renewing the cycle lease failed", { error: "RangeError" }],
     ]);
+  });
+});
+
+describe("cycle lease refusal", () => {
+  it("still says another process runs a cycle (exit 1) when the lock cannot name the holder", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const lock = { tryAcquire: async () => undefined, holderOf: () => Promise.reject(new Error("EACCES: permission denied, open")) };
+
+    const error = await runCycle({ ...opened, lock }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).exitCode).toBe(EXIT.failed);
+    expect((error as Error).message).toMatch(new RegExp(`^another bridge process is running a cycle, re-drive or conform-pii on this state directory \\(`));
   });
 });
