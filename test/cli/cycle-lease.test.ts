@@ -97,3 +97,27 @@ describe("cycle lease refusal", () => {
     expect((error as Error).message).toMatch(new RegExp(`^another bridge process is running a cycle, re-drive or conform-pii on this state directory \\(`));
   });
 });
+
+describe("cycle lease an earlier cycle could not release", () => {
+  it("renews it for the full 30 s at the next cycle, and forgets it once that renewal found it lost", async () => {
+    harness = await startHarness();
+    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const keptRenewals: number[] = [];
+    const kept: LockHandle = {
+      renew: async (ttlMs) => {
+        keptRenewals.push(ttlMs);
+        return false;
+      },
+      release: async () => {
+        throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    };
+    const fresh = (): LockHandle => ({ renew: async () => true, release: async () => undefined });
+    const handles = [kept, fresh(), fresh()];
+    const bridge = { ...opened, lock: { tryAcquire: async () => handles.shift() } };
+
+    for (const cycle of ["first", "second", "third"]) expect(await withCycleLock(bridge, async () => cycle)).toBe(cycle);
+    expect(handles).toEqual([]);
+    expect(keptRenewals).toEqual([30_000]);
+  });
+});
