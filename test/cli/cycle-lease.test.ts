@@ -121,3 +121,16 @@ describe("cycle lease an earlier cycle could not release", () => {
     expect(keptRenewals).toEqual([30_000]);
   });
 });
+
+describe("cycle lease binding of a PII salt", () => {
+  it("opens under another PII mode beside a salt other than the recorded one, and keeps the recorded fingerprint for a return to hash", async () => {
+    harness = await startHarness();
+    const hashed = { ...harness.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "the-owner's-salt-0123456789" };
+    const redacting = { ...hashed, BRIDGE_PII_MODE: "redact", BRIDGE_PII_SALT: "a-leftover-salt-0123456789" };
+    const cycleUnder = async (env: Record<string, string>) => runCycle(await openLocalBridge(readLocalSettings(env, harness!.dir), { env, logger: silent }));
+
+    expect((await cycleUnder(hashed)).complete).toBe(true);
+    expect((await cycleUnder(redacting)).complete).toBe(true);
+    expect((await cycleUnder(hashed)).complete).toBe(true);
+  });
+});
