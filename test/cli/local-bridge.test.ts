@@ -308,6 +308,7 @@ describe("local bridge cycle", () => {
     const error = await runCycle(loop).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
+    expect((error as Error).message).toMatch(/^The state directory changed under the bridge:\n/);
     expect((error as Error).message).toContain(`BRIDGE_STATE_DIR: ${settings.stateDir} was ${said} while the bridge ran`);
     // Nothing made afresh at the old path (binding, lease, snapshots), nothing published, nothing acknowledged.
     expect(existsSync(settings.stateDir) ? readdirSync(settings.stateDir) : []).toEqual([]);
