@@ -102,6 +102,23 @@ describe("local bridge cycle", () => {
     expect(result.interrupted).toBe(false);
   });
 
+  it("leaves the cards walk a quarter of the cycle's budget however long the transactions backlog runs, and reports such a cycle incomplete", async () => {
+    harness = await startHarness({ transactions: 250 });
+    const { sent, fetch } = recordingFetch();
+    // Each page of transactions takes 0.8 of the budget: past the transactions' share (0.75), within the cycle's.
+    let at = Date.now();
+    const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
+    const slowTransactions: FetchLike = async (url, init) => {
+      if (url.includes("/erp/transactions?")) at += 800;
+      return fetch(url, init);
+    };
+    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock, fetch: slowTransactions });
+    const result = await runCycle(bridge, { budgetMs: 1_000 });
+    expect(sent.filter((url) => url.includes("/erp/transactions?"))).toHaveLength(1);
+    expect(sent.filter((url) => url.includes("/erp/cards")).length).toBeGreaterThan(0);
+    expect([result.transactions.outcome, result.cards.outcome, result.complete]).toEqual(["deadline", "complete", false]);
+  });
+
   it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
     harness = await startHarness();
     const warnings: string[] = [];
