@@ -935,8 +935,11 @@ describe("local bridge after a PII mode change", () => {
   it("fails the cycle whose read of the pass id fails, before anything is written; the bridge's next cycle reads it again", async () => {
     const { bridge, passReads, reads, stored } = await bridgeAfterPassUnderRedact();
     passReads.mockRejectedValueOnce(new Error("EIO: i/o error, read"));
+    // No provider failure the cards walk could go on past: the cycle stops there.
+    const cardReads = vi.spyOn(bridge.cards.provider, "listErpCards");
     const failed = await runCycle(bridge).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(CycleFailedError);
+    expect(cardReads).not.toHaveBeenCalled();
     expect((failed as Error).message).toContain("EIO: i/o error, read");
     expect(existsSync(harness!.eventsFile)).toBe(false);
     expect(await stored()).toMatchObject({ pass: "0123456789abcdef", mode: "redact" });
