@@ -83,7 +83,9 @@ describe("bridge run when the state directory takes no writes at all", () => {
 
     expect(failed.code, failed.stderr).toBe(EXIT.failed);
     expect(failed.stderr).not.toContain("unexpected");
-    expect(failed.stderr).toContain(`cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC)`);
+    expect(failed.stderr).toContain(
+      `cannot take the cycle lease in ${join(h.env.BRIDGE_STATE_DIR as string, "locks")} (ENOSPC): the state directory takes no writes now, so nothing was sent to the provider: `,
+    );
     expect(failed.stderr).toContain(
       `make room in or fix ${h.env.BRIDGE_STATE_DIR as string} (BRIDGE_STATE_DIR); a \`run --interval\` loop tries again at its next cycle, any other command when started again`,
     );
