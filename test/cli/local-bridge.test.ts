@@ -80,6 +80,24 @@ describe("local bridge cycle", () => {
     expect(await runConformPii(bridge, undefined, { budgetMs: 0 })).toMatchObject({ outcome: "deadline", scanned: 0 });
   });
 
+  it("counts a re-drive's budget from when it was asked for: time taken before the walk (under the lease) comes out of it", async () => {
+    harness = await startHarness();
+    const settings = readLocalSettings(harness.env, harness.dir);
+    let at = Date.now();
+    const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, clock });
+    await runCycle(bridge);
+    await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
+    // The reload under the lease takes 1.5 s of a 1 s budget.
+    const reload = bridge.snapshots.reload.bind(bridge.snapshots);
+    vi.spyOn(bridge.snapshots, "reload").mockImplementationOnce(async () => {
+      at += 1_500;
+      return reload();
+    });
+    expect(await runRedrive(bridge, { budgetMs: 1_000 })).toMatchObject({ considered: 0, notScanned: true, cycle: { outcome: "deadline" } });
+    expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["held"]);
+  });
+
   it("counts in a cycle's events those of both walks, as published to the events file", async () => {
     harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
