@@ -10,6 +10,19 @@ afterEach(async () => {
 });
 
 describe("bridge run's output", () => {
+  it("paints the cycle's summary under FORCE_COLOR and leaves it plain under NO_COLOR", async () => {
+    const h = (harness = await startHarness());
+
+    // runInProcess sets NO_COLOR=1 unless told otherwise.
+    const plain = await runInProcess(["run", "--once"], h.env);
+    const painted = await runInProcess(["run", "--once"], { ...h.env, FORCE_COLOR: "1" });
+
+    expect([plain.code, painted.code]).toEqual([EXIT.ok, EXIT.ok]);
+    expect(plain.stdout).toContain("── cycle 1:");
+    expect(plain.stdout).not.toContain("\x1b[");
+    expect(painted.stdout).toContain("\x1b[");
+  });
+
   it("says on stderr which tenant, provider, state directory and events file it works with, and writes no line below BRIDGE_LOG_LEVEL", async () => {
     const h = (harness = await startHarness());
 
