@@ -819,7 +819,7 @@ describe("bridge run (loop) after a failed cycle", () => {
     const { outcome: code, pauses: waits, ...out } = await loopWithSteps(h, [() => h.control("DELETE", "/faults")]);
 
     expect(code).toBe(EXIT.ok);
-    expect(out.stderr).toMatch(/cycle 1 failed; retrying at the next interval .*status 429/);
+    expect(out.stderr).toMatch(/^error cycle 1 failed; retrying at the next interval .*status 429/m);
     expect(out.stdout).toMatch(/cycle 2: \d+ events/);
     // The interval runs from each cycle's start: the wait is what the cycle left of it.
     expect(waits.every((ms) => ms > 0 && ms < 60_000)).toBe(true);
