@@ -49,6 +49,12 @@ describe("checkRequestedScope", () => {
     expect(asked.warnings[0]).toMatch(/^--scope: "ledger:read" is no scope/);
     expect(asked.warnings[1]).toMatch(/^--scope \(transactions:read cards:read ledger:read\) lacks transactions:write, .* To ask for them, stop with Ctrl-C and authorize with /);
   });
+
+  it("warns, not refuses, a set that reads cards but not transactions: a cycle can still read something with it", () => {
+    const asked = checkRequestedScope("cards:read transactions:write");
+    expect(asked.missing).toEqual(["transactions:read"]);
+    expect(asked.warnings).toEqual([expect.stringMatching(/^--scope \(cards:read transactions:write\) lacks transactions:read, /)]);
+  });
 });
 
 describe("grantShortfall", () => {
