@@ -55,6 +55,12 @@ describe("checkRequestedScope", () => {
     expect(asked.missing).toEqual(["transactions:read"]);
     expect(asked.warnings).toEqual([expect.stringMatching(/^--scope \(cards:read transactions:write\) lacks transactions:read, /)]);
   });
+
+  it("quotes the set it judges as inert text, as the person's terminal shows it", () => {
+    const [warning] = checkRequestedScope("transactions:read cards:read \u001b[2J").warnings.slice(-1);
+    expect(warning).toContain(String.raw`--scope (transactions:read cards:read \u001b[2J) lacks transactions:write`);
+    expect(warning).not.toContain("\u001b");
+  });
 });
 
 describe("grantShortfall", () => {
