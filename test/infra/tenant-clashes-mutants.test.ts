@@ -11,6 +11,8 @@ const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-Ab
 // A webhook secret's ARN needs the tenant pinned to an account and region.
 const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
 const hook = (name: string) => ({ name, url: `https://erp.test/${name}`, eventTypes: ["card.created"], auth: { type: "basic", username: "u", password: { secretArn } } });
+// Webhooks all on one URL, apart only in their event types.
+const to = (name: string, eventTypes: string[]) => ({ ...hook(name), url: "https://erp.test/h", eventTypes });
 const refusal = (tenants: unknown[]) => thrown(() => parseTenantsDocument({ tenants }), TenantConfigError).message;
 
 describe("tenant clashes hand mutation found unwatched", () => {
@@ -36,5 +38,19 @@ describe("tenant clashes hand mutation found unwatched", () => {
     const acme = { ...minimal, ...shared, account: "111111111111" };
     expect(parseTenantsDocument({ tenants: [acme, { ...minimal, ...shared, id: "globex", account: "222222222222" }] }).map((t) => t.id)).toEqual(["acme", "globex"]);
     expect(refusal([acme, { ...minimal, ...shared, id: "globex", account: "111111111111" }])).toMatch(/^tenant "globex": field eventSource: /);
+  });
+
+  // Mutant: only two or more shared event types counted as sent twice, so one shared type went through.
+  it("refuses a webhook sending even one event type an earlier one already sends to that URL", () => {
+    expect(refusal([{ ...pinned, webhooks: [to("erp", ["card.created", "card.updated"]), to("erp-tx", ["card.created", "transaction.created"])] }])).toBe(
+      'tenant "acme": field webhooks[1].url: webhook "erp" already sends card.created to this URL: each would be delivered twice; list each event type in one webhook only',
+    );
+  });
+
+  // Mutant: the search for an earlier webhook stopped at the first one on the URL with event types apart.
+  it("refuses an event type sent twice to a URL even when an earlier webhook on that URL sends other types", () => {
+    expect(refusal([{ ...pinned, webhooks: [to("cards", ["card.updated"]), to("erp", ["card.created"]), to("erp-more", ["card.created"])] }])).toBe(
+      'tenant "acme": field webhooks[2].url: webhook "erp" already sends card.created to this URL: each would be delivered twice; list each event type in one webhook only',
+    );
   });
 });
