@@ -53,4 +53,13 @@ describe("tenant clashes hand mutation found unwatched", () => {
       'tenant "acme": field webhooks[2].url: webhook "erp" already sends card.created to this URL: each would be delivered twice; list each event type in one webhook only',
     );
   });
+
+  // Mutant: only the later tenant's unpinned account or region was taken as possibly any pinned one, so an unpinned
+  // tenant listed before a pinned one on a same-named bus was let through.
+  it("refuses one source on a same-named bus whichever of the two tenants is the one left unpinned", () => {
+    const shared = { eventBus: { mode: "import", name: "shared" } };
+    expect(refusal([{ ...minimal, ...shared }, { ...pinned, ...shared, id: "globex" }])).toMatch(
+      /^tenant "globex": field eventSource: "qashio\.bridge" is also the source of tenant "acme" on what may be the same event bus/,
+    );
+  });
 });
