@@ -62,4 +62,12 @@ describe("tenant clashes hand mutation found unwatched", () => {
       /^tenant "globex": field eventSource: "qashio\.bridge" is also the source of tenant "acme" on what may be the same event bus/,
     );
   });
+
+  // Mutants: URLs compared lowercased, or without a trailing slash, took two endpoints for one. Only the parse
+  // normalises (a host is case-blind); a path is the endpoint's own, as written.
+  it("takes URLs apart only in path case or a trailing slash as two endpoints, each free to get one event type", () => {
+    const at = (name: string, url: string) => ({ ...hook(name), url });
+    const webhooks = [at("erp", "https://erp.test/h"), at("erp-upper", "https://erp.test/H"), at("erp-slash", "https://erp.test/h/")];
+    expect(parseTenantsDocument({ tenants: [{ ...pinned, webhooks }] })[0]?.webhooks).toHaveLength(3);
+  });
 });
