@@ -1,19 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { CliError, EXIT } from "../../shared/cli/errors.js";
 import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import { runCycle } from "../../shared/cli/local-cycles.js";
-import { startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 /** A clock whose waits pass at once, moving its time on by what they waited. */
 function steppingClock(): { waits: number[]; clock: { now(): number; sleep(ms: number): Promise<void> } } {
@@ -42,7 +38,7 @@ async function until(done: () => boolean): Promise<void> {
 
 describe("cycle lease keep-alive", () => {
   it("renews the cycle lease for its full 30 s every 10 s while a cycle runs, so a long cycle never lets it lapse", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const { waits, clock } = steppingClock();
     const renewals: number[] = [];
@@ -61,7 +57,7 @@ describe("cycle lease keep-alive", () => {
   });
 
   it("warns the person running the bridge when a renewal finds the cycle lease lost or fails, by the failure's name only", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const warnings: [string, unknown][] = [];
     const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
@@ -86,7 +82,7 @@ describe("cycle lease keep-alive", () => {
 
 describe("cycle lease refusal", () => {
   it("still says another process runs a cycle (exit 1) when the lock cannot name the holder", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
     const lock = { tryAcquire: async () => undefined, holderOf: () => Promise.reject(new Error("EACCES: permission denied, open")) };
@@ -100,7 +96,7 @@ describe("cycle lease refusal", () => {
 
 describe("cycle lease an earlier cycle could not release", () => {
   it("renews it for the full 30 s at the next cycle, and forgets it once that renewal found it lost", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const keptRenewals: number[] = [];
     const kept: LockHandle = {
@@ -124,10 +120,10 @@ describe("cycle lease an earlier cycle could not release", () => {
 
 describe("cycle lease binding of a PII salt", () => {
   it("opens under another PII mode beside a salt other than the recorded one, and keeps the recorded fingerprint for a return to hash", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const hashed = { ...harness.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "the-owner's-salt-0123456789" };
     const redacting = { ...hashed, BRIDGE_PII_MODE: "redact", BRIDGE_PII_SALT: "a-leftover-salt-0123456789" };
-    const cycleUnder = async (env: Record<string, string>) => runCycle(await openLocalBridge(readLocalSettings(env, harness!.dir), { env, logger: silent }));
+    const cycleUnder = async (env: Record<string, string>) => runCycle(await openLocalBridge(readLocalSettings(env, harness.dir), { env, logger: silent }));
 
     expect((await cycleUnder(hashed)).complete).toBe(true);
     expect((await cycleUnder(redacting)).complete).toBe(true);

@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { afterEach } from "vitest";
 import { createSandbox, type Sandbox } from "../../sandbox/index.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
@@ -80,6 +81,19 @@ export async function startHarness(options: { seed?: number; transactions?: numb
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts harnesses that close after each test of the file that calls this (at its top level): the set-up every
+ * harness test file otherwise writes out (a `let`, an `afterEach` closing it).
+ */
+export function harnessPerTest(): (options?: Parameters<typeof startHarness>[0]) => Promise<Harness> {
+  let open: Harness | undefined;
+  afterEach(async () => {
+    await open?.close();
+    open = undefined;
+  });
+  return async (options) => (open = await startHarness(options));
 }
 
 export interface Outcome {

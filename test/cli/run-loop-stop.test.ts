@@ -2,20 +2,16 @@
  * `bridge run --interval` stopped by a signal before its first cycle or in the middle of one, in this process: the
  * loop's waits stand in for the interval, so no test waits it out.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { runCommand } from "../../shared/cli/run.js";
-import { capturedIo, idsWithStatus, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { capturedIo, harnessPerTest, idsWithStatus, readEvents, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 describe("bridge run (loop) stopped by a signal", () => {
   it("runs no cycle when the stop came while it started (settings read, bridge opened): nothing sent, 'stopped after 0 cycles', exit 0", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const pending = idsWithStatus(h, "not_synced", "outdated");
     const controller = new AbortController();
     controller.abort();
@@ -33,7 +29,7 @@ describe("bridge run (loop) stopped by a signal", () => {
   });
 
   it("stops a cycle in progress after the page in hand, exits 0 with no second cycle, and the next run delivers the rest", async () => {
-    const h = (harness = await startHarness({ transactions: 1_000 }));
+    const h = await startHarness({ transactions: 1_000 });
     const pending = idsWithStatus(h, "not_synced", "outdated");
     const controller = new AbortController();
     const { io, out } = capturedIo(h, controller.signal);

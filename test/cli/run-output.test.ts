@@ -1,17 +1,13 @@
 /** What `bridge run` tells the operator, in this process: where it works, its summary's colours, its log's level. */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { runInProcess, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 describe("bridge run's output", () => {
   it("paints the cycle's summary under FORCE_COLOR and leaves it plain under NO_COLOR", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
 
     // runInProcess sets NO_COLOR=1 unless told otherwise.
     const plain = await runInProcess(["run", "--once"], h.env);
@@ -24,7 +20,7 @@ describe("bridge run's output", () => {
   });
 
   it("says on stderr which tenant, provider, state directory and events file it works with, and writes no line below BRIDGE_LOG_LEVEL", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
 
     const { code, stderr } = await runInProcess(["run", "--once"], { ...h.env, BRIDGE_LOG_LEVEL: "warn" });
 
