@@ -1,9 +1,8 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { inspect } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CorruptStateError,
   FileLock,
@@ -24,14 +23,10 @@ import { sampleEvent } from "../bridge/contract/index.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { entrySize, MAX_ENTRY_BYTES } from "../../shared/aws/event-size.js";
 import { FakeClock } from "../bridge/fakes.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-local-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-local-", (made) => (dir = made));
 
 describe("writeFileAtomic", () => {
   it("replaces the file whole and leaves no temp file behind", async () => {

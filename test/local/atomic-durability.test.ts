@@ -6,12 +6,12 @@
  * read keeps.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { createFileOnce, fsyncDirSync, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
 import { bindStateDir, FileQuarantine, FileSnapshotStore, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
 const journal = vi.hoisted(() => ({
@@ -110,8 +110,8 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-atomic-"));
+tempDirPerTest("bridge-atomic-", (made) => (dir = made));
+beforeEach(() => {
   journal.events.length = 0;
   journal.failUnlinkOf = undefined;
   journal.failLink = false;
@@ -126,9 +126,6 @@ beforeEach(async () => {
   journal.written.clear();
   journal.failCloseOf = undefined;
   journal.failStatOf = undefined;
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("writeFileAtomic durability", () => {

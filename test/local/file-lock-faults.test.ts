@@ -7,11 +7,12 @@
 import type * as nodeFs from "node:fs";
 import type * as nodeFsPromises from "node:fs/promises";
 import { existsSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
-import { hostname, tmpdir } from "node:os";
+import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const faults = vi.hoisted(() => ({
   /** A pid whose /proc entry cannot be read (EACCES), as under a /proc mounted with hidepid. */
@@ -128,6 +129,8 @@ const LOCK = "cycle";
 const TTL = 30_000;
 
 let dir: string;
+tempDirPerTest("bridge-lock-faults-", (made) => (dir = made));
+
 /** No fault injected any more. */
 function clearFaults(): void {
   faults.hiddenPid = undefined;
@@ -139,12 +142,8 @@ function clearFaults(): void {
   faults.dirFsync = undefined;
 }
 
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-faults-"));
+beforeEach(() => {
   clearFaults();
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Makes the next read of the lease file `name` wait; resolves `reached` once a reader waits, and `finish` lets it on. */

@@ -7,11 +7,11 @@
 import { execFileSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * Runs before each synchronous look (lstatSync) at a file, the holder's check's: lets a test change `locks/` between
@@ -32,14 +32,11 @@ const LOCK = "token-refresh";
 const TTL = 30_000;
 
 let dir: string;
+tempDirPerTest("bridge-lock-foreign-", (made) => (dir = made));
 let locks: string;
-beforeEach(async () => {
+beforeEach(() => {
   beforeLook.hook = undefined;
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-foreign-"));
   locks = path.join(dir, "locks");
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** The name of generation `generation` of the lock. */

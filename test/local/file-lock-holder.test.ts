@@ -4,24 +4,22 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { hostname, tmpdir } from "node:os";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
 import { killed, startLockHolder } from "./support/lock-holder.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const onLinux = process.platform === "linux" && existsSync("/proc/self/stat");
 const LOCK = "cycle";
 
 let dir: string;
+tempDirPerTest("bridge-lock-", (made) => (dir = made));
 const children: ChildProcess[] = [];
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-lock-"));
-});
-afterEach(async () => {
+afterEach(() => {
   for (const child of children.splice(0)) child.kill("SIGKILL");
-  await rm(dir, { recursive: true, force: true });
 });
 
 function startTimeOf(pid: number): string {

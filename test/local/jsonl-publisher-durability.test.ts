@@ -6,14 +6,14 @@
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { JsonlEventPublisher } from "../../shared/local/index.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * Writes, truncations and fsyncs in order, each naming the file its descriptor was opened on; and links that took
@@ -55,15 +55,12 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
+tempDirPerTest("bridge-jsonl-durable-", (made) => (dir = made));
 let file: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-durable-"));
+beforeEach(() => {
   file = path.join(dir, "events.jsonl");
   journal.events.length = 0;
   journal.lstats.length = 0;
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** The journal's entries about the events file (and markers), with its path shortened. */

@@ -1,14 +1,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import type * as nodeFs from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { pollTransactions } from "../../shared/bridge/transactions.js";
 import { sampleEvent } from "../bridge/contract/index.js";
 import { makeRig } from "../bridge/fakes.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * Faults the next write (half the buffer lands, then ENOSPC) and, optionally, the truncation that cleans up after it;
@@ -78,9 +78,9 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
+tempDirPerTest("bridge-jsonl-", (made) => (dir = made));
 let file: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-"));
+beforeEach(() => {
   file = path.join(dir, "events.jsonl");
   faults.tearNextWrite = false;
   faults.failTruncate = false;
@@ -91,9 +91,6 @@ beforeEach(async () => {
   faults.mostUnsynced = 0;
   faults.mostInOneCall = 0;
   faults.syncs.length = 0;
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Detail ids of the file's lines; throws on a line that does not parse. */

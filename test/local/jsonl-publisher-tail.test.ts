@@ -1,18 +1,15 @@
-import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
 import { sampleEvent } from "../bridge/contract/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
+tempDirPerTest("bridge-jsonl-tail-", (made) => (dir = made));
 let file: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-jsonl-tail-"));
+beforeEach(() => {
   file = path.join(dir, "events.jsonl");
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const lineOf = (n: number) => envelopeLine(toEventBridgeEnvelope(sampleEvent(n), { account: "1", region: "r", id: `env-${n}` }));

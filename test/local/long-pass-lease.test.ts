@@ -1,21 +1,14 @@
 /** A long pass over the file snapshot store (PII conform, vacuum) keeps the cycle lease it runs under alive. */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { conformSnapshots } from "../../shared/bridge/conform.js";
 import type { Snapshot } from "../../shared/bridge/ports.js";
 import { systemClock } from "../../shared/clock.js";
 import { whileHolding } from "../../shared/lease-keep-alive.js";
 import { FileLock, FileQuarantine, FileSnapshotStore } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-long-pass-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-long-pass-", (made) => (dir = made));
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 

@@ -3,11 +3,11 @@
  * never through a symbolic link in a file's place, and refused (ExposedPathError) when the mode cannot be changed.
  */
 import type * as nodeFs from "node:fs";
-import { chmod, mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { ExposedPathError, restrictToOwner } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * How fchmod answers: as the system does, refused with an errno code (or with an error that has none), or ignored (a
@@ -40,12 +40,9 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-owner-only-"));
+tempDirPerTest("bridge-owner-only-", (made) => (dir = made));
+beforeEach(() => {
   chmodFault.mode = "none";
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function modeOf(file: string): Promise<number> {

@@ -2,23 +2,20 @@
  * A quarantine record file that is there but cannot be read is never taken for one deleted meanwhile: listed as gone,
  * its item would drop out of every re-drive for good; put over, its first `at` would be lost.
  */
-import { mkdir, mkdtemp, readlink, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readlink, symlink } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { FileQuarantine } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
+tempDirPerTest("bridge-quarantine-", (made) => (dir = made));
 let file: string;
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-quarantine-"));
   await mkdir(path.join(dir, "quarantine"));
   // A link to itself: opening it fails with ELOOP, an error other than a missing file (as EACCES or EIO would).
   file = path.join(dir, "quarantine", "r1.json");
   await symlink("r1.json", file);
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("FileQuarantine with a record file it cannot read", () => {

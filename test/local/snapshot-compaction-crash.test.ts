@@ -4,14 +4,14 @@
  */
 import { cpSync, mkdtempSync } from "node:fs";
 import type * as NodeFs from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import type { FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
 import { expectReadsModel, snapshotOf } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 type Step = "rename" | "unlink" | "open";
 const fsSteps = vi.hoisted(() => ({ listener: undefined as ((step: Step, file: string, flags?: unknown) => void) | undefined, bytesRead: 0 }));
@@ -43,12 +43,9 @@ vi.mock("node:fs", async (importOriginal) => {
 const options: FileSnapshotStoreOptions = { compactMinDeadBytes: 8 * 1024, compactBatchBytes: 4 * 1024 };
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-compaction-crash-"));
-});
-afterEach(async () => {
+tempDirPerTest("bridge-compaction-crash-", (made) => (dir = made));
+afterEach(() => {
   fsSteps.listener = undefined;
-  await rm(dir, { recursive: true, force: true });
 });
 
 function snap(key: SnapshotKey, version: number): Snapshot {

@@ -1,14 +1,14 @@
 /** FileSnapshotStore compaction: disk stays within a constant factor of live data, and every key reads its last write. */
 import type * as fs from "node:fs";
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import type { FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
 import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * fsync made a no-op: it makes a write survive power loss, which nothing here looks at (snapshot-compaction-crash and
@@ -22,12 +22,7 @@ const BATCH = 16 * 1024;
 const options: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: BATCH };
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-compaction-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-compaction-", (made) => (dir = made));
 
 /** Bytes of the lines the model's snapshots take in a segment body (the store writes each as this JSON plus a newline). */
 function liveBytes(model: Map<SnapshotKey, Snapshot>): number {

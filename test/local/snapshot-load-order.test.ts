@@ -4,13 +4,11 @@
  * it is made the reverse of the write order here, where a store that trusted it would read the older snapshot.
  */
 import type * as fs from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterEach, beforeEach, describe, it, vi } from "vitest";
+import { describe, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 vi.mock("node:fs", async (importOriginal) => {
   const real = await importOriginal<typeof fs>();
@@ -19,12 +17,7 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-load-order-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-load-order-", (made) => (dir = made));
 
 describe("FileSnapshotStore load order", () => {
   it("reads each key's last write on opening though the directory lists newer segments first", async () => {

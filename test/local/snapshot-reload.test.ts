@@ -3,24 +3,19 @@
  * (each run --once a fresh store) wrote and compacted between its turns.
  */
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore, type FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
 import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /** Small thresholds, so compaction (which deletes segments) happens within a few writes. */
 const options: FileSnapshotStoreOptions = { compactMinDeadBytes: 4 * 1024, compactBatchBytes: 4 * 1024 };
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-reload-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-reload-", (made) => (dir = made));
 
 describe("FileSnapshotStore.reload", () => {
   it("finds the snapshots another store wrote since, and none of the segments it deleted", async () => {

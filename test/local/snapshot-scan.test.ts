@@ -1,20 +1,15 @@
 /** FileSnapshotStore walks and vacuum: segments rewritten or compacted under a walk, and no replaced byte left on disk. */
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Snapshot, SnapshotKey, SnapshotPage } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { snapshotOf } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-scan-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-scan-", (made) => (dir = made));
 
 async function segmentNames(): Promise<string[]> {
   return (await readdir(path.join(dir, "snapshots"))).filter((name) => name.endsWith(".log"));

@@ -6,13 +6,13 @@
  */
 import type * as fs from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import type * as keyIndex from "../../shared/local/key-index.js";
 import { FileSnapshotStore, type FileSnapshotStoreOptions } from "../../shared/local/snapshot-store.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /**
  * fsync made a no-op: it makes a write survive power loss, which the model does not look at (snapshot-compaction-crash
@@ -42,12 +42,9 @@ vi.mock("../../shared/local/key-index.js", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-model-"));
-});
-afterEach(async () => {
+tempDirPerTest("bridge-model-", (made) => (dir = made));
+afterEach(() => {
   collisions.on = false;
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Tiny thresholds: compaction is due after a few kilobytes of dead data, batches split segments, small ones merge. */

@@ -4,12 +4,11 @@
  * directory is fsynced after the last of those deletes.
  */
 import type * as NodeFs from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /** Segment deletes and directory fsyncs, in order. */
 const journal = vi.hoisted(() => ({ events: [] as string[], opened: new Map<number, string>() }));
@@ -34,12 +33,9 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-vacuum-durability-"));
+tempDirPerTest("bridge-vacuum-durability-", (made) => (dir = made));
+beforeEach(() => {
   journal.events.length = 0;
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const person = (key: SnapshotKey, name: string): Snapshot => ({ key, hash: `h-${key}-${name}`, object: { id: key, card_holder_name: name }, updatedAt: "2025-01-15T10:00:00.000Z" });

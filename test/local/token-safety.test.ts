@@ -2,16 +2,14 @@
  * Token safety in local mode: two bridge processes sharing one state directory refresh through the FileLock,
  * so the single-use refresh token is presented once and the token family survives many rounds.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSandbox, SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { OAuthTokenProvider, QashioClient, exchangeCode, storedTokensOf } from "../../shared/qashio/index.js";
 import { FileLock, FileTokenStore } from "../../shared/local/index.js";
 import { FakeClock } from "../bridge/fakes.js";
 import { Process } from "../functions/support/process-death.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const START = "2025-03-15T12:00:00Z";
 /** How long a token save takes, in real time. */
@@ -19,12 +17,7 @@ const SLOW_SAVE_MS = 25;
 const REDIRECT = "http://127.0.0.1:8765/callback";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-tokens-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-tokens-", (made) => (dir = made));
 
 describe("token refresh across processes sharing a state directory", () => {
   it("keeps the token family valid through many concurrent refresh rounds", async () => {
