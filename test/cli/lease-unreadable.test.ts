@@ -19,7 +19,7 @@ import { DEFAULT_LOCK_NAME } from "../../shared/qashio/auth/token-provider.js";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { TOKEN_PATH } from "../../shared/qashio/auth/oauth.js";
-import { CLIENT, approve, capturedIo, dueForRefresh, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, approve, capturedIo, dueForRefresh, harnessPerTest, loopWithSteps, runInProcess } from "./helpers.js";
 
 /**
  * Reads of the lease files of lock `name` (`<name>.lock`, or a later generation `<name>.lock.<n>`) fail with `code`:
@@ -72,14 +72,12 @@ vi.mock("node:fs/promises", async (importOriginal) => {
   return { ...fs, default: { ...fs, readFile, readdir }, readFile, readdir };
 });
 
-let harness: Harness | undefined;
+const startHarness = harnessPerTest();
 afterEach(async () => {
   faults.failedRead = undefined;
   faults.failedCheck = undefined;
   faults.failedList = undefined;
   faults.failTokenSave = undefined;
-  await harness?.close();
-  harness = undefined;
 });
 
 /**
@@ -87,7 +85,7 @@ afterEach(async () => {
  * file unreadable here (`code`); `before` is the refresh token stored then.
  */
 async function tokenLeaseUnreadable(code = "EACCES") {
-  const h = (harness = await startHarness());
+  const h = await startHarness();
   const { stored } = await dueForRefresh(h);
   const before = await stored();
   const holder = await new FileLock(h.env["BRIDGE_STATE_DIR"]!).tryAcquire(DEFAULT_LOCK_NAME, 60_000);
@@ -100,7 +98,7 @@ const ADVICE = "a bridge run by another user may hold it: run every bridge on th
 
 describe("local mode when a lease file cannot be read", () => {
   it.each(["EACCES", "EPERM"])("names the cycle lease file and who may hold it (%s), exit 2", async (code) => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
     // Another user's run holds the cycle lease; this one may not read its file.
@@ -157,7 +155,7 @@ describe("local mode when a lease file cannot be read", () => {
     ["ESTALE", "check the file system"],
     ["EIO", "check the file system"],
   ])("says the cycle lease file could not be read now (%s) and the token was not touched, exit 1", async (code, advice) => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
     const holder = await new FileLock(stateDir).tryAcquire(CYCLE_LOCK, 60_000);
@@ -209,7 +207,7 @@ describe("local mode when a lease file cannot be read", () => {
   });
 
   it("stops a cycle whose check before a write cannot read its own lease now (EMFILE), exit 1, without claiming the token untouched", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = await stored();
     const events = await readFile(h.eventsFile, "utf8");
@@ -234,7 +232,7 @@ describe("local mode when a lease file cannot be read", () => {
     ["EIO", "check the file system"],
     ["ESTALE", "check the file system"],
   ])("says the locks directory could not be listed now (%s), not that the state directory takes no writes, exit 1", async (code, advice) => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
     faults.failedList = code;
 
@@ -249,7 +247,7 @@ describe("local mode when a lease file cannot be read", () => {
   });
 
   it("says a locks directory this user may not list (EACCES) is a permission problem, exit 2, without advising to remove it", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
     faults.failedList = "EACCES";
 
@@ -288,7 +286,7 @@ describe("local mode when a lease file cannot be read", () => {
   });
 
   it("runs past a symbolic link loop at the cycle lease's name, which holds no lease, removing it", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const locks = join(h.env["BRIDGE_STATE_DIR"]!, "locks");
     for (const name of await readdir(locks)) if (name.startsWith(`${CYCLE_LOCK}.lock`)) await rm(join(locks, name));
@@ -301,7 +299,7 @@ describe("local mode when a lease file cannot be read", () => {
   });
 
   it("says a loop of symbolic links on the way to a lease file (ELOOP) is to be fixed, not to try again, exit 1", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const stateDir = h.env["BRIDGE_STATE_DIR"]!;
     faults.failedRead = { name: CYCLE_LOCK, code: "ELOOP" };
@@ -322,7 +320,7 @@ describe("run --interval when a lease file cannot be read while an earlier cycle
    * failed on the lease (its logged message), and the token file.
    */
   async function heldWhileUnreadable(name: string) {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failTokenSave = () => undefined;

@@ -1,22 +1,18 @@
 /** ProviderErrors in local mode counts the failures the client retried as well as those that end a cycle. */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import { runCycle } from "../../shared/cli/local-cycles.js";
 import type { Logger } from "../../shared/bridge/ports.js";
-import { startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest } from "./helpers.js";
 
 const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 describe("ProviderErrors in local mode", () => {
   it("counts a 503 the client retried successfully, once", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     await runCycle(bridge);
     expect(bridge.metrics.get("ProviderErrors")).toBe(0);

@@ -7,11 +7,11 @@
 import type * as nodeFs from "node:fs";
 import { cp, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
-import { dueForRefresh, idsWithStatus, loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { dueForRefresh, harnessPerTest, idsWithStatus, loopWithSteps, runInProcess } from "./helpers.js";
 
 /**
  * `tokens`: the token store's probe and saves fail. `leaseTake`: creating a cycle lease fails. `leaseWrite`: renewing
@@ -40,7 +40,7 @@ vi.mock("node:fs", async (importOriginal) => {
   });
 });
 
-let harness: Harness | undefined;
+const startHarness = harnessPerTest();
 beforeEach(() => {
   faults.tokens = false;
   faults.leaseTake = false;
@@ -49,14 +49,10 @@ beforeEach(() => {
   faults.tokenSaveOnce = false;
   faults.eventsReadOnly = false;
 });
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
 
 describe("bridge run when the state directory takes no writes at all", () => {
   it("keeps the token probe's message when releasing the cycle lease fails too (exit 1, refresh token unspent)", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.tokens = true;
@@ -75,7 +71,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it("names the state directory and the system's code when the cycle lease cannot be taken (exit 1, nothing sent)", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     await dueForRefresh(h);
     faults.leaseTake = true;
 
@@ -92,7 +88,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it.each([["redrive"], ["conform-pii"]])("%s, which nothing runs again by itself, says to run it again when the cycle lease cannot be taken", async (command) => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     await dueForRefresh(h);
     faults.leaseTake = true;
 
@@ -108,7 +104,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it("a run --interval loop retries at the next interval, and one that could not release its lease takes it again once it can", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     await dueForRefresh(h);
     const pending = idsWithStatus(h, "not_synced", "outdated");
     faults.tokens = true;
@@ -129,7 +125,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
   });
 
   it("says, when no cycle lease can be taken, that new tokens an earlier cycle could not save are held, not that nothing was sent", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     // The first cycle's refresh cannot save its tokens (held in memory); then the disk fills up further, then has room.
@@ -156,7 +152,7 @@ describe("bridge run when the state directory takes no writes at all", () => {
 
 describe("bridge run --interval when its state directory is removed under it", () => {
   it("does not send the spent QASHIO_REFRESH_TOKEN (which revokes the family): exit 2 naming the state directory, whose tokens stay good", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     let kept = "";
 
@@ -186,7 +182,7 @@ describe("bridge run --interval when its state directory is removed under it", (
 
 describe("bridge run when a file system fills up or turns read-only during a cycle", () => {
   it("names the events file's file system and the system's code when the events cannot be written (exit 1), and the next run delivers", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     faults.eventsReadOnly = true;
 
     const failed = await runInProcess(["run", "--once"], h.env);
@@ -199,7 +195,7 @@ describe("bridge run when a file system fills up or turns read-only during a cyc
   });
 
   it("names the state directory's file system when the snapshots cannot be written (exit 1), and the next run delivers", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     faults.segments = true;
 
     const failed = await runInProcess(["run", "--once"], h.env);
@@ -212,7 +208,7 @@ describe("bridge run when a file system fills up or turns read-only during a cyc
   });
 
   it("names the state directory's file system when the conform-pii pass id a mode change supersedes cannot be written (exit 1)", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     // The id a conform-pii pass under redact stored when it stopped: the first cycle under full writes a new one first.
     const object = { pass: "0123456789abcdef", mode: "redact" };

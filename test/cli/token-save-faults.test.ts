@@ -7,7 +7,7 @@ import type * as nodeFs from "node:fs";
 import { writeFileSync } from "node:fs";
 import { readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT, failureMessage } from "../../shared/cli/errors.js";
 import { demoCommand } from "../../shared/cli/demo.js";
@@ -19,7 +19,7 @@ import { TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { storedTokensOf } from "../../shared/qashio/auth/token-provider.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { CLIENT, dueForRefresh, idsWithStatus, loopWithSteps, ROOT, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, harnessPerTest, idsWithStatus, loopWithSteps, ROOT, runInProcess, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -58,17 +58,13 @@ vi.mock("node:fs", async (importOriginal) => {
   });
 });
 
-let harness: Harness | undefined;
+const startHarness = harnessPerTest();
 beforeEach(() => {
   faults.full = false;
   faults.failSaves = 0;
   faults.failSavesForMs = 0;
   faults.failingSince = undefined;
   faults.onSaveFailure = undefined;
-});
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
 });
 
 /**
@@ -93,7 +89,7 @@ async function anotherFamily(h: Harness): Promise<string> {
 
 describe("bridge run --once when the token file cannot be written", () => {
   it("does not spend the refresh token while its successor could not be saved: exit 1, and the next run goes on", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.full = true;
@@ -113,7 +109,7 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("saves the rotated tokens a failed save held before it exits, so the next run still holds a live family", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = 1;
@@ -132,7 +128,7 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("says last, in its error, that the tokens it held were not saved when the token file took another family meanwhile", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const other = await anotherFamily(h);
     faults.failSaves = 1;
@@ -147,7 +143,7 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("saves them on a later try when the directory takes writes again within a second (three tries, half a second apart)", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = await stored();
     // The save in the cycle fails, and so does the first try on the way out; the third, a second later, lands.
@@ -163,7 +159,7 @@ describe("bridge run --once when the token file cannot be written", () => {
   });
 
   it("says the new refresh token is lost and the integration must be re-authorized when it still cannot be saved (exit 3)", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = Number.POSITIVE_INFINITY;
@@ -181,7 +177,7 @@ describe("bridge run --once when the token file cannot be written", () => {
 
 describe("bridge run --once: what the token provider itself warns of", () => {
   it("warns that an early token refresh is postponed while the token file takes no write, and goes on with the current access token", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const first = await runInProcess(["run", "--once"], h.env);
     expect(first.code, first.stderr).toBe(EXIT.ok);
     const tokensFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
@@ -203,7 +199,7 @@ describe("bridge run --once: what the token provider itself warns of", () => {
   });
 
   it("warns of each retry of the token endpoint (a 429), naming neither token", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = JSON.parse(await stored()) as { accessToken: string; refreshToken: string };
     await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 429, retry_after: 0, count: 1 });
@@ -220,7 +216,7 @@ describe("bridge run --once: what the token provider itself warns of", () => {
   });
 
   it("says nothing of the token endpoint's retries under BRIDGE_LOG_LEVEL=error", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     await dueForRefresh(h);
     await h.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 429, retry_after: 0, count: 1 });
 
@@ -234,7 +230,7 @@ describe("bridge run --once: what the token provider itself warns of", () => {
 
 describe("a local bridge whose command settled its tokens", () => {
   it("starts no token refresh for a call left over (an abandoned read-ahead), whose failed save would go unreported", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = await stored();
     const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -257,7 +253,7 @@ describe("a local bridge whose command settled its tokens", () => {
 
 describe("bridge run (a cycle every interval) when the token file cannot be written", () => {
   it("saves the rotated tokens a failed save held when Ctrl-C ends the loop right after, though the loop itself ends well", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = await stored();
     const controller = new AbortController();
@@ -277,7 +273,7 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
   });
 
   it("says the tokens it holds unsaved were not saved once the token file holds another family, and goes on with that one", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     faults.failSaves = 1;
     let other = "";
@@ -299,7 +295,7 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
   });
 
   it("writes the tokens it holds unsaved into a token file removed meanwhile (0600), having kept their lease throughout", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile, stored } = await dueForRefresh(h);
     const before = await stored();
     faults.failSaves = 1;
@@ -321,7 +317,7 @@ describe("bridge run (a cycle every interval) when the token file cannot be writ
   });
 
   it("does not write them into a removed token file once their lease was lost (another writer may have stored a newer family): exit 3", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { tokensFile } = await dueForRefresh(h);
     faults.failSaves = 1;
     const locks = join(tokensFile, "..", "locks");
