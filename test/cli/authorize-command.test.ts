@@ -24,13 +24,9 @@ import { ConfigError, EXIT, GrantTooNarrowError, StateDirTakenError, UsageError 
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { bindStateDir } from "../../shared/local/index.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
-import { ROOT, approve, authorizeFlow, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { ROOT, approve, authorizeFlow, harnessPerTest, idsWithStatus, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 function io(env: Record<string, string>) {
   const out = { stdout: "", stderr: "" };
@@ -67,7 +63,7 @@ describe("bridge authorize", () => {
   });
 
   it("rejects a state directory that cannot be created before the browser opens, exit 2", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     await writeFile(join(h.dir, "afile"), "x");
     const env = { ...h.env, BRIDGE_STATE_DIR: join(h.dir, "afile", "state") };
     let shown = false;
@@ -82,7 +78,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses a state directory bound to another provider before the browser opens, exit 2", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     await bindStateDir(stateDir, { baseUrl: "https://api.other-provider.test", clientId: "c-other" });
     await writeFile(join(stateDir, "tokens.json"), JSON.stringify({ refreshToken: "rt-of-the-other-provider" }));
@@ -95,7 +91,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses a state directory holding another tenant's state when BRIDGE_TENANT is set, exit 2", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const { baseUrl, clientId } = readAuthorizeSettings(h.env, h.dir);
     await bindStateDir(stateDir, { baseUrl, clientId: clientId as string, tenant: "acme" });
@@ -109,7 +105,7 @@ describe("bridge authorize", () => {
   });
 
   it("makes a token file its group and others may read private before the sign-in, which may never complete, with a warning naming it", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const { baseUrl, clientId } = readAuthorizeSettings(h.env, h.dir);
     await bindStateDir(stateDir, { baseUrl, clientId: clientId as string });
@@ -126,7 +122,7 @@ describe("bridge authorize", () => {
   });
 
   it("records a new client id for the state directory only once its sign-in is stored: a sign-in that fails changes nothing", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const binding = await readFile(join(h.env.BRIDGE_STATE_DIR as string, "binding.json"), "utf8");
     // A mistyped client id, and a sign-in that never completes.
@@ -144,7 +140,7 @@ describe("bridge authorize", () => {
   });
 
   it("stores the tokens in the state directory, and run --once then works without QASHIO_REFRESH_TOKEN", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
     const { io: cli, out } = io(env);
     let opened = false;
@@ -162,7 +158,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses at once, exit 1, a base URL whose host refuses the connection, naming it and QASHIO_BASE_URL, before printing the address or waiting", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const closed = await closedPort();
     const url = `http://127.0.0.1:${closed}`;
     let shown = false;
@@ -181,7 +177,7 @@ describe("bridge authorize", () => {
   });
 
   it("only connects to the provider's host before the sign-in: no byte is sent, and any listener lets it go on to the address", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const received: Buffer[] = [];
     let connections = 0;
     const listener = createServer((socket) => {
@@ -204,7 +200,7 @@ describe("bridge authorize", () => {
   });
 
   it("without --no-open, hands the opener the very address it prints, then signs in as the browser follows it", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { io: cli, out } = io(h.env);
     const opened: string[] = [];
 
@@ -220,7 +216,7 @@ describe("bridge authorize", () => {
   });
 
   it("warns before the sign-in, naming each missing scope and what fails without it, when --scope asks for less than the cycles need, and not again for a grant of that; tokens stored, exit 0", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { io: cli, out } = io(h.env);
     let warnedBeforeSignIn = "";
 
@@ -248,7 +244,7 @@ describe("bridge authorize", () => {
   });
 
   it("warns when the provider grants less than asked, and judges the grant when its answer names no scope by the scope asked for", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const answerWith = (scope: string | undefined): FetchLike => async (url, init) => {
       const response = await fetch(url, init);
       if (!url.endsWith("/oauth2/token") || response.status !== 200) return response;
@@ -276,7 +272,7 @@ describe("bridge authorize", () => {
   });
 
   it("reads a granted scope listed with commas or stray whitespace as the scopes it names, not as one unknown scope", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     // §2.8 says space-separated; some OAuth servers list them with commas (GitHub's token answer does).
     const answerWith = (scope: string): FetchLike => async (url, init) => {
       const response = await fetch(url, init);
@@ -294,7 +290,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses, exit 2, a grant with which no cycle can read anything, and stores none of it: the sign-in before it goes on working", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect(await authorizeCommand(args, io(h.env).io, { onAuthorizeUrl: approve(h) })).toBe(EXIT.ok);
     const tokenFile = join(h.env.BRIDGE_STATE_DIR as string, "tokens.json");
     const before = await readFile(tokenFile, "utf8");
@@ -323,7 +319,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses, exit 2 before the sign-in, a --scope value joining scopes with commas and a --scope with which no cycle can read, a typo named", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const signIns: string[] = [];
     const refusal = async (scope: string) => {
       const { io: cli, out } = io(h.env);
@@ -353,7 +349,7 @@ describe("bridge authorize", () => {
   });
 
   it("warns before the sign-in of a --scope value the spec names no scope of, a near one suggested, and signs in: the spec's list of scopes is not complete", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { io: cli, out } = io(h.env);
     let warnedBeforeSignIn = "";
     const granting: FetchLike = async (url, init) => {
@@ -384,7 +380,7 @@ describe("bridge authorize", () => {
   });
 
   it("prints the scope the provider granted as inert text: no terminal escapes, no forged line", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { io: cli, out } = io(h.env);
     const scope = `${DEFAULT_SCOPES} transactions:read\u001b]0;owned\u0007\r\nAuthorized. Tokens stored in /tmp/elsewhere`;
     // The token endpoint is the provider's: its answer is untrusted, its `scope` too.
@@ -401,7 +397,7 @@ describe("bridge authorize", () => {
   });
 
   it("refuses a redirect with a foreign state with a warning, never redeems its code, and keeps waiting for the person's", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { io: cli, out } = io(h.env);
     const flow = authorizeFlow();
     const run = flow.watch(authorizeCommand(args, cli, { onAuthorizeUrl: flow.onAuthorizeUrl }));
@@ -435,7 +431,7 @@ describe("bridge authorize", () => {
   });
 
   it("with --secret-id, takes the client from the secret and merges the refresh token into it", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const secrets = new SecretsManagerClient({ region: "eu-west-1" });
     const mock = mockClient(secrets);
     mock.on(GetSecretValueCommand).resolves({
@@ -463,7 +459,7 @@ describe("bridge authorize", () => {
   });
 
   it("with --secret-id, warns as a local sign-in does when the grant lacks a scope the cycles need", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
 
@@ -474,7 +470,7 @@ describe("bridge authorize", () => {
   });
 
   it("with --secret-id, refuses a grant with which no cycle can read anything without writing the secret", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = new FakeSecretsManager(ARN, { client_id: "sandbox-client", client_secret: "sandbox-secret", refresh_token: "rt-before", pii_salt: "from-cdk-0123456789abcdef" });
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
 
@@ -512,7 +508,7 @@ describe("bridge authorize", () => {
   });
 
   it("with --secret-id, signs in with the client of the environment when the secret has none yet, and stores it there", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = new FakeSecretsManager(ARN, { pii_salt: "from-cdk-0123456789abcdef" });
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url, QASHIO_CLIENT_ID: "sandbox-client", QASHIO_CLIENT_SECRET: "sandbox-secret" });
     expect(await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client })).toBe(EXIT.ok);
@@ -555,7 +551,7 @@ describe("bridge authorize --secret-id: region and client", () => {
 
   it("takes the region from the ARN when no AWS region is configured, and says where it signs in", async () => {
     noAwsRegionConfigured();
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const mock = mockEveryClient({ client_id: "sandbox-client", client_secret: "sandbox-secret", pii_salt: "from-cdk-0123456789abcdef" });
     try {
       const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
@@ -643,7 +639,7 @@ describe("bridge authorize --secret-id: region and client", () => {
   });
 
   it("stores the client secret it signed in with, so a client secret changed at the provider reaches the pollers", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const secrets = new SecretsManagerClient({ region: "eu-west-1" });
     const mock = mockClient(secrets);
     mock.on(GetSecretValueCommand).resolves({
@@ -684,7 +680,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   const writes = (fake: FakeSecretsManager) => fake.calls.filter((call) => call.operation === "PutSecretValue");
 
   it("writes the secret while holding the pollers' lease, found through the secret's tags, and gives it back", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     const held = fake.holdNext("PutSecretValue");
     const { io: cli, out } = io({ QASHIO_BASE_URL: h.url });
@@ -715,7 +711,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("gives the lease back when the secret cannot be written, so the pollers refresh at once, not after it runs out", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     fake.failNext("PutSecretValue", awsError("AccessDeniedException"), 5);
     const { io: cli } = io({ QASHIO_BASE_URL: h.url });
@@ -730,7 +726,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("waits while a poller holds the lease, and writes only once it is given back", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     const refreshing = await poller().tryAcquire(LEASE, 30_000);
     expect(refreshing).toBeDefined();
@@ -755,7 +751,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("judges the lease by AWS's time, not by a clock that runs fast: a poller's live lease is never taken", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     // What the SDK records after any response whose Date header is 40 s behind this machine's clock.
     fake.client.config.systemClockOffset = -40_000;
@@ -776,7 +772,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("names only the error's name when the lease cannot be taken for the write, and writes nothing", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     let signedIn = false;
     const doc = DynamoDBDocumentClient.from(table.client);
@@ -797,7 +793,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("reports success when the secret was written but giving the lease back failed, with a warning", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     const doc = DynamoDBDocumentClient.from(table.client);
     const send = doc.send.bind(doc);
@@ -813,7 +809,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("builds its table client in the secret's region, with the secret client's credentials", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     const mock = mockClient(DynamoDBDocumentClient);
     mock.resolves({});
@@ -830,7 +826,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("gives up when the lease stays held, saying the sign-in was not stored, and leaves the secret as it was", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const fake = tenantSecret();
     const refreshing = await poller().tryAcquire(LEASE, 30_000);
     const { io: cli } = io({ QASHIO_BASE_URL: h.url });
@@ -909,7 +905,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("in local mode, says it waits for the state directory's token lock, and stores once it is given back", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
@@ -923,7 +919,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("stops waiting for the lease on Ctrl-C, saying the sign-in was not stored", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);
@@ -945,7 +941,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("says a Ctrl-C during the code exchange cancelled the sign-in (no lease was waited for), and stores nothing", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const interrupt = new AbortController();
@@ -964,7 +960,7 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
   });
 
   it("in local mode, gives up when the state directory's token lock stays held, and stores nothing", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _unused, ...env } = h.env;
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const refreshing = await new FileLock(stateDir).tryAcquire(DEFAULT_LOCK_NAME, 30_000);

@@ -20,7 +20,7 @@ import { SnapshotCursorError, causeMatching } from "../../shared/bridge/errors.j
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
-import { idsWithStatus, readEvents, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, idsWithStatus, readEvents } from "./helpers.js";
 import { snapshotOf } from "../local/snapshot-fixtures.js";
 import { systemClock } from "../../shared/clock.js";
 
@@ -38,15 +38,11 @@ function recordingFetch(): { sent: string[]; fetch: FetchLike } {
   };
 }
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 describe("local bridge cycle", () => {
   it("reports the records held in quarantine after every cycle, as a gauge rather than a running sum", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
 
@@ -58,7 +54,7 @@ describe("local bridge cycle", () => {
   });
 
   it("sets the quarantine gauge after a re-drive to the records still held", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
@@ -68,7 +64,7 @@ describe("local bridge cycle", () => {
   });
 
   it("re-drives and conforms within the budget they are given, not BRIDGE_CYCLE_BUDGET's", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
     await runCycle(bridge);
@@ -81,7 +77,7 @@ describe("local bridge cycle", () => {
   });
 
   it("counts a re-drive's budget from when it was asked for: time taken before the walk (under the lease) comes out of it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     let at = Date.now();
     const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
@@ -99,7 +95,7 @@ describe("local bridge cycle", () => {
   });
 
   it("counts in a cycle's events those of both walks, as published to the events file", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     await runCycle(bridge);
     const before = (await readEvents(harness.eventsFile)).length;
@@ -113,7 +109,7 @@ describe("local bridge cycle", () => {
   });
 
   it("reports a cycle stopped at its budget as incomplete, not as interrupted, while its signal never aborted", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const result = await runCycle(bridge, { budgetMs: 0, signal: new AbortController().signal });
     expect(result.complete).toBe(false);
@@ -121,7 +117,7 @@ describe("local bridge cycle", () => {
   });
 
   it("leaves the cards walk a quarter of the cycle's budget however long the transactions backlog runs, and reports such a cycle incomplete", async () => {
-    harness = await startHarness({ transactions: 250 });
+    const harness = await startHarness({ transactions: 250 });
     const { sent, fetch } = recordingFetch();
     // Each page of transactions takes 0.8 of the budget: past the transactions' share (0.75), within the cycle's.
     let at = Date.now();
@@ -138,7 +134,7 @@ describe("local bridge cycle", () => {
   });
 
   it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const warnings: string[] = [];
     const logger: Logger = { ...silent, warn: (message) => void warnings.push(message) };
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
@@ -148,7 +144,7 @@ describe("local bridge cycle", () => {
   });
 
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     let stepBack = 0;
     const clock = { now: () => Date.now() - stepBack, sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
     // Stepped back a minute once the first events are out (an NTP correction mid-cycle).
@@ -159,7 +155,7 @@ describe("local bridge cycle", () => {
   });
 
   it("reports a cycle that completed as not interrupted, though Ctrl-C came as it ended: nothing is left for a next run", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const controller = new AbortController();
     // Ctrl-C once both walks are done, as the quarantine is counted at the cycle's end.
@@ -177,7 +173,7 @@ describe("local bridge cycle", () => {
   });
 
   it("stops the cards walk too on Ctrl-C during the transactions walk: it reads no card after the stop", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const controller = new AbortController();
     const { sent, fetch } = recordingFetch();
     // Ctrl-C as the first page of transactions comes back.
@@ -193,7 +189,7 @@ describe("local bridge cycle", () => {
   });
 
   it("keeps the transactions' failure as the cause of the error naming both walks' failures", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     // Refused outright (no retries): the cards walk still has its turn after the transactions' provider failure.
     await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
@@ -210,7 +206,7 @@ describe("local bridge cycle", () => {
   });
 
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
     const settings = readLocalSettings(harness.env, harness.dir);
     const warnings: string[] = [];
@@ -231,12 +227,12 @@ describe("local bridge cycle", () => {
   });
 
   it("says, for a token file it cannot use, how to sign in again as the bridge was opened to (authorize, or the demo's own words)", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     writeFileSync(join(settings.stateDir, "tokens.json"), "{not json");
     const failureWith = (options: Partial<Parameters<typeof openLocalBridge>[1]>) =>
-      openLocalBridge(settings, { env: harness!.env, logger: silent, ...options }).then(() => undefined, (e: unknown) => e);
+      openLocalBridge(settings, { env: harness.env, logger: silent, ...options }).then(() => undefined, (e: unknown) => e);
 
     const authorize = await failureWith({});
     expect(authorize).toBeInstanceOf(TokenFileError);
@@ -249,7 +245,7 @@ describe("local bridge cycle", () => {
   });
 
   it("sets the quarantine gauge after a cycle that failed too", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
@@ -260,7 +256,7 @@ describe("local bridge cycle", () => {
   });
 
   it("counts each token refresh (TokenRefreshes), none while the access token is good", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     await runCycle(bridge);
     expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
@@ -269,7 +265,7 @@ describe("local bridge cycle", () => {
   });
 
   it("refreshes an expired access token within the shortest BRIDGE_CYCLE_BUDGET (1 s): a local refresh is not held to the cycle's deadline", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     expect((await runCycle(await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent }))).complete).toBe(true);
     // An hour on, for the provider and the bridge: the access token has expired on both clocks.
     await harness.control("POST", "/clock", { advance_seconds: 3_600 });
@@ -285,7 +281,7 @@ describe("local bridge cycle", () => {
   });
 
   it("keeps a bridge open across cycles (run --interval) in step with what another process wrote and compacted between them", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
     const [edited] = idsWithStatus(harness, "not_synced");
@@ -317,7 +313,7 @@ describe("local bridge cycle", () => {
   });
 
   it("names a segment that turned corrupt between two cycles of an open bridge as a state directory problem, exit 2", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
     expect((await runCycle(loop)).complete).toBe(true);
@@ -333,7 +329,7 @@ describe("local bridge cycle", () => {
     ["moved away", "moved or removed", (dir: string) => renameSync(dir, `${dir}-moved`)],
     ["replaced by an empty directory", "replaced", (dir: string) => (renameSync(dir, `${dir}-moved`), mkdirSync(dir))],
   ])("stops an open bridge's next cycle, exit 2, when its state directory was %s, before it touches either", async (_what, said, change) => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
     expect((await runCycle(loop)).complete).toBe(true);
@@ -352,7 +348,7 @@ describe("local bridge cycle", () => {
   });
 
   it("goes on when the state directory at its path is another directory holding its state (a mount that renumbers it)", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
     expect((await runCycle(loop)).complete).toBe(true);
@@ -367,7 +363,7 @@ describe("local bridge cycle", () => {
   });
 
   it("takes a renumbered state directory as its own from then on: its binding gone later is named as such, not as a directory replaced", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
     await runCycle(loop);
@@ -383,7 +379,7 @@ describe("local bridge cycle", () => {
   });
 
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     const sent: string[] = [];
@@ -412,7 +408,7 @@ describe("local bridge cycle", () => {
   });
 
   it("lets only the first of two first uses racing on an empty state directory keep it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const sent: string[] = [];
     const fetch = async (url: string) => {
@@ -423,7 +419,7 @@ describe("local bridge cycle", () => {
     const owner = await openLocalBridge(settings, { env: harness.env, logger: silent });
     const others = await Promise.all(
       [{ ...settings, baseUrl: "https://api.other-provider.test" }, { ...settings, tenant: "another-tenant" }].map((other) =>
-        openLocalBridge(other, { env: harness!.env, logger: silent, fetch }),
+        openLocalBridge(other, { env: harness.env, logger: silent, fetch }),
       ),
     );
     expect((await runCycle(owner)).complete).toBe(true);
@@ -438,7 +434,7 @@ describe("local bridge cycle", () => {
   });
 
   it("keeps the first use's binding when another owner opens the directory during its first cycle, before it stored anything", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const other = { ...settings, baseUrl: "https://api.other-provider.test", tenant: "another-tenant" };
     const sent: string[] = [];
@@ -449,7 +445,7 @@ describe("local bridge cycle", () => {
     // The other opens while the owner's first cycle asks for its first token: no token and no snapshot stored yet.
     let opened: Promise<unknown> | undefined;
     const fetch: FetchLike = async (url, init) => {
-      opened ??= openLocalBridge(other, { env: harness!.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      opened ??= openLocalBridge(other, { env: harness.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
       await opened;
       return nodeHttpFetch(url, init);
     };
@@ -465,7 +461,7 @@ describe("local bridge cycle", () => {
   });
 
   it("keeps the salt fingerprint of the first use when a bridge with another hash salt opens during its first cycle, before it stored a snapshot", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const hashed = { ...harness.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "the-owner's-salt-0123456789" };
     const settings = readLocalSettings(hashed, harness.dir);
     const mistyped = readLocalSettings({ ...hashed, BRIDGE_PII_SALT: "a-mistyped-salt-0123456789" }, harness.dir);
@@ -477,7 +473,7 @@ describe("local bridge cycle", () => {
     // The mistyped one opens while the owner's first cycle asks for its first token: no snapshot stored yet.
     let opened: Promise<unknown> | undefined;
     const fetch: FetchLike = async (url, init) => {
-      opened ??= openLocalBridge(mistyped, { env: harness!.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      opened ??= openLocalBridge(mistyped, { env: harness.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
       await opened;
       return nodeHttpFetch(url, init);
     };
@@ -493,7 +489,7 @@ describe("local bridge cycle", () => {
   });
 
   it("names an unreadable binding file as a state directory problem, exit 2", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     writeFileSync(join(settings.stateDir, "binding.json"), "{ torn");
@@ -505,7 +501,7 @@ describe("local bridge cycle", () => {
   });
 
   it("refuses a state directory whose binding file is gone while it holds state, showing how to restore it, exit 2", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     // A path with a space and a quote: the command shown must quote it for the shell.
     const settings = { ...readLocalSettings(harness.env, harness.dir), stateDir: join(harness.dir, "Bob's state") };
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
@@ -529,7 +525,7 @@ describe("local bridge cycle", () => {
   });
 
   it("stops with the token file's own error (exit 3: authorize again) when the file turns unusable under an open bridge, not as a failed cycle a loop retries", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
     writeFileSync(join(settings.stateDir, "tokens.json"), "not json");
@@ -539,7 +535,7 @@ describe("local bridge cycle", () => {
   });
 
   it("names an unusable base URL without quoting it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), baseUrl: "https://user:pw-value@provider.test/?k=v" };
     const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
@@ -556,7 +552,7 @@ describe("local bridge opening", () => {
   }
 
   it("refuses before any provider call when neither the state directory nor QASHIO_REFRESH_TOKEN holds a token, naming the directory and authorize", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const { refreshToken: _seed, ...settings } = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
     const error = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
@@ -569,11 +565,11 @@ describe("local bridge opening", () => {
   });
 
   it("makes a state directory others may read private, with a warning, whether it opens the bridge or the state alone (conform-pii)", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     for (const open of [
-      (logger: Logger) => openLocalBridge(settings, { env: harness!.env, logger }),
+      (logger: Logger) => openLocalBridge(settings, { env: harness.env, logger }),
       (logger: Logger) => openLocalState(settings, { logger }),
     ]) {
       chmodSync(settings.stateDir, 0o755);
@@ -585,7 +581,7 @@ describe("local bridge opening", () => {
   });
 
   it("refuses conform-pii under hash with a salt other than the one the state directory records, before it reads a snapshot", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const hashed = { ...readLocalSettings(harness.env, harness.dir), piiMode: "hash" as const, piiSalt: "0123456789abcdef0123" };
     await runCycle(await openLocalBridge(hashed, { env: harness.env, logger: silent }));
     const scan = vi.spyOn(FileSnapshotStore.prototype, "scan");
@@ -597,7 +593,7 @@ describe("local bridge opening", () => {
   });
 
   it("refuses to open (exit 2) a state directory whose snapshots were removed, naming the loss, at open rather than at its first cycle", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
     rmSync(join(settings.stateDir, "snapshots"), { recursive: true });
@@ -608,7 +604,7 @@ describe("local bridge opening", () => {
   });
 
   it("publishes through the publisher it is given (the bench's null sink) rather than to the events file", async () => {
-    harness = await startHarness({ transactions: 3 });
+    const harness = await startHarness({ transactions: 3 });
     const settings = readLocalSettings(harness.env, harness.dir);
     const published: BridgeEvent[] = [];
     const publisher = {
@@ -625,7 +621,7 @@ describe("local bridge opening", () => {
 
 describe("local bridge cycle lease", () => {
   it("starts in a later second after taking the lease over from a crashed holder, not when renewing its own it could not release", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
     // The waits of the cycle itself (the lease's keep-alive waits with a signal).
@@ -659,7 +655,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("counts the wait after a lease taken over in the cycle's duration, as the cycle started when it was asked for", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     // A clock just past a whole second as the cycle starts, so the wait for a later second is most of one; the waits
     // without a signal (the cycle's own, not the lease keep-alive's) pass at once on it.
     let base = 0;
@@ -687,7 +683,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("takes the lease docs/spec-gaps.md names, <state>/locks/cycle.lock for 30 s, so processes of other versions on the directory never overlap with it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const taken: [string, number][] = [];
     const handle: LockHandle = { renew: async () => true, release: async () => undefined };
@@ -700,7 +696,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("starts at once under a lease whose adapter does not say it was taken over", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const waits: number[] = [];
     const clock = { now: () => Date.now(), sleep: async (ms: number, signal?: AbortSignal) => void (signal === undefined && waits.push(ms)) };
@@ -711,7 +707,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("takes the lease anew once a cycle released the one it renewed, rather than renewing a released lease", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     let takes = 0;
     let renewals = 0;
@@ -737,7 +733,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("warns of a release the state directory refused by its system error code, and returns what the cycle did", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const warnings: [string, unknown][] = [];
     const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
@@ -755,7 +751,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("takes the lease anew when the one an earlier cycle could not release was lost meanwhile, rather than refusing the cycle", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const kept: LockHandle = {
       renew: async () => false,
@@ -774,7 +770,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const other = await openLocalBridge(settings, { env: harness.env, logger: silent });
     const held = await other.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
@@ -797,7 +793,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("stops the whole cycle once its lease was lost: the cards walk reads nothing after the transactions cycle stopped for it", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     // Another process takes the lease while this one reads its first page (as after a stop past the lease).
     const thief = new FileLock(settings.stateDir, { clock: { now: () => Date.now() + 10 * CYCLE_LEASE_MS }, steady: false });
@@ -819,7 +815,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("checks the lease before each write of a cycle (events, snapshots and their vacuum, quarantine put and delete, acknowledge): a process stopped past it writes none", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
     const opened = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
@@ -862,7 +858,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("checks the lease before each compaction batch: a vacuum stopped past it copies no snapshot it read before over a newer one", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
     let held = true;
@@ -895,7 +891,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("fails a cycle whose reload of the snapshots under the lease fails, before any provider call: stale snapshots would publish changes again", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
@@ -909,7 +905,7 @@ describe("local bridge cycle lease", () => {
   });
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
     const failure = new TypeError("lock is broken");
     const bridge = { ...opened, lock: { tryAcquire: () => Promise.reject(failure) } };
@@ -920,9 +916,9 @@ describe("local bridge cycle lease", () => {
 describe("local bridge after a PII mode change", () => {
   const PASS_KEY = "transaction:~conform-pass";
 
-  /** A bridge under full over a state directory holding the id a conform-pii pass under redact stored when it stopped. */
+  /** A bridge under full (and its events file) over a state directory holding the id a conform-pii pass under redact stored when it stopped. */
   async function bridgeAfterPassUnderRedact() {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "full" as const };
     const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
     const object = { pass: "0123456789abcdef", mode: "redact" };
@@ -931,7 +927,7 @@ describe("local bridge after a PII mode change", () => {
     // The bridge's own store, not the one `stored` reads through.
     const reads = () => passReads.mock.calls.filter(([keys], i) => keys.includes(PASS_KEY) && passReads.mock.contexts[i] === bridge.snapshots).length;
     const stored = async () => (await new FileSnapshotStore(settings.stateDir).getMany([PASS_KEY])).get(PASS_KEY)?.object;
-    return { bridge, passReads, reads, stored };
+    return { bridge, eventsFile: harness.eventsFile, passReads, reads, stored };
   }
 
   it("supersedes the pass under the cycle lease once per open bridge, as the transaction poller does once per container", async () => {
@@ -951,7 +947,7 @@ describe("local bridge after a PII mode change", () => {
   });
 
   it("fails the cycle whose read of the pass id fails, before anything is written; the bridge's next cycle reads it again", async () => {
-    const { bridge, passReads, reads, stored } = await bridgeAfterPassUnderRedact();
+    const { bridge, eventsFile, passReads, reads, stored } = await bridgeAfterPassUnderRedact();
     passReads.mockRejectedValueOnce(new Error("EIO: i/o error, read"));
     // No provider failure the cards walk could go on past: the cycle stops there.
     const cardReads = vi.spyOn(bridge.cards.provider, "listErpCards");
@@ -959,7 +955,7 @@ describe("local bridge after a PII mode change", () => {
     expect(failed).toBeInstanceOf(CycleFailedError);
     expect(cardReads).not.toHaveBeenCalled();
     expect((failed as Error).message).toContain("EIO: i/o error, read");
-    expect(existsSync(harness!.eventsFile)).toBe(false);
+    expect(existsSync(eventsFile)).toBe(false);
     expect(await stored()).toMatchObject({ pass: "0123456789abcdef", mode: "redact" });
     expect((await runCycle(bridge)).events).toBeGreaterThan(0);
     expect(reads()).toBe(2);
@@ -969,10 +965,10 @@ describe("local bridge after a PII mode change", () => {
 
 describe("local bridge conform-pii errors", () => {
   it("maps a refused cursor or place to exit 2, a corrupt segment to a state directory problem (exit 2) and any other failure to exit 1", async () => {
-    harness = await startHarness();
+    const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "redact" as const };
     await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
-    const open = () => openLocalBridge(settings, { env: harness!.env, logger: silent });
+    const open = () => openLocalBridge(settings, { env: harness.env, logger: silent });
 
     const cursor = await runConformPii(await open(), "0123456789abcdef.000000000001-abcdef01:0").catch((e: unknown) => e);
     expect(cursor).toBeInstanceOf(UsageError);
