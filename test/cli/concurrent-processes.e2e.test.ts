@@ -9,17 +9,15 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
-import { idsWithStatus, readEvents, runInProcess, spawnBridge, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, idsWithStatus, readEvents, runInProcess, spawnBridge } from "./helpers.js";
 
-let harness: Harness | undefined;
+const startHarness = harnessPerTest();
 let ackProxy: Awaited<ReturnType<typeof holdingProxy>> | undefined;
 const children: ReturnType<typeof spawnBridge>[] = [];
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await ackProxy?.close();
   ackProxy = undefined;
-  await harness?.close();
-  harness = undefined;
 });
 
 function spawned(args: readonly string[], env: Record<string, string>): ReturnType<typeof spawnBridge> {
@@ -30,7 +28,7 @@ function spawned(args: readonly string[], env: Record<string, string>): ReturnTy
 
 describe("bridge processes sharing a state directory", () => {
   it("refuses a run --once, redrive and conform-pii started mid-cycle, naming the loop's pid and saying to run again", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const pending = idsWithStatus(h, "not_synced", "outdated");
     // The answers to the loop's acknowledges are held until the others are done: it holds the cycle lease, mid-cycle,
     // meanwhile. (A fixed 6 s hang raced the start of three processes on a loaded machine: once it ran out, one of
@@ -134,7 +132,7 @@ describe("a bridge process that lost its cycle lease while stopped (Ctrl-Z, SIGS
   });
 
   it("stops at its next write once resumed, rather than publish and store a page it read before another run took the lease", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     proxy = await holdingProxy(h.url);
     const env: Record<string, string> = { ...h.env, QASHIO_BASE_URL: proxy.url };
     expect((await runInProcess(["run", "--once"], env)).code).toBe(EXIT.ok);

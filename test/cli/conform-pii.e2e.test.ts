@@ -5,19 +5,15 @@
 import { existsSync } from "node:fs";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { SnapshotScanOptions } from "../../shared/bridge/ports.js";
 import { formatConformSummary } from "../../shared/cli/conform-pii.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { FileQuarantine, FileSnapshotStore } from "../../shared/local/index.js";
 import { FakeClock } from "../bridge/fakes.js";
-import { readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, readEvents, runInProcess, type Harness } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 /** Every file under `dir`, as text. */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -41,7 +37,7 @@ async function cleartextInState(h: Harness): Promise<string[]> {
 
 /** A harness whose state directory was written by a run under `full`, and settings switched to `redact` since. */
 async function switchedToRedact(transactions?: number): Promise<{ h: Harness; env: Record<string, string> }> {
-  const h = (harness = await startHarness(transactions === undefined ? {} : { transactions }));
+  const h = await startHarness(transactions === undefined ? {} : { transactions });
   expect((await runInProcess(["run", "--once"], { ...h.env, BRIDGE_PII_MODE: "full" }, undefined, h.dir)).code).toBe(EXIT.ok);
   return { h, env: { ...h.env, BRIDGE_PII_MODE: "redact" } };
 }

@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher, PublishFailure } from "../../shared/bridge/ports.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { formatRedriveSummary, redriveOutcome } from "../../shared/cli/redrive.js";
@@ -13,13 +13,9 @@ import { emptyReport } from "../../shared/bridge/report.js";
 import { runCommand } from "../../shared/cli/run.js";
 import { quarantineId } from "../../shared/bridge/quarantine-id.js";
 import { JsonlEventPublisher, FileQuarantine } from "../../shared/local/index.js";
-import { idsWithStatus, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, idsWithStatus, readEvents, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 /** The JSONL publisher, except that events of `refused` fail for good. */
 function refusing(file: string, refused: string): EventPublisher {
@@ -35,7 +31,7 @@ function refusing(file: string, refused: string): EventPublisher {
 
 /** A sandbox harness after one `run --once` whose publisher refused one pending transaction's event for good. */
 async function runWithOneRefused() {
-  const h = (harness = await startHarness());
+  const h = await startHarness();
   const [victim] = idsWithStatus(h, "not_synced");
   if (victim === undefined) throw new Error("no pending transaction");
   const io = { env: h.env, cwd: h.dir, stdout: { write: () => true }, stderr: { write: () => true }, signal: new AbortController().signal };
@@ -74,7 +70,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("publishes a transaction an earlier validation rule quarantined and acknowledged, once it validates, and removes its record", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const store = h.sandbox.control.company(h.companyId)!.transactions;
     const tx = store.all().find((t) => t.client_sync_status === "not_synced" && t.parent_qashio_id === null);
     if (tx === undefined) throw new Error("no pending transaction");
@@ -97,7 +93,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("says a publish record without a qashio_id cannot be re-driven and what to do instead, keeps it, and exits 1", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
     // What a publisher of one's own (or an earlier version) may leave: an event refused for good, its body without qashio_id.
     const raw = { id: "5d0c2a8e-6b1f-4c3e-9a7d-2f4b8c1e0a11", amount: 1 };
@@ -253,7 +249,7 @@ describe("bridge redrive (in-process)", () => {
     ["null\n", "Quarantine record is not a record"],
     ['{"id":"x","kind":"transaction","at":"2026-01-01T00:00:00Z"}\n', "Quarantine record is not a record"],
   ])("names a corrupt quarantine record's file (%j) as a state directory problem, exit 2", async (text, problem) => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     expect((await runInProcess(["run", "--once"], h.env, undefined, h.dir)).code).toBe(EXIT.ok);
     const dir = join(h.env.BRIDGE_STATE_DIR!, "quarantine");
     mkdirSync(dir, { recursive: true });
@@ -277,7 +273,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("stops after the batch in hand on Ctrl-C (exit 4, records not reached kept), and the next redrive delivers the rest", async () => {
-    const h = (harness = await startHarness({ transactions: 250 }));
+    const h = await startHarness({ transactions: 250 });
     const pending = idsWithStatus(h, "not_synced", "outdated");
     // Every event refused for good: each pending transaction is quarantined and acknowledged, more than one batch of 100.
     const none: EventPublisher = { publish: async (events) => ({ failed: events.map((event) => ({ event, reason: "AccessDeniedException: test" })) }) };
@@ -310,7 +306,7 @@ describe("bridge redrive (in-process)", () => {
   });
 
   it("names a state directory that does not exist (a mistyped path) rather than ask for a token to re-drive nothing, and makes none", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const { QASHIO_REFRESH_TOKEN: _seed, ...settings } = h.env;
     const missing = join(h.dir, "no-such-state");
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { chmod, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { CycleIncompleteError, EXIT, AuthorizeAgainError } from "../../shared/cli/errors.js";
 import { CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
@@ -17,18 +17,9 @@ import { runCommand } from "../../shared/cli/run.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import { killed, startLockHolder } from "../local/support/lock-holder.js";
 import { realSleep, type Clock } from "../../shared/clock.js";
-import { CLIENT, ROOT, TSX_LOADER, capturedIo, idsWithStatus, loopWithSteps, readEvents, runInProcess, spawnBridge, spawnScript, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, ROOT, TSX_LOADER, capturedIo, harnessPerTest, idsWithStatus, loopWithSteps, readEvents, runInProcess, spawnBridge, spawnScript, type Harness } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-async function start(options?: Parameters<typeof startHarness>[0]): Promise<Harness> {
-  harness = await startHarness(options);
-  return harness;
-}
+const start = harnessPerTest();
 
 /** A harness whose first run is done, then one of its active cards suspended in the provider's dashboard. */
 async function suspendedAfterFirstRun(): Promise<{ h: Harness; card: { id: string } }> {

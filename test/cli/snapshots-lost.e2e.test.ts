@@ -6,21 +6,17 @@
 import { execFileSync } from "node:child_process";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { bindLocalSettings } from "../../shared/cli/local-bridge.js";
-import { loopWithSteps, readEvents, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, loopWithSteps, readEvents, runInProcess, type Harness } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 /** A harness whose state directory one run has used: tokens, binding and snapshots, and events published. */
 async function usedOnce(): Promise<{ h: Harness; state: string; events: string; published: number }> {
-  const h = (harness = await startHarness());
+  const h = await startHarness();
   const first = await runInProcess(["run", "--once"], h.env);
   expect(first.code, first.stderr).toBe(EXIT.ok);
   const events = h.env.BRIDGE_EVENTS_FILE as string;
@@ -84,7 +80,7 @@ describe("bridge run on a state directory that lost its snapshots", () => {
   });
 
   it("starts from nothing where no store was recorded: a directory bound (as authorize leaves it) whose first run failed", async () => {
-    const h = (harness = await startHarness());
+    const h = await startHarness();
     const state = h.env.BRIDGE_STATE_DIR as string;
     // Bound without snapshots, as authorize leaves it; then a first run refused on a mistyped secret.
     await bindLocalSettings(readLocalSettings(h.env, h.dir), h.env);

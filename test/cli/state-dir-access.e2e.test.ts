@@ -5,17 +5,13 @@
  */
 import { chmod, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { restrictStateDir } from "../../shared/cli/state-access.js";
 import { ConfigError } from "../../shared/cli/errors.js";
-import { loopWithSteps, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { harnessPerTest, loopWithSteps, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const startHarness = harnessPerTest();
 
 /** Permission bits of `path`. */
 async function modeOf(path: string): Promise<number> {
@@ -24,8 +20,7 @@ async function modeOf(path: string): Promise<number> {
 
 describe("a state directory its group or others may read", () => {
   it("is made 0700 when `run` starts, with a warning naming it and its mode, and its files stay as they were", async () => {
-    harness = await startHarness();
-    const h = harness;
+    const h = await startHarness();
     const state = h.env.BRIDGE_STATE_DIR as string;
     expect((await runInProcess(["run", "--once"], h.env)).code).toBe(EXIT.ok);
     const snapshots = join(state, "snapshots");
@@ -71,7 +66,7 @@ describe("a state directory its group or others may read", () => {
 describe("a state directory whose permissions change under a `run --interval` loop", () => {
   /** Runs a loop on a fresh harness, calling `between` after its first cycle and stopping after its second. */
   async function loopChanging(between: (state: string) => Promise<void>): Promise<{ outcome: unknown; stdout: string; stderr: string; state: string }> {
-    harness = await startHarness();
+    const harness = await startHarness();
     const state = harness.env.BRIDGE_STATE_DIR as string;
     return { ...(await loopWithSteps(harness, [() => between(state)])), state };
   }

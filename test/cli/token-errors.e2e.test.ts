@@ -4,22 +4,13 @@
  */
 import { chmod, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import { bindLocalSettings } from "../../shared/cli/local-bridge.js";
-import { CLIENT, dueForRefresh, idsWithStatus, runInProcess, startHarness, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, harnessPerTest, idsWithStatus, runInProcess } from "./helpers.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-async function start(): Promise<Harness> {
-  harness = await startHarness();
-  return harness;
-}
+const start = harnessPerTest();
 
 describe("bridge run --once: token and credential errors", () => {
   it("reports a wrong client secret as a settings problem naming both client settings, exit 2, and the family stays valid", async () => {
