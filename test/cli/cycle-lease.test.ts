@@ -1,13 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
-import { readLocalSettings } from "../../shared/cli/config.js";
 import { withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { CliError, EXIT } from "../../shared/cli/errors.js";
-import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import { runCycle } from "../../shared/cli/local-cycles.js";
-import { harnessPerTest } from "./helpers.js";
-
-const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+import { harnessPerTest, openHarnessBridge, silentLogger } from "./helpers.js";
 
 const startHarness = harnessPerTest();
 
@@ -39,7 +35,7 @@ async function until(done: () => boolean): Promise<void> {
 describe("cycle lease keep-alive", () => {
   it("renews the cycle lease for its full 30 s every 10 s while a cycle runs, so a long cycle never lets it lapse", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const { waits, clock } = steppingClock();
     const renewals: number[] = [];
     const handle: LockHandle = {
@@ -59,8 +55,8 @@ describe("cycle lease keep-alive", () => {
   it("warns the person running the bridge when a renewal finds the cycle lease lost or fails, by the failure's name only", async () => {
     const harness = await startHarness();
     const warnings: [string, unknown][] = [];
-    const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    const logger: Logger = { ...silentLogger, warn: (message, fields) => void warnings.push([message, fields]) };
+    const { bridge: opened } = await openHarnessBridge(harness, { logger });
     const { clock } = steppingClock();
     let renewals = 0;
     const handle: LockHandle = {
@@ -83,8 +79,7 @@ describe("cycle lease keep-alive", () => {
 describe("cycle lease refusal", () => {
   it("still says another process runs a cycle (exit 1) when the lock cannot name the holder", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const lock = { tryAcquire: async () => undefined, holderOf: () => Promise.reject(new Error("EACCES: permission denied, open")) };
 
     const error = await runCycle({ ...opened, lock }).catch((e: unknown) => e);
@@ -97,7 +92,7 @@ describe("cycle lease refusal", () => {
 describe("cycle lease an earlier cycle could not release", () => {
   it("renews it for the full 30 s at the next cycle, and forgets it once that renewal found it lost", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const keptRenewals: number[] = [];
     const kept: LockHandle = {
       renew: async (ttlMs) => {
@@ -123,7 +118,7 @@ describe("cycle lease binding of a PII salt", () => {
     const harness = await startHarness();
     const hashed = { ...harness.env, BRIDGE_PII_MODE: "hash", BRIDGE_PII_SALT: "the-owner's-salt-0123456789" };
     const redacting = { ...hashed, BRIDGE_PII_MODE: "redact", BRIDGE_PII_SALT: "a-leftover-salt-0123456789" };
-    const cycleUnder = async (env: Record<string, string>) => runCycle(await openLocalBridge(readLocalSettings(env, harness.dir), { env, logger: silent }));
+    const cycleUnder = async (env: Record<string, string>) => runCycle((await openHarnessBridge({ ...harness, env })).bridge);
 
     expect((await cycleUnder(hashed)).complete).toBe(true);
     expect((await cycleUnder(redacting)).complete).toBe(true);

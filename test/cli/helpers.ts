@@ -1,6 +1,6 @@
 /**
  * Helpers of the CLI tests: a sandbox on a loopback port, a bridge environment authorized against it,
- * the bridge run as a child process or in-process, and readers of the events file.
+ * the bridge run as a child process or in-process (or opened in-process), and readers of the events file.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -9,10 +9,13 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach } from "vitest";
 import { createSandbox, type Sandbox } from "../../sandbox/index.js";
+import type { Logger } from "../../shared/bridge/ports.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
+import { readLocalSettings, type LocalSettings } from "../../shared/cli/config.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import type { CliIo } from "../../shared/cli/io.js";
+import { openLocalBridge, type LocalBridge, type LocalBridgeOptions } from "../../shared/cli/local-bridge.js";
 import { main } from "../../shared/cli/main.js";
 import type { RunArgs } from "../../shared/cli/args.js";
 import { runCommand, type RunSeams } from "../../shared/cli/run.js";
@@ -94,6 +97,26 @@ export function harnessPerTest(): (options?: Parameters<typeof startHarness>[0])
     open = undefined;
   });
   return async (options) => (open = await startHarness(options));
+}
+
+/** A logger that drops everything: for tests whose bridge's words are not what they check. */
+export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/**
+ * Opens `h`'s bridge in this process: its settings read from `h`'s env and dir, as `run` reads them, and `options`
+ * passed on to `openLocalBridge` (its env `h`'s, its logger {@link silentLogger} unless given). Pass `{ ...h, env }`
+ * for other settings. Resolves with the bridge and the settings it was opened with.
+ *
+ * @example
+ * const { bridge, settings } = await openHarnessBridge(harness, { fetch });
+ */
+export async function openHarnessBridge(
+  h: Pick<Harness, "env" | "dir">,
+  options: Partial<LocalBridgeOptions> = {},
+): Promise<{ bridge: LocalBridge; settings: LocalSettings }> {
+  const settings = readLocalSettings(h.env, h.dir);
+  const bridge = await openLocalBridge(settings, { env: h.env, logger: silentLogger, ...options });
+  return { bridge, settings };
 }
 
 export interface Outcome {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
-import { openLocalBridge, openLocalState } from "../../shared/cli/local-bridge.js";
+import { openLocalBridge, openLocalState, type LocalBridgeOptions } from "../../shared/cli/local-bridge.js";
 import { runConformPii, runCycle, runRedrive } from "../../shared/cli/local-cycles.js";
 import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
 import { FileTokenStore } from "../../shared/local/token-store.js";
@@ -20,11 +20,9 @@ import { SnapshotCursorError, causeMatching } from "../../shared/bridge/errors.j
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
-import { harnessPerTest, idsWithStatus, readEvents } from "./helpers.js";
+import { harnessPerTest, idsWithStatus, openHarnessBridge, readEvents, silentLogger } from "./helpers.js";
 import { snapshotOf } from "../local/snapshot-fixtures.js";
 import { systemClock } from "../../shared/clock.js";
-
-const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** A fetch to the sandbox that records each URL it is sent to. */
 function recordingFetch(): { sent: string[]; fetch: FetchLike } {
@@ -43,8 +41,7 @@ const startHarness = harnessPerTest();
 describe("local bridge cycle", () => {
   it("reports the records held in quarantine after every cycle, as a gauge rather than a running sum", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge, settings } = await openHarnessBridge(harness);
 
     expect((await runCycle(bridge)).quarantineSize).toBe(0);
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
@@ -55,8 +52,7 @@ describe("local bridge cycle", () => {
 
   it("sets the quarantine gauge after a re-drive to the records still held", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge, settings } = await openHarnessBridge(harness);
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
     await runRedrive(bridge);
     expect((await new FileQuarantine(settings.stateDir).list()).map((r) => r.id)).toEqual(["held"]);
@@ -65,8 +61,7 @@ describe("local bridge cycle", () => {
 
   it("re-drives and conforms within the budget they are given, not BRIDGE_CYCLE_BUDGET's", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge, settings } = await openHarnessBridge(harness);
     await runCycle(bridge);
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
     // A budget of 0: past its deadline before it reads anything.
@@ -78,10 +73,9 @@ describe("local bridge cycle", () => {
 
   it("counts a re-drive's budget from when it was asked for: time taken before the walk (under the lease) comes out of it", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
     let at = Date.now();
     const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, clock });
+    const { bridge, settings } = await openHarnessBridge(harness, { clock });
     await runCycle(bridge);
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
     // The reload under the lease takes 1.5 s of a 1 s budget.
@@ -96,7 +90,7 @@ describe("local bridge cycle", () => {
 
   it("counts in a cycle's events those of both walks, as published to the events file", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     await runCycle(bridge);
     const before = (await readEvents(harness.eventsFile)).length;
     const card = harness.sandbox.control.company(harness.companyId)?.cards.find((c) => c.status === "Active");
@@ -110,7 +104,7 @@ describe("local bridge cycle", () => {
 
   it("reports a cycle stopped at its budget as incomplete, not as interrupted, while its signal never aborted", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     const result = await runCycle(bridge, { budgetMs: 0, signal: new AbortController().signal });
     expect(result.complete).toBe(false);
     expect(result.interrupted).toBe(false);
@@ -126,7 +120,7 @@ describe("local bridge cycle", () => {
       if (url.includes("/erp/transactions?")) at += 800;
       return fetch(url, init);
     };
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock, fetch: slowTransactions });
+    const { bridge } = await openHarnessBridge(harness, { clock, fetch: slowTransactions });
     const result = await runCycle(bridge, { budgetMs: 1_000 });
     expect(sent.filter((url) => url.includes("/erp/transactions?"))).toHaveLength(1);
     expect(sent.filter((url) => url.includes("/erp/cards")).length).toBeGreaterThan(0);
@@ -136,8 +130,8 @@ describe("local bridge cycle", () => {
   it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
     const harness = await startHarness();
     const warnings: string[] = [];
-    const logger: Logger = { ...silent, warn: (message) => void warnings.push(message) };
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    const logger: Logger = { ...silentLogger, warn: (message) => void warnings.push(message) };
+    const { bridge } = await openHarnessBridge(harness, { logger });
     vi.spyOn(bridge.transactions.quarantine, "size").mockRejectedValue(new Error("EIO: i/o error, scandir"));
     expect((await runCycle(bridge)).quarantineSize).toBe(0);
     expect(warnings).toContain("counting the quarantine failed");
@@ -148,7 +142,7 @@ describe("local bridge cycle", () => {
     let stepBack = 0;
     const clock = { now: () => Date.now() - stepBack, sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
     // Stepped back a minute once the first events are out (an NTP correction mid-cycle).
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock, onPublished: () => (stepBack = 60_000) });
+    const { bridge } = await openHarnessBridge(harness, { clock, onPublished: () => (stepBack = 60_000) });
     const result = await runCycle(bridge);
     expect(result.events).toBeGreaterThan(0);
     expect(result.durationMs).toBe(0);
@@ -156,7 +150,7 @@ describe("local bridge cycle", () => {
 
   it("reports a cycle that completed as not interrupted, though Ctrl-C came as it ended: nothing is left for a next run", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     const controller = new AbortController();
     // Ctrl-C once both walks are done, as the quarantine is counted at the cycle's end.
     const { quarantine } = bridge.transactions;
@@ -182,7 +176,7 @@ describe("local bridge cycle", () => {
       if (url.includes("/erp/transactions")) controller.abort();
       return response;
     };
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, fetch: stopping });
+    const { bridge } = await openHarnessBridge(harness, { fetch: stopping });
     const result = await runCycle(bridge, { signal: controller.signal });
     expect(result.interrupted).toBe(true);
     expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
@@ -190,7 +184,7 @@ describe("local bridge cycle", () => {
 
   it("keeps the transactions' failure as the cause of the error naming both walks' failures", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     // Refused outright (no retries): the cards walk still has its turn after the transactions' provider failure.
     await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
     await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 403, count: 50 });
@@ -208,13 +202,12 @@ describe("local bridge cycle", () => {
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
     const harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
-    const settings = readLocalSettings(harness.env, harness.dir);
     const warnings: string[] = [];
-    const logger: Logger = { ...silent, warn: (message) => void warnings.push(message) };
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger }));
+    const logger: Logger = { ...silentLogger, warn: (message) => void warnings.push(message) };
+    await runCycle((await openHarnessBridge(harness, { logger })).bridge);
     // The seed stood in for the first run: no word of it then.
     expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
-    await openLocalBridge(settings, { env: harness.env, logger });
+    await openHarnessBridge(harness, { logger });
     const seedWarnings = warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"));
     expect(seedWarnings).toHaveLength(1);
     expect(seedWarnings[0]).toMatch(/not read while .*tokens\.json holds tokens: remove it from the environment and \.env/);
@@ -222,17 +215,16 @@ describe("local bridge cycle", () => {
     // Without the variable, nothing to say.
     const { QASHIO_REFRESH_TOKEN: _unset, ...env } = harness.env;
     warnings.length = 0;
-    await openLocalBridge(readLocalSettings(env, harness.dir), { env, logger });
+    await openHarnessBridge({ ...harness, env }, { logger });
     expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
   });
 
   it("says, for a token file it cannot use, how to sign in again as the bridge was opened to (authorize, or the demo's own words)", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const { bridge, settings } = await openHarnessBridge(harness);
+    await runCycle(bridge);
     writeFileSync(join(settings.stateDir, "tokens.json"), "{not json");
-    const failureWith = (options: Partial<Parameters<typeof openLocalBridge>[1]>) =>
-      openLocalBridge(settings, { env: harness.env, logger: silent, ...options }).then(() => undefined, (e: unknown) => e);
+    const failureWith = (options: Partial<LocalBridgeOptions>) => openHarnessBridge(harness, options).then(() => undefined, (e: unknown) => e);
 
     const authorize = await failureWith({});
     expect(authorize).toBeInstanceOf(TokenFileError);
@@ -246,8 +238,7 @@ describe("local bridge cycle", () => {
 
   it("sets the quarantine gauge after a cycle that failed too", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge, settings } = await openHarnessBridge(harness);
     await new FileQuarantine(settings.stateDir).put({ id: "held", kind: "transaction", reason: "invalid amount", raw: {}, at: "2026-03-01T12:00:00Z" });
     // Refused at once (no retry): the transactions half fails, and with it the cycle.
     await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
@@ -257,7 +248,7 @@ describe("local bridge cycle", () => {
 
   it("counts each token refresh (TokenRefreshes), none while the access token is good", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     await runCycle(bridge);
     expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
     await runCycle(bridge);
@@ -266,7 +257,7 @@ describe("local bridge cycle", () => {
 
   it("refreshes an expired access token within the shortest BRIDGE_CYCLE_BUDGET (1 s): a local refresh is not held to the cycle's deadline", async () => {
     const harness = await startHarness();
-    expect((await runCycle(await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent }))).complete).toBe(true);
+    expect((await runCycle((await openHarnessBridge(harness)).bridge)).complete).toBe(true);
     // An hour on, for the provider and the bridge: the access token has expired on both clocks.
     await harness.control("POST", "/clock", { advance_seconds: 3_600 });
     await harness.control("POST", "/companies/{company}/transactions", { count: 2 });
@@ -275,15 +266,14 @@ describe("local bridge cycle", () => {
     // Frozen: whatever the cycle does before its first provider call, the deadline stays 0.75 s (transactions) ahead.
     const at = Date.now() + 3_600_000;
     const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, clock });
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silentLogger, clock });
     expect(await runCycle(bridge)).toMatchObject({ events: 2, complete: true });
     expect(bridge.metrics.get("TokenRefreshes")).toBe(1);
   });
 
   it("keeps a bridge open across cycles (run --interval) in step with what another process wrote and compacted between them", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: loop, settings } = await openHarnessBridge(harness);
     const [edited] = idsWithStatus(harness, "not_synced");
     expect((await runCycle(loop)).complete).toBe(true);
 
@@ -292,7 +282,7 @@ describe("local bridge cycle", () => {
     await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
     await harness.control("PATCH", `/companies/{company}/transactions/${edited}`, { memo: "changed between the loop's cycles" });
     const [added] = idsWithStatus(harness, "not_synced");
-    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).events).toBe(2);
+    expect((await runCycle((await openHarnessBridge(harness)).bridge)).events).toBe(2);
     await new FileSnapshotStore(settings.stateDir).vacuum();
 
     await harness.control("PATCH", `/companies/{company}/transactions/${added}`, { memo: "changed after the other run" });
@@ -314,8 +304,7 @@ describe("local bridge cycle", () => {
 
   it("names a segment that turned corrupt between two cycles of an open bridge as a state directory problem, exit 2", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: loop, settings } = await openHarnessBridge(harness);
     expect((await runCycle(loop)).complete).toBe(true);
     const bad = join(settings.stateDir, "snapshots", "seg-000000009999-0badc0de.log");
     writeFileSync(bad, "not a header\n");
@@ -330,8 +319,7 @@ describe("local bridge cycle", () => {
     ["replaced by an empty directory", "replaced", (dir: string) => (renameSync(dir, `${dir}-moved`), mkdirSync(dir))],
   ])("stops an open bridge's next cycle, exit 2, when its state directory was %s, before it touches either", async (_what, said, change) => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: loop, settings } = await openHarnessBridge(harness);
     expect((await runCycle(loop)).complete).toBe(true);
     change(settings.stateDir);
     await harness.control("POST", "/companies/{company}/transactions", { count: 1, transaction_category: "purchase" });
@@ -349,8 +337,7 @@ describe("local bridge cycle", () => {
 
   it("goes on when the state directory at its path is another directory holding its state (a mount that renumbers it)", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: loop, settings } = await openHarnessBridge(harness);
     expect((await runCycle(loop)).complete).toBe(true);
     cpSync(settings.stateDir, `${settings.stateDir}-copy`, { recursive: true });
     rmSync(settings.stateDir, { recursive: true });
@@ -364,8 +351,7 @@ describe("local bridge cycle", () => {
 
   it("takes a renumbered state directory as its own from then on: its binding gone later is named as such, not as a directory replaced", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const loop = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: loop, settings } = await openHarnessBridge(harness);
     await runCycle(loop);
     cpSync(settings.stateDir, `${settings.stateDir}-copy`, { recursive: true });
     rmSync(settings.stateDir, { recursive: true });
@@ -380,8 +366,8 @@ describe("local bridge cycle", () => {
 
   it("never sends a state directory's tokens to another provider, nor lets another client or tenant use it", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const { bridge, settings } = await openHarnessBridge(harness);
+    await runCycle(bridge);
     const sent: string[] = [];
     const fetch = async (url: string) => {
       sent.push(url);
@@ -393,7 +379,7 @@ describe("local bridge cycle", () => {
       [{ ...settings, tenant: "another-tenant" }, "BRIDGE_TENANT", settings.tenant, "another-tenant"],
     ] as const;
     for (const [other, setting, there, here] of others) {
-      const error = await openLocalBridge(other, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
+      const error = await openLocalBridge(other, { env: harness.env, logger: silentLogger, fetch }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StateDirTakenError);
       expect((error as StateDirTakenError).exitCode).toBe(EXIT.usage);
       // Both values, so `localhost` against `127.0.0.1` shows at a glance; none of them is a secret.
@@ -404,22 +390,21 @@ describe("local bridge cycle", () => {
     }
     expect(sent).toEqual([]);
     // The owner still runs.
-    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
+    expect((await runCycle((await openHarnessBridge(harness)).bridge)).complete).toBe(true);
   });
 
   it("lets only the first of two first uses racing on an empty state directory keep it", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
     const sent: string[] = [];
     const fetch = async (url: string) => {
       sent.push(url);
       throw new Error("must not be called");
     };
     // Both open while the directory holds nothing, so both pass the check at open.
-    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: owner, settings } = await openHarnessBridge(harness);
     const others = await Promise.all(
       [{ ...settings, baseUrl: "https://api.other-provider.test" }, { ...settings, tenant: "another-tenant" }].map((other) =>
-        openLocalBridge(other, { env: harness.env, logger: silent, fetch }),
+        openLocalBridge(other, { env: harness.env, logger: silentLogger, fetch }),
       ),
     );
     expect((await runCycle(owner)).complete).toBe(true);
@@ -445,11 +430,11 @@ describe("local bridge cycle", () => {
     // The other opens while the owner's first cycle asks for its first token: no token and no snapshot stored yet.
     let opened: Promise<unknown> | undefined;
     const fetch: FetchLike = async (url, init) => {
-      opened ??= openLocalBridge(other, { env: harness.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      opened ??= openLocalBridge(other, { env: harness.env, logger: silentLogger, fetch: refusingFetch }).catch((e: unknown) => e);
       await opened;
       return nodeHttpFetch(url, init);
     };
-    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const owner = await openLocalBridge(settings, { env: harness.env, logger: silentLogger, fetch });
     expect((await runCycle(owner)).complete).toBe(true);
 
     // The owner's state stays the owner's: its next cycle runs, and the other is refused before any call.
@@ -473,11 +458,11 @@ describe("local bridge cycle", () => {
     // The mistyped one opens while the owner's first cycle asks for its first token: no snapshot stored yet.
     let opened: Promise<unknown> | undefined;
     const fetch: FetchLike = async (url, init) => {
-      opened ??= openLocalBridge(mistyped, { env: harness.env, logger: silent, fetch: refusingFetch }).catch((e: unknown) => e);
+      opened ??= openLocalBridge(mistyped, { env: harness.env, logger: silentLogger, fetch: refusingFetch }).catch((e: unknown) => e);
       await opened;
       return nodeHttpFetch(url, init);
     };
-    const owner = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const owner = await openLocalBridge(settings, { env: harness.env, logger: silentLogger, fetch });
     expect((await runCycle(owner)).events).toBeGreaterThan(0);
 
     // The snapshots hold the owner's pseudonyms: its next cycle runs, and the other salt is refused before any call.
@@ -490,10 +475,10 @@ describe("local bridge cycle", () => {
 
   it("names an unreadable binding file as a state directory problem, exit 2", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const { bridge, settings } = await openHarnessBridge(harness);
+    await runCycle(bridge);
     writeFileSync(join(settings.stateDir, "binding.json"), "{ torn");
-    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    const error = await openHarnessBridge(harness).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as Error).message).toContain(`A file in the state directory (${settings.stateDir}) cannot be used:\n  - BRIDGE_STATE_DIR: state directory binding is not valid JSON`);
@@ -504,11 +489,11 @@ describe("local bridge cycle", () => {
     const harness = await startHarness();
     // A path with a space and a quote: the command shown must quote it for the shell.
     const settings = { ...readLocalSettings(harness.env, harness.dir), stateDir: join(harness.dir, "Bob's state") };
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silentLogger }));
     const file = join(settings.stateDir, "binding.json");
     const recorded = JSON.parse(readFileSync(file, "utf8")) as unknown;
     rmSync(file);
-    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silentLogger }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     const message = (error as Error).message;
@@ -521,13 +506,12 @@ describe("local bridge cycle", () => {
     execSync(`umask 002; ${command as string}`, { shell: "/bin/sh" });
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(recorded);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }))).complete).toBe(true);
+    expect((await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silentLogger }))).complete).toBe(true);
   });
 
   it("stops with the token file's own error (exit 3: authorize again) when the file turns unusable under an open bridge, not as a failed cycle a loop retries", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge, settings } = await openHarnessBridge(harness);
     writeFileSync(join(settings.stateDir, "tokens.json"), "not json");
     const error = await runCycle(bridge).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TokenFileError);
@@ -537,7 +521,7 @@ describe("local bridge cycle", () => {
   it("names an unusable base URL without quoting it", async () => {
     const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), baseUrl: "https://user:pw-value@provider.test/?k=v" };
-    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silentLogger }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain("QASHIO_BASE_URL: does not resolve to an https URL");
     expect((error as ConfigError).message).not.toMatch(/provider\.test|pw-value/);
@@ -548,14 +532,14 @@ describe("local bridge opening", () => {
   /** A logger that keeps its warnings. */
   function warnings(): { warned: string[]; logger: Logger } {
     const warned: string[] = [];
-    return { warned, logger: { ...silent, warn: (text) => warned.push(text) } };
+    return { warned, logger: { ...silentLogger, warn: (text) => warned.push(text) } };
   }
 
   it("refuses before any provider call when neither the state directory nor QASHIO_REFRESH_TOKEN holds a token, naming the directory and authorize", async () => {
     const harness = await startHarness();
     const { refreshToken: _seed, ...settings } = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
-    const error = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch }).catch((e: unknown) => e);
+    const error = await openLocalBridge(settings, { env: harness.env, logger: silentLogger, fetch }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as Error).message).toContain(
@@ -566,10 +550,10 @@ describe("local bridge opening", () => {
 
   it("makes a state directory others may read private, with a warning, whether it opens the bridge or the state alone (conform-pii)", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const { bridge, settings } = await openHarnessBridge(harness);
+    await runCycle(bridge);
     for (const open of [
-      (logger: Logger) => openLocalBridge(settings, { env: harness.env, logger }),
+      (logger: Logger) => openHarnessBridge(harness, { logger }),
       (logger: Logger) => openLocalState(settings, { logger }),
     ]) {
       chmodSync(settings.stateDir, 0o755);
@@ -583,21 +567,21 @@ describe("local bridge opening", () => {
   it("refuses conform-pii under hash with a salt other than the one the state directory records, before it reads a snapshot", async () => {
     const harness = await startHarness();
     const hashed = { ...readLocalSettings(harness.env, harness.dir), piiMode: "hash" as const, piiSalt: "0123456789abcdef0123" };
-    await runCycle(await openLocalBridge(hashed, { env: harness.env, logger: silent }));
+    await runCycle(await openLocalBridge(hashed, { env: harness.env, logger: silentLogger }));
     const scan = vi.spyOn(FileSnapshotStore.prototype, "scan");
-    const error = await openLocalState({ ...hashed, piiSalt: "fedcba9876543210fedc" }, { logger: silent }).catch((e: unknown) => e);
+    const error = await openLocalState({ ...hashed, piiSalt: "fedcba9876543210fedc" }, { logger: silentLogger }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PiiSaltChangedError);
     expect((error as CliError).exitCode).toBe(EXIT.usage);
     expect(scan).not.toHaveBeenCalled();
-    await expect(openLocalState(hashed, { logger: silent })).resolves.toBeDefined();
+    await expect(openLocalState(hashed, { logger: silentLogger })).resolves.toBeDefined();
   });
 
   it("refuses to open (exit 2) a state directory whose snapshots were removed, naming the loss, at open rather than at its first cycle", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
+    const { bridge, settings } = await openHarnessBridge(harness);
+    await runCycle(bridge);
     rmSync(join(settings.stateDir, "snapshots"), { recursive: true });
-    const error = await openLocalBridge(settings, { env: harness.env, logger: silent }).catch((e: unknown) => e);
+    const error = await openHarnessBridge(harness).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(EXIT.usage);
     expect((error as Error).message).toContain(`The state directory (${settings.stateDir}) lost its snapshots`);
@@ -605,7 +589,6 @@ describe("local bridge opening", () => {
 
   it("publishes through the publisher it is given (the bench's null sink) rather than to the events file", async () => {
     const harness = await startHarness({ transactions: 3 });
-    const settings = readLocalSettings(harness.env, harness.dir);
     const published: BridgeEvent[] = [];
     const publisher = {
       publish: async (events: readonly BridgeEvent[]) => {
@@ -613,7 +596,8 @@ describe("local bridge opening", () => {
         return { failed: [] };
       },
     };
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent, publisher }));
+    const { bridge, settings } = await openHarnessBridge(harness, { publisher });
+    await runCycle(bridge);
     expect(published.length).toBeGreaterThan(0);
     expect(existsSync(settings.eventsFile)).toBe(false);
   });
@@ -622,8 +606,7 @@ describe("local bridge opening", () => {
 describe("local bridge cycle lease", () => {
   it("starts in a later second after taking the lease over from a crashed holder, not when renewing its own it could not release", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     // The waits of the cycle itself (the lease's keep-alive waits with a signal).
     const waits: number[] = [];
     const clock = { now: () => Date.now(), sleep: async (ms: number, signal?: AbortSignal) => void (signal === undefined && waits.push(ms)) };
@@ -668,7 +651,7 @@ describe("local bridge cycle lease", () => {
         else await systemClock.sleep(ms, signal);
       },
     };
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent, clock });
+    const { bridge: opened } = await openHarnessBridge(harness, { clock });
     const tryAcquire = async (name: string, ttlMs: number): Promise<LockHandle | undefined> => {
       const handle = await opened.lock.tryAcquire(name, ttlMs);
       return handle && { tookOver: true, renew: (ms, signal) => handle.renew(ms, signal), release: () => handle.release() };
@@ -684,7 +667,7 @@ describe("local bridge cycle lease", () => {
 
   it("takes the lease docs/spec-gaps.md names, <state>/locks/cycle.lock for 30 s, so processes of other versions on the directory never overlap with it", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const taken: [string, number][] = [];
     const handle: LockHandle = { renew: async () => true, release: async () => undefined };
     const tryAcquire = async (name: string, ttlMs: number) => {
@@ -697,7 +680,7 @@ describe("local bridge cycle lease", () => {
 
   it("starts at once under a lease whose adapter does not say it was taken over", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const waits: number[] = [];
     const clock = { now: () => Date.now(), sleep: async (ms: number, signal?: AbortSignal) => void (signal === undefined && waits.push(ms)) };
     const handle: LockHandle = { renew: async () => true, release: async () => undefined };
@@ -708,7 +691,7 @@ describe("local bridge cycle lease", () => {
 
   it("takes the lease anew once a cycle released the one it renewed, rather than renewing a released lease", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     let takes = 0;
     let renewals = 0;
     let releases = 0;
@@ -735,8 +718,8 @@ describe("local bridge cycle lease", () => {
   it("warns of a release the state directory refused by its system error code, and returns what the cycle did", async () => {
     const harness = await startHarness();
     const warnings: [string, unknown][] = [];
-    const logger: Logger = { ...silent, warn: (message, fields) => void warnings.push([message, fields]) };
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger });
+    const logger: Logger = { ...silentLogger, warn: (message, fields) => void warnings.push([message, fields]) };
+    const { bridge: opened } = await openHarnessBridge(harness, { logger });
     const handle: LockHandle = {
       renew: async () => true,
       release: async () => {
@@ -752,7 +735,7 @@ describe("local bridge cycle lease", () => {
 
   it("takes the lease anew when the one an earlier cycle could not release was lost meanwhile, rather than refusing the cycle", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const kept: LockHandle = {
       renew: async () => false,
       release: async () => {
@@ -771,8 +754,7 @@ describe("local bridge cycle lease", () => {
 
   it("refuses a cycle while another process holds the lease (exit 1), naming the holder, the state directory, what to do and when the lease runs out, before any provider call", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const other = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: other, settings } = await openHarnessBridge(harness);
     const held = await other.lock.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
     expect(held).toBeDefined();
     const sent: string[] = [];
@@ -780,7 +762,7 @@ describe("local bridge cycle lease", () => {
       sent.push(url);
       throw new Error("must not be called");
     };
-    const error = await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent, fetch })).catch((e: unknown) => e);
+    const error = await runCycle((await openHarnessBridge(harness, { fetch })).bridge).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CliError);
     expect((error as CliError).exitCode).toBe(EXIT.failed);
     expect((error as Error).message).toBe(
@@ -805,7 +787,7 @@ describe("local bridge cycle lease", () => {
       if (stolen === undefined && url.includes("/erp/transactions")) stolen = await thief.tryAcquire(CYCLE_LOCK, CYCLE_LEASE_MS);
       return response;
     };
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silentLogger, fetch });
     const error = await runCycle(bridge).catch((e: unknown) => e);
     expect(stolen).toBeDefined();
     expect((error as Error).message).toContain("was lost");
@@ -816,9 +798,8 @@ describe("local bridge cycle lease", () => {
 
   it("checks the lease before each write of a cycle (events, snapshots and their vacuum, quarantine put and delete, acknowledge): a process stopped past it writes none", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
-    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const { bridge: opened, settings } = await openHarnessBridge(harness, { fetch });
     // The lease as another process left it after taking it over: `confirm` says this process holds it no longer.
     let held = true;
     const handle: LockHandle = { renew: async () => true, release: async () => undefined, confirm: async () => held };
@@ -859,8 +840,7 @@ describe("local bridge cycle lease", () => {
 
   it("checks the lease before each compaction batch: a vacuum stopped past it copies no snapshot it read before over a newer one", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
-    const opened = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const { bridge: opened, settings } = await openHarnessBridge(harness);
     let held = true;
     const handle: LockHandle = { renew: async () => true, release: async () => undefined, confirm: async () => held };
     const bridge = { ...opened, lock: { tryAcquire: async () => handle } };
@@ -892,9 +872,8 @@ describe("local bridge cycle lease", () => {
 
   it("fails a cycle whose reload of the snapshots under the lease fails, before any provider call: stale snapshots would publish changes again", async () => {
     const harness = await startHarness();
-    const settings = readLocalSettings(harness.env, harness.dir);
     const { sent, fetch } = recordingFetch();
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent, fetch });
+    const { bridge } = await openHarnessBridge(harness, { fetch });
     sent.length = 0;
     vi.spyOn(bridge.snapshots, "reload").mockRejectedValueOnce(new Error("EIO: i/o error, read"));
     const error = await runCycle(bridge).catch((e: unknown) => e);
@@ -906,7 +885,7 @@ describe("local bridge cycle lease", () => {
 
   it("passes on a lock failure that is no system error as it is, not as a state directory that takes no writes", async () => {
     const harness = await startHarness();
-    const opened = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge: opened } = await openHarnessBridge(harness);
     const failure = new TypeError("lock is broken");
     const bridge = { ...opened, lock: { tryAcquire: () => Promise.reject(failure) } };
     await expect(withCycleLock(bridge, async () => "never")).rejects.toBe(failure);
@@ -920,7 +899,7 @@ describe("local bridge after a PII mode change", () => {
   async function bridgeAfterPassUnderRedact() {
     const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "full" as const };
-    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silent });
+    const bridge = await openLocalBridge(settings, { env: harness.env, logger: silentLogger });
     const object = { pass: "0123456789abcdef", mode: "redact" };
     await new FileSnapshotStore(settings.stateDir).putMany([{ key: PASS_KEY, hash: contentHash(object), object, updatedAt: "2026-03-01T11:00:00.000Z" }]);
     const passReads = vi.spyOn(FileSnapshotStore.prototype, "getMany");
@@ -967,8 +946,8 @@ describe("local bridge conform-pii errors", () => {
   it("maps a refused cursor or place to exit 2, a corrupt segment to a state directory problem (exit 2) and any other failure to exit 1", async () => {
     const harness = await startHarness();
     const settings = { ...readLocalSettings(harness.env, harness.dir), piiMode: "redact" as const };
-    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silent }));
-    const open = () => openLocalBridge(settings, { env: harness.env, logger: silent });
+    await runCycle(await openLocalBridge(settings, { env: harness.env, logger: silentLogger }));
+    const open = () => openLocalBridge(settings, { env: harness.env, logger: silentLogger });
 
     const cursor = await runConformPii(await open(), "0123456789abcdef.000000000001-abcdef01:0").catch((e: unknown) => e);
     expect(cursor).toBeInstanceOf(UsageError);

@@ -1,19 +1,14 @@
 /** ProviderErrors in local mode counts the failures the client retried as well as those that end a cycle. */
 import { describe, expect, it } from "vitest";
-import { readLocalSettings } from "../../shared/cli/config.js";
-import { openLocalBridge } from "../../shared/cli/local-bridge.js";
 import { runCycle } from "../../shared/cli/local-cycles.js";
-import type { Logger } from "../../shared/bridge/ports.js";
-import { harnessPerTest } from "./helpers.js";
-
-const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+import { harnessPerTest, openHarnessBridge } from "./helpers.js";
 
 const startHarness = harnessPerTest();
 
 describe("ProviderErrors in local mode", () => {
   it("counts a 503 the client retried successfully, once", async () => {
     const harness = await startHarness();
-    const bridge = await openLocalBridge(readLocalSettings(harness.env, harness.dir), { env: harness.env, logger: silent });
+    const { bridge } = await openHarnessBridge(harness);
     await runCycle(bridge);
     expect(bridge.metrics.get("ProviderErrors")).toBe(0);
 

@@ -8,18 +8,15 @@ import { writeFileSync } from "node:fs";
 import { readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import { readLocalSettings } from "../../shared/cli/config.js";
 import { EXIT, failureMessage } from "../../shared/cli/errors.js";
 import { demoCommand } from "../../shared/cli/demo.js";
 import type { CliIo } from "../../shared/cli/io.js";
 import type { Sandbox } from "../../sandbox/index.js";
-import { openLocalBridge } from "../../shared/cli/local-bridge.js";
-import type { Logger } from "../../shared/bridge/ports.js";
 import { TokenUnavailableError } from "../../shared/qashio/errors.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { storedTokensOf } from "../../shared/qashio/auth/token-provider.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
-import { CLIENT, dueForRefresh, harnessPerTest, idsWithStatus, loopWithSteps, ROOT, runInProcess, type Harness } from "./helpers.js";
+import { CLIENT, dueForRefresh, harnessPerTest, idsWithStatus, loopWithSteps, openHarnessBridge, ROOT, runInProcess, type Harness } from "./helpers.js";
 
 /**
  * `full`: every write of the token file's directory fails (the store's probe and its saves). `failSaves`: that many
@@ -233,8 +230,7 @@ describe("a local bridge whose command settled its tokens", () => {
     const h = await startHarness();
     const { stored } = await dueForRefresh(h);
     const before = await stored();
-    const silent: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
-    const bridge = await openLocalBridge(readLocalSettings(h.env, h.dir), { env: h.env, logger: silent });
+    const { bridge } = await openHarnessBridge(h);
     await bridge.settleTokens();
     faults.failSaves = Number.POSITIVE_INFINITY;
 
