@@ -3,19 +3,13 @@
  * pastes into a shell as the very path; the chmod is offered by the user permission checks use.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { deniedAccessOf, ownersChmod, shellWord, withDeniedAccess } from "../../shared/cli/access-advice.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "access-advice-mutants-"));
-});
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
+tempDirPerTest("access-advice-mutants-", (made) => (dir = made));
 
 describe("the way in to a path refused EACCES", () => {
   it("is not guessed for a path gone since the refusal: the problem is left as it was", () => {

@@ -2,23 +2,18 @@
  * What LocalTokenStore tells a person about the token file: a seed it no longer reads, a corrupt file, a file removed
  * while tokens were held (and whether a copy of it is still good).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TokenFileError } from "../../shared/cli/errors.js";
 import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
 import { CorruptStateError, FileTokenStore } from "../../shared/local/index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "local-tokens-words-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("local-tokens-words-", (made) => (dir = made));
 
 /** A store that loaded the file's tokens, and the file removed afterwards (as a person may, under a running loop). */
 async function storeOfRemovedFile(): Promise<{ files: FileTokenStore; store: LocalTokenStore }> {

@@ -5,11 +5,11 @@
  */
 import type * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const refusals = vi.hoisted(() => ({ answers: [] as { path: string; mode: number; code: string }[] }));
 
@@ -33,12 +33,9 @@ const W_OK = 2;
 const X_OK = 1;
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "path-checks-mutants-"));
-});
-afterEach(async () => {
+tempDirPerTest("path-checks-mutants-", (made) => (dir = made));
+afterEach(() => {
   refusals.answers.length = 0;
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("the fix a path check names", () => {

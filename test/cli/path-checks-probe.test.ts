@@ -4,12 +4,12 @@
  * state directory's own probe (a mkdir) takes a directory another process made meanwhile.
  */
 import type * as nodeFs from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const faults = vi.hoisted(() => ({
   /** Files whose close reports EIO after releasing the descriptor. */
@@ -52,14 +52,11 @@ vi.mock("node:fs", async (importOriginal) => {
 const PROBE = /events\.jsonl\.\d+\.[0-9a-f]+\.tmp$/;
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "probe-"));
-});
-afterEach(async () => {
+tempDirPerTest("probe-", (made) => (dir = made));
+afterEach(() => {
   faults.failCloseOf = undefined;
   faults.failUnlinkOf = undefined;
   faults.madeMeanwhile = undefined;
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("the events file's creation probe", () => {

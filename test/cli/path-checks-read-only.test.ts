@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem, stateDirProblem } from "../../shared/cli/path-checks.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const readOnly = vi.hoisted(() => ({
   under: undefined as string | undefined,
@@ -56,18 +57,17 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "read-only-"));
+tempDirPerTest("read-only-", (made) => (dir = made));
+beforeEach(() => {
   readOnly.under = dir;
 });
-afterEach(async () => {
+afterEach(() => {
   readOnly.under = undefined;
   readOnly.unreadable.clear();
   readOnly.unenterable.clear();
   readOnly.immutable.clear();
   readOnly.noHardLinks.clear();
   readOnly.readOnlyMounted.clear();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("path checks on a read-only file system", () => {

@@ -4,11 +4,11 @@
  * answers for fds 1 and 2 the stats of the files a test names.
  */
 import type * as nodeFs from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { eventsFileProblem } from "../../shared/cli/path-checks.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 const streams = vi.hoisted(() => ({ files: new Map<number, string>() }));
 
@@ -22,12 +22,9 @@ vi.mock("node:fs", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "streams-"));
-});
-afterEach(async () => {
+tempDirPerTest("streams-", (made) => (dir = made));
+afterEach(() => {
   streams.files.clear();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("an events file that is this command's own output", () => {
