@@ -3,13 +3,14 @@ import { existsSync, readdirSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { parseCommand } from "../../shared/cli/args.js";
 import { readAuthorizeSettings, readLocalSettings, readStateSettings, SETTINGS, settingNameWarnings } from "../../shared/cli/config.js";
 import { loadEnv } from "../../shared/cli/env-file.js";
 import { ConfigError } from "../../shared/cli/errors.js";
 import { eventsFileAccessProblem, foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { FileLock } from "../../shared/local/file-lock.js";
+import { tempDirPerTest } from "../temp-dir.js";
 import { thrown } from "../thrown.js";
 
 const SECRET = "s3cr3t-value-never-printed";
@@ -399,13 +400,10 @@ describe("readLocalSettings", () => {
 
 describe("readLocalSettings on the file system", () => {
   let dir: string;
+  tempDirPerTest("cli-paths-", (made) => (dir = made));
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-paths-"));
     await writeFile(join(dir, "plain-file"), "x");
     await mkdir(join(dir, "a-directory"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
   });
 
   const settingsError = (env: Record<string, string>): ConfigError => {
@@ -794,12 +792,7 @@ describe("readLocalSettings on the file system", () => {
 
 describe("a state directory that is an ordinary directory of other files", () => {
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-foreign-state-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirPerTest("cli-foreign-state-", (made) => (dir = made));
 
   const problemOf = (env: Record<string, string>): string[] => {
     try {
@@ -1053,13 +1046,10 @@ describe("a state directory that is an ordinary directory of other files", () =>
 describe("a state directory other local users could write into", () => {
   let dir: string;
   let state: string;
+  tempDirPerTest("cli-state-access-", (made) => (dir = made));
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-state-access-"));
     state = join(dir, "state");
     await mkdir(state, { mode: 0o700 });
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
   });
 
   const issuesFor = (read: () => unknown): ConfigError => {
@@ -1179,13 +1169,10 @@ describe("a state directory other local users could write into", () => {
 describe("an events file other local users could read or write", () => {
   let dir: string;
   let events: string;
+  tempDirPerTest("cli-events-access-", (made) => (dir = made));
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-events-access-"));
     events = join(dir, "events.jsonl");
     await writeFile(events, "", { mode: 0o600 });
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
   });
 
   const issuesOf = (path: string): ConfigError => {
@@ -1340,13 +1327,10 @@ describe("settingNameWarnings", () => {
 
 describe("SETTINGS", () => {
   let cwd: string;
+  tempDirPerTest("settings-commands-", (made) => (cwd = made));
   beforeEach(async () => {
-    cwd = await mkdtemp(join(tmpdir(), "settings-commands-"));
     // conform-pii and redrive work on a state directory that exists.
     await mkdir(join(cwd, ".state"), { mode: 0o700 });
-  });
-  afterEach(async () => {
-    await rm(cwd, { recursive: true, force: true });
   });
 
   /** Every setting good, so that the one made bad is the only issue a command can name. */
@@ -1392,12 +1376,7 @@ describe("SETTINGS", () => {
 
 describe("readAuthorizeSettings", () => {
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-authorize-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirPerTest("cli-authorize-", (made) => (dir = made));
 
   it("lets authorize --secret-id go with client settings set blank, as without them", () => {
     const settings = readAuthorizeSettings({ QASHIO_BASE_URL: "http://127.0.0.1:4010", QASHIO_CLIENT_ID: "", QASHIO_CLIENT_SECRET: " " }, dir, { tokensInSecret: true });

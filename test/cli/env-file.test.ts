@@ -1,13 +1,13 @@
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { ENV_PIPE_WAIT_MS, loadEnv, parseEnvFile } from "../../shared/cli/env-file.js";
 import { ConfigError, EnvFileError } from "../../shared/cli/errors.js";
+import { tempDirPerTest } from "../temp-dir.js";
 import { thrown } from "../thrown.js";
 import { ROOT } from "./helpers.js";
 
@@ -127,12 +127,7 @@ describe("parseEnvFile", () => {
 
 describe("loadEnv", () => {
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "cli-env-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirPerTest("cli-env-", (made) => (dir = made));
 
   it("reads .env and lets the environment win", async () => {
     await writeFile(join(dir, ".env"), 'BRIDGE_TENANT=from-file\nQASHIO_CLIENT_ID="quoted id"\n# comment\nBRIDGE_PII_MODE=full\n');

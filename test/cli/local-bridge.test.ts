@@ -1,9 +1,7 @@
 import { execSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK, withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { openLocalBridge, openLocalState, type LocalBridgeOptions } from "../../shared/cli/local-bridge.js";
@@ -22,6 +20,7 @@ import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
 import { harnessPerTest, idsWithStatus, openHarnessBridge, readEvents, silentLogger } from "./helpers.js";
 import { snapshotOf } from "../local/snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 import { systemClock } from "../../shared/clock.js";
 
 /** A fetch to the sandbox that records each URL it is sent to. */
@@ -981,9 +980,7 @@ describe("local bridge conform-pii errors", () => {
 
 describe("LocalTokenStore (the token file, seeded from QASHIO_REFRESH_TOKEN)", () => {
   let dir: string;
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  tempDirPerTest("local-tokens-", (made) => (dir = made));
 
   /** The error a load gives once the token file is gone after this store held tokens: the spent seed is not sent. */
   async function expectRemovedError(store: LocalTokenStore): Promise<void> {
@@ -996,7 +993,6 @@ describe("LocalTokenStore (the token file, seeded from QASHIO_REFRESH_TOKEN)", (
   }
 
   it("lets the seed stand in only until it saved tokens: the token file removed after, the spent seed never comes back", async () => {
-    dir = await mkdtemp(join(tmpdir(), "local-tokens-"));
     const store = new LocalTokenStore(new FileTokenStore(dir), "rt-seed");
     expect(await store.load()).toEqual({ refreshToken: "rt-seed" });
     expect(await store.usesSeed()).toBe(true);
@@ -1007,7 +1003,6 @@ describe("LocalTokenStore (the token file, seeded from QASHIO_REFRESH_TOKEN)", (
   });
 
   it("never lets the seed stand in once it found tokens in the file, even when the file is removed under it", async () => {
-    dir = await mkdtemp(join(tmpdir(), "local-tokens-"));
     await new FileTokenStore(dir).save({ accessToken: "at-5", refreshToken: "rt-5" });
     const store = new LocalTokenStore(new FileTokenStore(dir), "rt-seed");
     expect(await store.usesSeed()).toBe(false);
