@@ -39,3 +39,29 @@ describe("tempDirPerTest", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 });
+
+/** What the describe block's own call handed over, for the test after the block. */
+const block: { dirs: string[] } = { dirs: [] };
+
+describe("tempDirPerTest called in a describe block", () => {
+  let inner: string | undefined;
+  tempDirPerTest("bridge-temp-dir-block-", (made) => {
+    inner = made;
+    block.dirs.push(made);
+  });
+
+  it("makes the block's own directory for its tests, beside the file's", async () => {
+    if (inner === undefined || dir === undefined) throw new Error("no directory handed over");
+    expect(path.basename(inner)).toMatch(/^bridge-temp-dir-block-.+/);
+    expect(inner).not.toBe(dir);
+    expect(await readdir(inner)).toEqual([]);
+    expect(existsSync(dir)).toBe(true);
+  });
+});
+
+describe("a test after that block", () => {
+  it("gets no directory of the block's, whose one directory is gone", () => {
+    expect(block.dirs).toHaveLength(1);
+    expect(existsSync(block.dirs[0] ?? "")).toBe(false);
+  });
+});

@@ -5,12 +5,13 @@ import path from "node:path";
 import { afterEach, beforeEach } from "vitest";
 
 /**
- * Makes a directory under the system temp dir (named `prefix` and a random suffix) before each test of the file that
- * calls this at its top level, hands it to `made`, and removes it with all it holds after the test.
+ * Makes a directory under the system temp dir (named `prefix` and a random suffix) before each test of the file, or of
+ * the describe block, that calls this, hands it to `made`, and removes it with all it holds after the test. Called in
+ * a describe block, it makes nothing for the file's other tests.
  *
- * Call it before the file's own hooks: with vitest's default `sequence.hooks` ("stack"), beforeEach hooks run in the
- * order declared and afterEach hooks in reverse, so the file's own beforeEach sees the directory and its own afterEach
- * (stopping a child still writing there, say) runs before the directory goes (test/temp-dir.test.ts).
+ * Call it before the file's (or block's) own hooks: with vitest's default `sequence.hooks` ("stack"), beforeEach hooks
+ * run in the order declared and afterEach hooks in reverse, so the own beforeEach sees the directory and the own
+ * afterEach (stopping a child still writing there, say) runs before the directory goes (test/temp-dir.test.ts).
  *
  * @example
  * let dir: string;
