@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { LockHandle, Logger } from "../../shared/bridge/ports.js";
+import type { LockHandle } from "../../shared/bridge/ports.js";
 import { withCycleLock } from "../../shared/cli/cycle-lease.js";
 import { CliError, EXIT } from "../../shared/cli/errors.js";
 import { runCycle } from "../../shared/cli/local-cycles.js";
-import { harnessPerTest, openHarnessBridge, silentLogger } from "./helpers.js";
+import { harnessPerTest, openHarnessBridge, warningRecorder } from "./helpers.js";
 
 const startHarness = harnessPerTest();
 
@@ -54,8 +54,7 @@ describe("cycle lease keep-alive", () => {
 
   it("warns the person running the bridge when a renewal finds the cycle lease lost or fails, by the failure's name only", async () => {
     const harness = await startHarness();
-    const warnings: [string, unknown][] = [];
-    const logger: Logger = { ...silentLogger, warn: (message, fields) => void warnings.push([message, fields]) };
+    const { logger, warnings } = warningRecorder();
     const { bridge: opened } = await openHarnessBridge(harness, { logger });
     const { clock } = steppingClock();
     let renewals = 0;

@@ -103,6 +103,22 @@ export function harnessPerTest(): (options?: Parameters<typeof startHarness>[0])
 export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /**
+ * A logger that drops all but its warnings, which it keeps in order as `[message, fields]` (fields undefined where a
+ * warning gave none); `messages()` lists their messages alone. Empty `warnings` (`length = 0`) to start anew.
+ *
+ * @example
+ * const { logger, warnings } = warningRecorder();
+ */
+export function warningRecorder(): { logger: Logger; warnings: [message: string, fields: unknown][]; messages: () => string[] } {
+  const warnings: [string, unknown][] = [];
+  return {
+    logger: { ...silentLogger, warn: (message, fields) => void warnings.push([message, fields]) },
+    warnings,
+    messages: () => warnings.map(([message]) => message),
+  };
+}
+
+/**
  * Opens `h`'s bridge in this process: its settings read from `h`'s env and dir, as `run` reads them, and `options`
  * passed on to `openLocalBridge` (its env `h`'s, its logger {@link silentLogger} unless given). Pass `{ ...h, env }`
  * for other settings. Resolves with the bridge and the settings it was opened with.

@@ -18,7 +18,7 @@ import { SnapshotCursorError, causeMatching } from "../../shared/bridge/errors.j
 import { FileLock } from "../../shared/local/file-lock.js";
 import { nodeHttpFetch } from "../../shared/qashio/node-transport.js";
 import type { FetchLike } from "../../shared/qashio/http.js";
-import { harnessPerTest, idsWithStatus, openHarnessBridge, readEvents, silentLogger } from "./helpers.js";
+import { harnessPerTest, idsWithStatus, openHarnessBridge, readEvents, silentLogger, warningRecorder } from "./helpers.js";
 import { snapshotOf } from "../local/snapshot-fixtures.js";
 import { tempDirPerTest } from "../temp-dir.js";
 import { systemClock } from "../../shared/clock.js";
@@ -128,12 +128,11 @@ describe("local bridge cycle", () => {
 
   it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
     const harness = await startHarness();
-    const warnings: string[] = [];
-    const logger: Logger = { ...silentLogger, warn: (message) => void warnings.push(message) };
+    const { logger, messages } = warningRecorder();
     const { bridge } = await openHarnessBridge(harness, { logger });
     vi.spyOn(bridge.transactions.quarantine, "size").mockRejectedValue(new Error("EIO: i/o error, scandir"));
     expect((await runCycle(bridge)).quarantineSize).toBe(0);
-    expect(warnings).toContain("counting the quarantine failed");
+    expect(messages()).toContain("counting the quarantine failed");
   });
 
   it("reports a cycle's duration as 0, never below, when the wall clock steps back during it", async () => {
@@ -201,13 +200,12 @@ describe("local bridge cycle", () => {
   it("warns, without the token, while QASHIO_REFRESH_TOKEN is set beside stored tokens: spent, it would revoke the family from an empty state directory", async () => {
     const harness = await startHarness();
     const seed = harness.env.QASHIO_REFRESH_TOKEN ?? "";
-    const warnings: string[] = [];
-    const logger: Logger = { ...silentLogger, warn: (message) => void warnings.push(message) };
+    const { logger, warnings, messages } = warningRecorder();
     await runCycle((await openHarnessBridge(harness, { logger })).bridge);
     // The seed stood in for the first run: no word of it then.
-    expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
+    expect(messages().filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
     await openHarnessBridge(harness, { logger });
-    const seedWarnings = warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"));
+    const seedWarnings = messages().filter((w) => w.includes("QASHIO_REFRESH_TOKEN"));
     expect(seedWarnings).toHaveLength(1);
     expect(seedWarnings[0]).toMatch(/not read while .*tokens\.json holds tokens: remove it from the environment and \.env/);
     expect(seedWarnings[0]).not.toContain(seed);
@@ -215,7 +213,7 @@ describe("local bridge cycle", () => {
     const { QASHIO_REFRESH_TOKEN: _unset, ...env } = harness.env;
     warnings.length = 0;
     await openHarnessBridge({ ...harness, env }, { logger });
-    expect(warnings.filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
+    expect(messages().filter((w) => w.includes("QASHIO_REFRESH_TOKEN"))).toEqual([]);
   });
 
   it("says, for a token file it cannot use, how to sign in again as the bridge was opened to (authorize, or the demo's own words)", async () => {
@@ -528,12 +526,6 @@ describe("local bridge cycle", () => {
 });
 
 describe("local bridge opening", () => {
-  /** A logger that keeps its warnings. */
-  function warnings(): { warned: string[]; logger: Logger } {
-    const warned: string[] = [];
-    return { warned, logger: { ...silentLogger, warn: (text) => warned.push(text) } };
-  }
-
   it("refuses before any provider call when neither the state directory nor QASHIO_REFRESH_TOKEN holds a token, naming the directory and authorize", async () => {
     const harness = await startHarness();
     const { refreshToken: _seed, ...settings } = readLocalSettings(harness.env, harness.dir);
@@ -556,10 +548,10 @@ describe("local bridge opening", () => {
       (logger: Logger) => openLocalState(settings, { logger }),
     ]) {
       chmodSync(settings.stateDir, 0o755);
-      const { warned, logger } = warnings();
+      const { logger, messages } = warningRecorder();
       await open(logger);
       expect(statSync(settings.stateDir).mode & 0o777).toBe(0o700);
-      expect(warned.join("\n")).toContain(`${settings.stateDir} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
+      expect(messages().join("\n")).toContain(`${settings.stateDir} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
     }
   });
 
@@ -716,8 +708,7 @@ describe("local bridge cycle lease", () => {
 
   it("warns of a release the state directory refused by its system error code, and returns what the cycle did", async () => {
     const harness = await startHarness();
-    const warnings: [string, unknown][] = [];
-    const logger: Logger = { ...silentLogger, warn: (message, fields) => void warnings.push([message, fields]) };
+    const { logger, warnings } = warningRecorder();
     const { bridge: opened } = await openHarnessBridge(harness, { logger });
     const handle: LockHandle = {
       renew: async () => true,
