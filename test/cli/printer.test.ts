@@ -113,6 +113,11 @@ describe("formatEvent", () => {
     expect(formatEvent(card("card.updated"), COLOURS)).toContain("\u001b[35mcard.updated");
   });
 
+  it("colours every card event but a suspension magenta: card.created and card.status_changed too", () => {
+    const card = (type: string) => event(type, { type: "card", id: "CA77", sequence: 1 }, { object: {} });
+    for (const type of ["card.created", "card.status_changed"]) expect(formatEvent(card(type), COLOURS)).toContain(`\u001b[35m${type}`);
+  });
+
   it("paints each part of a line in its own colour and closes each one: time and parent dim, reference bold, category cyan", () => {
     const refund = created("CT1002", { transaction_category: "refund", billing_amount: -20.5, billing_currency: "AED", merchant_name: "Careem" });
     const withParent = { ...refund, detail: { ...refund.detail, data: { ...refund.detail.data, parent: { id: "6f1c", qashio_id: "CT1001" } } } };
