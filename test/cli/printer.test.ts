@@ -126,6 +126,11 @@ describe("formatEvent", () => {
     );
   });
 
+  it("dims a card's status, shown when nothing changed, as the line's secondary text", () => {
+    const card = event("card.created", { type: "card", id: "CA78", sequence: 1 }, { object: { status: "Active" } });
+    expect(formatEvent(card, COLOURS)).toContain("  \u001b[2mActive\u001b[22m");
+  });
+
   it("cuts a changed value at 24 characters in the line", () => {
     const memo = event(
       "transaction.changed",
