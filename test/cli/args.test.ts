@@ -7,6 +7,9 @@ import { USAGE, usageOf } from "../../shared/cli/help.js";
 import { invokedIn, npmOwnOptionWarnings } from "../../shared/cli/npm-options.js";
 import { thrown } from "../thrown.js";
 
+/** One command's usage on one line, its blanks and line breaks as single spaces: what its words say, not where they wrap. */
+const flatUsage = (topic: string): string => (usageOf(topic) ?? "").replace(/\s+/g, " ");
+
 describe("parseCommand", () => {
   it("reads redrive, which takes no options", () => {
     expect(parseCommand(["redrive"])).toEqual({ command: "redrive" });
@@ -180,15 +183,18 @@ describe("parseCommand", () => {
   });
 
   it("says in a command's usage what each of its options does and what it is without it (authorize, demo)", () => {
-    const flat = (topic: string) => (usageOf(topic) ?? "").replace(/\s+/g, " ");
     const authorize = parseCommand(["authorize"]);
     const demo = parseCommand(["demo"]);
     if (authorize.command !== "authorize" || demo.command !== "demo") throw new Error("parsed as another command");
-    expect(flat("authorize")).toContain(`--timeout: how long it waits for the redirect, ${authorize.args.timeoutMs / 60_000}m unless given`);
-    expect(flat("authorize")).toContain("--secret-id: the Secrets Manager secret (ARN or name) to store them in, not the state directory");
-    expect(flat("authorize")).toContain("--no-open: only print the address");
+    expect(flatUsage("authorize")).toContain(`--timeout: how long it waits for the redirect, ${authorize.args.timeoutMs / 60_000}m unless given`);
+    expect(flatUsage("authorize")).toContain("--secret-id: the Secrets Manager secret (ARN or name) to store them in, not the state directory");
+    expect(flatUsage("authorize")).toContain("--no-open: only print the address");
     expect(demo.args.cycles).toBeUndefined();
-    expect(flat("demo")).toContain(`without --cycles until Ctrl-C; --interval ${demo.args.intervalMs / 1_000}s and --seed ${demo.args.seed} unless given`);
+    expect(flatUsage("demo")).toContain(`without --cycles until Ctrl-C; --interval ${demo.args.intervalMs / 1_000}s and --seed ${demo.args.seed} unless given`);
+  });
+
+  it("says in run's usage the interval it polls at without --interval", () => {
+    expect(flatUsage("run")).toContain(`a cycle every --interval (default ${DEFAULT_INTERVAL_MS / 60_000}m)`);
   });
 
   it("rejects --once together with --interval", () => {
