@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
-import { COMMANDS } from "../../shared/cli/command-options.js";
+import { COMMANDS, OPTIONS } from "../../shared/cli/command-options.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
 import { USAGE, usageOf } from "../../shared/cli/help.js";
@@ -191,6 +191,13 @@ describe("parseCommand", () => {
     expect(flatUsage("authorize")).toContain("--no-open: only print the address");
     expect(demo.args.cycles).toBeUndefined();
     expect(flatUsage("demo")).toContain(`without --cycles until Ctrl-C; --interval ${demo.args.intervalMs / 1_000}s and --seed ${demo.args.seed} unless given`);
+  });
+
+  it("lists in each command's usage exactly the options it takes, none left out and none it refuses", () => {
+    for (const [command, options] of Object.entries(OPTIONS)) {
+      const listed = [...(usageOf(command) ?? "").matchAll(/\[--([a-z-]+)/g)].map((match) => match[1]);
+      expect(listed.sort(), command).toEqual(Object.keys(options).sort());
+    }
   });
 
   it("says in run's usage the interval it polls at without --interval", () => {
