@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
 import { COMMANDS, OPTIONS } from "../../shared/cli/command-options.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
-import { UsageError } from "../../shared/cli/errors.js";
+import { EXIT, UsageError } from "../../shared/cli/errors.js";
 import { USAGE, usageOf } from "../../shared/cli/help.js";
 import { invokedIn, npmOwnOptionWarnings } from "../../shared/cli/npm-options.js";
 import { thrown } from "../thrown.js";
@@ -202,6 +202,10 @@ describe("parseCommand", () => {
 
   it("says in run's usage the interval it polls at without --interval", () => {
     expect(flatUsage("run")).toContain(`a cycle every --interval (default ${DEFAULT_INTERVAL_MS / 60_000}m)`);
+  });
+
+  it("says in bench's usage the exit code --check gives a missed budget: a failure's, not a usage error's", () => {
+    expect(flatUsage("bench")).toContain(`--check: exit ${EXIT.failed} when a budget is missed`);
   });
 
   it("rejects --once together with --interval", () => {
