@@ -208,6 +208,10 @@ describe("parseCommand", () => {
     expect(flatUsage("bench")).toContain(`--check: exit ${EXIT.failed} when a budget is missed`);
   });
 
+  it("ends the usage saying the settings come from the environment and a .env file", () => {
+    expect(USAGE.split("\n").at(-1)).toMatch(/environment and \.env\b/);
+  });
+
   it("rejects --once together with --interval", () => {
     expect(() => parseCommand(["run", "--once", "--interval", "5m"])).toThrow(/cannot be combined/);
   });
