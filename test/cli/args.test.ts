@@ -212,6 +212,10 @@ describe("parseCommand", () => {
     expect(USAGE.split("\n").at(-1)).toMatch(/environment and \.env\b/);
   });
 
+  it("gives no usage for a topic that is no command, a command's prefix included", () => {
+    for (const topic of ["bogus", "conform", "re", ""]) expect(usageOf(topic), JSON.stringify(topic)).toBeUndefined();
+  });
+
   it("rejects --once together with --interval", () => {
     expect(() => parseCommand(["run", "--once", "--interval", "5m"])).toThrow(/cannot be combined/);
   });
