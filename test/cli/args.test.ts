@@ -450,6 +450,12 @@ describe("parseCommand under npm", () => {
     );
   });
 
+  it("refuses an option of several words npm kept (run --new-pii-salt, npm_config_new_pii_salt), not only one-dash names", () => {
+    expect(() => parseCommand(["run", "--once"], npm("bridge", { npm_config_new_pii_salt: "true" }))).toThrow(
+      /^npm kept --new-pii-salt for itself: .* as in `npm run bridge -- run --once --new-pii-salt`/,
+    );
+  });
+
   it("warns (no more) when npm holds a json or scope setting the command line lacks", () => {
     expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "true" }))).toEqual([
       "npm holds a json setting but this command line has no --json: if you gave one, npm kept it (put it after `--`); otherwise it comes from an npmrc (`npm config get json`)",
