@@ -456,6 +456,10 @@ describe("parseCommand under npm", () => {
     );
   });
 
+  it("suggests `npm run bench --` for what npm kept under the bench script, which names its command itself", () => {
+    expect(() => parseCommand(["bench"], npm("bench", { npm_config_check: "true" }))).toThrow(/as in `npm run bench -- --check`/);
+  });
+
   it("warns (no more) when npm holds a json or scope setting the command line lacks", () => {
     expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "true" }))).toEqual([
       "npm holds a json setting but this command line has no --json: if you gave one, npm kept it (put it after `--`); otherwise it comes from an npmrc (`npm config get json`)",
