@@ -460,6 +460,12 @@ describe("parseCommand under npm", () => {
     expect(() => parseCommand(["bench"], npm("bench", { npm_config_check: "true" }))).toThrow(/as in `npm run bench -- --check`/);
   });
 
+  it("points the npmrc hint at the first option npm kept when it kept several", () => {
+    expect(() => parseCommand(["demo"], npm("start", { npm_config_keep: "true", npm_config_cycles: "true" }))).toThrow(
+      /^npm kept --cycles, --keep for itself: .*see `npm config get cycles`\)$/,
+    );
+  });
+
   it("warns (no more) when npm holds a json or scope setting the command line lacks", () => {
     expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "true" }))).toEqual([
       "npm holds a json setting but this command line has no --json: if you gave one, npm kept it (put it after `--`); otherwise it comes from an npmrc (`npm config get json`)",
