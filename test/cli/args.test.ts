@@ -138,6 +138,14 @@ describe("parseCommand", () => {
     }
   });
 
+  it("shows, in the usage text, a duration in the order it takes and the ones it refuses as such", () => {
+    const order = /largest first: (\S+), not (\S+) or (\S+)\./.exec(USAGE);
+    expect(order).not.toBeNull();
+    const [, taken = "", ...refused] = order ?? [];
+    expect(() => parseCommand(["run", "--interval", taken]), taken).not.toThrow();
+    for (const example of refused) expect(() => parseCommand(["run", "--interval", example]), example).toThrow(/give each unit once, largest first/);
+  });
+
   it.each([
     ["run", "--interval"],
     ["authorize", "--timeout"],
