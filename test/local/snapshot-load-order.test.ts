@@ -1,10 +1,13 @@
 /**
  * FileSnapshotStore loading: a key in more than one segment reads from the one written last (the highest sequence
  * number), whatever order the directory lists them in. readdir's order is the file system's (hash order on ext4), so
- * it is made the reverse of the write order here, where a store that trusted it would read the older snapshot.
+ * it is made the reverse of the write order here, where a store that trusted it would read the older snapshot. And
+ * only files named as the store names its segments are read: another file in the directory is none of the store's.
  */
 import type * as fs from "node:fs";
-import { describe, it, vi } from "vitest";
+import { copyFile, readdir } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { FileSnapshotStore } from "../../shared/local/snapshot-store.js";
 import { expectReadsModel, snapshotOf as snap } from "./snapshot-fixtures.js";
@@ -31,5 +34,28 @@ describe("FileSnapshotStore load order", () => {
       ["card:only-3", snap("card:only-3", 1, 100)],
     ]);
     await expectReadsModel(new FileSnapshotStore(dir), model);
+  });
+});
+
+describe("FileSnapshotStore segment names", () => {
+  it.each([
+    // An operator's copy, a sequence not of 12 digits, a tag not of 8 hex digits: none is a segment the store wrote.
+    "seg-000000000009-deadbeef.log.bak",
+    "seg-9-deadbeef.log",
+    "seg-000000000009-beef.log",
+  ])("neither reads nor deletes %s, a segment-like file the store did not write", async (stray) => {
+    // The stray file is a whole segment holding a newer card:a, under a higher sequence: read, it would win.
+    const elsewhere = path.join(dir, "elsewhere");
+    await new FileSnapshotStore(elsewhere).putMany([snap("card:a", 2, 100)]);
+    const [segment] = await readdir(path.join(elsewhere, "snapshots"));
+    const store = new FileSnapshotStore(dir);
+    await store.putMany([snap("card:a", 1, 100)]);
+    await copyFile(path.join(elsewhere, "snapshots", segment as string), path.join(store.dir, stray));
+
+    const reopened = new FileSnapshotStore(dir);
+    await expectReadsModel(reopened, new Map([["card:a", snap("card:a", 1, 100)]]));
+    await reopened.putMany([snap("card:a", 3, 100)]);
+    await reopened.vacuum();
+    expect(await readdir(store.dir)).toContain(stray);
   });
 });
