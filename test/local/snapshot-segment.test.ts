@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { ScratchBuffer } from "../../shared/local/atomic.js";
 import { encodeHeader, encodeSegment, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
+import { snapshotOf } from "./snapshot-fixtures.js";
 
 let dir: string;
 let file: string;
@@ -33,6 +34,21 @@ async function writeSegmentOf(text: string, body = `${text}\n`): Promise<{ key: 
 const corrupt = (message: string) => expect.objectContaining({ name: "CorruptStateError", message, file });
 
 describe("readSegmentHeader", () => {
+  it("reads back a header of many reads (over 64 KiB, as a compaction batch of small snapshots writes), then a small one", async () => {
+    // 3000 entries of about 60 bytes: the header buffer grows twice, and keeps what each earlier read put in it.
+    const snapshots = Array.from({ length: 3000 }, (_, i) => snapshotOf(`transaction:${String(i).padStart(36, "0")}`, 1, 8));
+    const { entries, body } = encodeSegment(snapshots, new ScratchBuffer());
+    const header = encodeHeader(entries);
+    expect(header.length).toBeGreaterThan(128 * 1024);
+    await writeFile(file, Buffer.concat([header, body]));
+    expect(readSegmentHeader(file)).toEqual({ entries, bodyStart: header.length });
+    const wanted = entries.map(([key, offset, length]) => ({ key, offset: header.length + offset, length }));
+    expect(readEntries(file, wanted)).toEqual(snapshots);
+
+    const at = await writeSegmentOf(line);
+    expect(readSegmentHeader(file)).toEqual({ entries: [["card:a", 0, line.length]], bodyStart: at.offset });
+  });
+
   it("reads the entries and where the body starts", async () => {
     const at = await writeSegmentOf(line);
     expect(readSegmentHeader(file)).toEqual({ entries: [["card:a", 0, line.length]], bodyStart: at.offset });
