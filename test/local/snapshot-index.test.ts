@@ -50,4 +50,22 @@ describe("SnapshotIndex", () => {
     index.drop(old);
     expect([index.count, index.live, index.dead, existsSync(index.fileOf(old))]).toEqual([1, 11, 0, false]);
   });
+
+  it("counts from nothing again once cleared: a reload finds the same segments and the same live and dead bytes", () => {
+    // What reload does when another process wrote: forget everything, then add the segments found on disk again.
+    const index = new SnapshotIndex(dir);
+    const names = ["seg-000000000001-deadbeef.log", "seg-000000000002-deadbeef.log"];
+    const load = () => {
+      const [older, newer] = names.map((name, i) => index.newSegment(name, i + 1)) as [Segment, Segment];
+      index.addFound(older, [["card:a", 0, 10], ["card:b", 11, 20]], 50);
+      index.addFound(newer, [["card:a", 0, 5]], 50);
+      return [index.count, index.size, index.live, index.dead];
+    };
+    const first = load();
+    index.clear();
+    expect([index.count, index.size, index.live, index.dead]).toEqual([0, 0, 0, 0]);
+    const again = load();
+    expect(first).toEqual([2, 2, 27, 11]);
+    expect(again).toEqual(first);
+  });
 });
