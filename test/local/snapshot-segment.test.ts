@@ -5,11 +5,20 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { ScratchBuffer } from "../../shared/local/atomic.js";
+import type * as keyIndex from "../../shared/local/key-index.js";
 import { encodeHeader, encodeSegment, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
 import { snapshotOf } from "./snapshot-fixtures.js";
+
+/** Two keys taken as sharing one fingerprint: a real 64-bit collision is too rare to find. */
+const colliding = new Set(["card:twin-1", "card:twin-2"]);
+vi.mock("../../shared/local/key-index.js", async (importOriginal) => {
+  const real = await importOriginal<typeof keyIndex>();
+  const sameFingerprint = (wanted: string, found: string) => real.sameFingerprint(wanted, found) || (colliding.has(wanted) && colliding.has(found));
+  return { ...real, sameFingerprint };
+});
 
 let dir: string;
 let file: string;
@@ -74,6 +83,11 @@ describe("readEntries", () => {
   ])("refuses a line holding %s where the header names card:a, naming the file", async (_, text) => {
     const at = await writeSegmentOf(text);
     expect(() => readEntries(file, [at])).toThrow(corrupt("Snapshot segment entry does not hold the key its header names"));
+  });
+
+  it("reads no snapshot for a key whose line holds another key of its fingerprint (a collision), never the other key's", async () => {
+    const at = await writeSegmentOf(line.replace('"card:a"', '"card:twin-2"'));
+    expect(readEntries(file, [{ ...at, key: "card:twin-1" }])).toEqual([]);
   });
 
   it("refuses a line that is not JSON without quoting it: no cause carries the stored object's text", async () => {
