@@ -2,20 +2,14 @@
  * Memory of a long-lived local store: the record file names a quarantine (or the events file) knows are durable must
  * not grow with every record a `run --interval` loop quarantined in its weeks of uptime.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FileQuarantine } from "../../shared/local/index.js";
 import { DurableNames } from "../../shared/local/durable-names.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-durable-names-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-durable-names-", (made) => (dir = made));
 
 describe("the durable names a long-lived store remembers", () => {
   it("are forgotten when the store deletes their records (a re-drive), so a loop's quarantine put and drained holds none", async () => {

@@ -3,12 +3,12 @@
  * that cannot be fsynced. A name is known durable only once its directory's fsync succeeded; the directories fsynced
  * are the file's and a link's target's, once per file found.
  */
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type * as atomic from "../../shared/local/atomic.js";
 import { DurableNames } from "../../shared/local/durable-names.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /** Directories fsynced, in order (the fsyncs still happen). */
 const fsyncedDirs = vi.hoisted(() => [] as string[]);
@@ -22,12 +22,9 @@ vi.mock("../../shared/local/atomic.js", async (importOriginal) => {
 });
 
 let dir: string;
-beforeEach(async () => {
+tempDirPerTest("bridge-durable-names-edges-", (made) => (dir = made));
+beforeEach(() => {
   fsyncedDirs.length = 0;
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-durable-names-edges-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const identity = { dev: 1, ino: 7 };

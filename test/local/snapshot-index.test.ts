@@ -1,18 +1,12 @@
 /** SnapshotIndex: the live and dead bytes compaction decides by, over segments placed and dropped. */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SnapshotIndex, type Segment } from "../../shared/local/snapshot-index.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-snapshot-index-"));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+tempDirPerTest("bridge-snapshot-index-", (made) => (dir = made));
 
 describe("SnapshotIndex", () => {
   it("counts each line's bytes with its newline, superseded ones as dead until the segment holding them is dropped", () => {

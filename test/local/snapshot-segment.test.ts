@@ -2,15 +2,15 @@
  * One segment file, written and read back: a header or line this version cannot trust (cut short, another version,
  * another key) is refused naming the file, never taken for an empty segment or another snapshot.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import { ScratchBuffer } from "../../shared/local/atomic.js";
 import type * as keyIndex from "../../shared/local/key-index.js";
 import { encodeHeader, encodeSegment, readEntries, readSegmentHeader } from "../../shared/local/snapshot-segment.js";
 import { snapshotOf } from "./snapshot-fixtures.js";
+import { tempDirPerTest } from "../temp-dir.js";
 
 /** Two keys taken as sharing one fingerprint: a real 64-bit collision is too rare to find. */
 const colliding = new Set(["card:twin-1", "card:twin-2"]);
@@ -22,12 +22,9 @@ vi.mock("../../shared/local/key-index.js", async (importOriginal) => {
 
 let dir: string;
 let file: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "bridge-snapshot-segment-"));
+tempDirPerTest("bridge-snapshot-segment-", (made) => (dir = made));
+beforeEach(() => {
   file = path.join(dir, "seg-000000000001-deadbeef.log");
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const line = '{"key":"card:a","hash":"h","object":{},"updatedAt":"2025-01-01T00:00:00.000Z"}';
