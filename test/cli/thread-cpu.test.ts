@@ -56,6 +56,12 @@ describe("clockTicksOfAuxv", () => {
     expect(clockTicksOfAuxv(auxv([[17, 1_000_001]], 8, true), 8, true)).toBeUndefined();
     expect(clockTicksOfAuxv(Buffer.alloc(0), 8, true)).toBeUndefined();
   });
+
+  it("reads an AT_CLKTCK that is the vector's last pair, with no AT_NULL after it", () => {
+    const unended = (wordBytes: 4 | 8) => auxv([[6, 4096], [17, 100]], wordBytes, true).subarray(0, 4 * wordBytes);
+    expect(clockTicksOfAuxv(unended(8), 8, true)).toBe(100);
+    expect(clockTicksOfAuxv(unended(4), 4, true)).toBe(100);
+  });
 });
 
 describe("threadCpuMeter", () => {
