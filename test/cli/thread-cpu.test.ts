@@ -118,6 +118,8 @@ describe("threadCpuMeter", () => {
 
   it("is unavailable when a thread's time went down (its tid reused by a new thread), though the sum agrees", () => {
     expect(stretch({ 10: 0, 11: 50 }, { 10: 100, 11: 30 }).split(800_000)).toBeUndefined();
+    // The main thread's own, the others' time going up by as much.
+    expect(stretch({ 10: 50, 11: 0 }, { 10: 30, 11: 100 }).split(800_000)).toBeUndefined();
   });
 
   it("leaves the split out when it is further from the process's own total than a tick a thread: the tick length is wrong", () => {
