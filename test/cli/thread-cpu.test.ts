@@ -122,6 +122,15 @@ describe("threadCpuMeter", () => {
     expect(stretch({ 10: 50, 11: 0 }, { 10: 30, 11: 100 }).split(800_000)).toBeUndefined();
   });
 
+  it("turns ticks into microseconds by the clock ticks it is given, not the system's", () => {
+    writeStat(10, 0, 0);
+    const threads = threadCpuMeter({ taskDir, mainTid: 10, clockTicks: 1_000 });
+    writeStat(10, 100, 20);
+    writeStat(11, 30, 0);
+    // 150 ticks of 1 ms each.
+    expect(threads.split(150_000)).toEqual({ mainUs: 120_000, otherUs: 30_000 });
+  });
+
   it("leaves the split out when it is further from the process's own total than a tick a thread: the tick length is wrong", () => {
     const threads = stretch({ 10: 0, 11: 0 }, { 10: 100, 11: 20 });
     // 1.2 s by the ticks: a process that took 120 ms had ticks of 1 ms, not 10 ms.
