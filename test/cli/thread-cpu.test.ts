@@ -148,6 +148,14 @@ describe("threadCpuMeter", () => {
     expect(threads.split(0)).toBeUndefined();
   });
 
+  it("is unavailable where the task directory holds an entry that is no thread id: it is not a /proc task directory", () => {
+    writeStat(10, 0, 0);
+    mkdirSync(join(taskDir, "self"));
+    const threads = meter();
+    writeStat(10, 100, 0);
+    expect(threads.split(1_000_000)).toBeUndefined();
+  });
+
   it("is unavailable when a stat file does not parse", () => {
     writeStat(10, 0, 0);
     const threads = meter();
