@@ -1,8 +1,9 @@
 /**
  * The one rule for the log attributes whose values no log line writes, used by the CLI's logger and the Lambdas'
  * logger port: names holding `token`, `secret`, `password`, `authorization` or `salt`, and `code` itself (an OAuth
- * authorization code), in any case, at the top of a line's attributes or inside a value at any depth. A guard behind
- * the callers, which pass no such value: one that passed a token set inside an attribute would get it written whole.
+ * authorization code), in any case, at the top of a line's attributes or inside a value at any depth and of any kind
+ * (a class instance, what a toJSON returns, a URL's query). A guard behind the callers, which pass no such value: one
+ * that passed a token set inside an attribute would get it written whole.
  */
 
 /** Attribute names whose values are never written, whatever a caller passes. */
@@ -17,38 +18,82 @@ export function isSecretName(name: string): boolean {
 }
 
 /**
- * `value` with every member {@link isSecretName} names set to {@link HIDDEN}, in plain objects and arrays at any depth;
- * a copy where it changes something, else `value` itself; a value met again inside itself is `"[circular]"` there. An
- * Error and any other value are left as they are (a logger writes an error by its name and message).
+ * `value` as a log line writes it (JSON.stringify, as both loggers do), with every member {@link isSecretName} names
+ * set to {@link HIDDEN} at any depth, whatever the object's kind: in plain objects, arrays and class instances (their own
+ * enumerable members, which JSON writes), in what an object's `toJSON` returns (JSON writes that in its place), and in a
+ * URL (its password, and its query's and fragment's parameters, written as its href). A copy where it changes something
+ * (what toJSON returns, a class instance as a plain object, a URL as its href), else `value` itself; a value met again
+ * inside itself is `"[circular]"` there. A Map or a Set is left as it is (JSON writes neither's entries), an Error too:
+ * the CLI's logger writes an error attribute by its name and message, but Powertools, and JSON inside a value, write an
+ * error's own enumerable members as well, none hidden (a Node error's `code` is one of them).
  *
  * @example
  * withSecretsHidden({ held: { refreshToken: "rt", expiresAt: 5 } }); // { held: { refreshToken: "[hidden]", expiresAt: 5 } }
+ * withSecretsHidden({ callback: new URL("https://app.example/cb?code=c1&state=s1") }); // { callback: "https://app.example/cb?code=[hidden]&state=s1" }
  */
 export function withSecretsHidden<T>(value: T): T {
-  return hide(value, new Set()) as T;
+  return hide(value, new Set(), true) as T;
 }
 
 /** What stands for a value met again inside itself: the original there would be written whole, its secrets too. */
 const CIRCULAR = "[circular]";
 
-function hide(value: unknown, walking: Set<object>): unknown {
+/** `callsToJSON`: whether JSON.stringify calls `value`'s toJSON (not on what a toJSON returned). */
+function hide(value: unknown, walking: Set<object>, callsToJSON: boolean): unknown {
   if (typeof value !== "object" || value === null || value instanceof Error) return value;
   if (walking.has(value)) return CIRCULAR;
   walking.add(value);
   try {
+    const written = callsToJSON ? writtenInstead(value) : value;
+    if (written !== value) {
+      const shown = value instanceof URL ? hrefHidden(value) : hide(written, walking, false);
+      return shown === written ? value : shown;
+    }
     if (Array.isArray(value)) {
-      const members = value.map((member) => hide(member, walking));
+      const members = value.map((member) => hide(member, walking, true));
       return members.some((member, i) => member !== value[i]) ? members : value;
     }
-    const proto = Object.getPrototypeOf(value) as unknown;
-    if (proto !== Object.prototype && proto !== null) return value;
     let copy: Record<string, unknown> | undefined;
     for (const [name, member] of Object.entries(value)) {
-      const shown = isSecretName(name) ? HIDDEN : hide(member, walking);
+      const shown = isSecretName(name) ? HIDDEN : hide(member, walking, true);
       if (shown !== member) (copy ??= { ...value })[name] = shown;
     }
+    // JSON writes no function, and a toJSON member of what a toJSON returned is not called: in the copy it would be.
+    if (!callsToJSON && typeof copy?.toJSON === "function") delete copy.toJSON;
     return copy ?? value;
   } finally {
     walking.delete(value);
+  }
+}
+
+/** What JSON.stringify writes in place of `value`: what its toJSON returns, else `value` itself. */
+function writtenInstead(value: object): unknown {
+  const { toJSON } = value as { toJSON?: unknown };
+  return typeof toJSON === "function" ? (toJSON as () => unknown).call(value) : value;
+}
+
+/** `url`'s href with its password and the values of its query's and fragment's secret-looking parameters hidden. */
+function hrefHidden(url: URL): string {
+  const { href, password, search, hash } = url;
+  const front = href.slice(0, href.length - search.length - hash.length);
+  return `${password === "" ? front : front.replace(`:${password}@`, `:${HIDDEN}@`)}${parametersHidden(search)}${parametersHidden(hash)}`;
+}
+
+/** A `?a=1&b=2` query or `#a=1` fragment with the values of its secret-looking parameters hidden. */
+function parametersHidden(part: string): string {
+  if (part === "") return part;
+  const pairs = part.slice(1).split("&").map((pair) => {
+    const at = pair.indexOf("=");
+    return at >= 0 && isSecretName(decodedName(pair.slice(0, at))) ? `${pair.slice(0, at)}=${HIDDEN}` : pair;
+  });
+  return `${part[0]}${pairs.join("&")}`;
+}
+
+/** A percent-encoded parameter name as it reads (`access%5Ftoken` is `access_token`); a malformed one as it is. */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
   }
 }

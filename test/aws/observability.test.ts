@@ -5,6 +5,7 @@ import { BatchGetItemCommand, BatchWriteItemCommand, DynamoDBClient, GetItemComm
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
+import { HeldTokens, SessionReply } from "../secret-kinds.js";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -228,6 +229,14 @@ describe("nameFailedCalls", () => {
   });
 });
 
+/** The lines a Powertools Logger writes from now on in this test, each as the text it prints. */
+function writtenLines(): string[] {
+  vi.stubEnv("POWERTOOLS_DEV", "true");
+  const lines: string[] = [];
+  for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+  return lines;
+}
+
 describe("PowertoolsLoggerAdapter", () => {
   it("logs each entry at the level it was given, with its attributes merged into the entry", () => {
     vi.stubEnv("POWERTOOLS_DEV", "true");
@@ -249,9 +258,7 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("never writes the value of a secret-looking attribute, at the top or inside a value, as the CLI's logger does", () => {
-    vi.stubEnv("POWERTOOLS_DEV", "true");
-    const lines: string[] = [];
-    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const lines = writtenLines();
     const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
     const held = { refreshToken: "rt-LEAK-1", expiresAt: 5, client: { client_secret: "cs-LEAK-2", client_id: "c1" } };
     for (const level of ["debug", "info", "warn", "error"] as const) {
@@ -272,9 +279,7 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("walks a value referred to twice (not a cycle) in both places: neither is taken for a cycle", () => {
-    vi.stubEnv("POWERTOOLS_DEV", "true");
-    const lines: string[] = [];
-    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const lines = writtenLines();
     const shared = { refreshToken: "rt-LEAK-8", page: 2 };
     new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" })).info("twice", { first: shared, second: { shared } });
     expect(lines[0]).not.toMatch(/LEAK/);
@@ -282,9 +287,7 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("writes an attribute whose value refers to itself once, its secrets hidden, rather than walking it for ever", () => {
-    vi.stubEnv("POWERTOOLS_DEV", "true");
-    const lines: string[] = [];
-    for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    const lines = writtenLines();
     const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
     const state: Record<string, unknown> = { refreshToken: "rt-LEAK-7", page: 3 };
     state.self = state;
@@ -293,4 +296,32 @@ describe("PowertoolsLoggerAdapter", () => {
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({ message: "state", state: { refreshToken: "[hidden]", page: 3, self: "[circular]" } });
   });
+
+  it("hides a secret-looking member of a class instance, and of what a toJSON returns, as JSON.stringify writes them", () => {
+    const lines = writtenLines();
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    adapter.info("held", { held: new HeldTokens("rt-LEAK-9"), nested: [{ held: new HeldTokens("rt-LEAK-9") }], session: new SessionReply("at-LEAK-10"), reply: { toJSON: () => ({ refresh_token: "rt-LEAK-11" }) } });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      held: { refreshToken: "[hidden]", expiresAt: 5 },
+      nested: [{ held: { refreshToken: "[hidden]", expiresAt: 5 } }],
+      session: { accessToken: "[hidden]", scope: "read" },
+      reply: { refresh_token: "[hidden]" },
+    });
+  });
+
+  it("writes a URL with its password and its secret-looking query and fragment parameters hidden, the rest as it is", () => {
+    const lines = writtenLines();
+    const callback = new URL("https://user:pw-LEAK-12@app.example/cb?code=c-LEAK-13&state=s1&Access_Token=at-LEAK-14#id_token=it-LEAK-15");
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    adapter.info("callback", { callback, plain: new URL("https://app.example/cb?state=s1&statusCode=502") });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      callback: "https://user:[hidden]@app.example/cb?code=[hidden]&state=s1&Access_Token=[hidden]#id_token=[hidden]",
+      plain: "https://app.example/cb?state=s1&statusCode=502",
+    });
+  });
+
 });

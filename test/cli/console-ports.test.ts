@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { BridgeEvent, EventPublisher } from "../../shared/bridge/ports.js";
 import { MemoryMetrics, observePublished, streamLogger } from "../../shared/cli/console-ports.js";
+import { HeldTokens, SessionReply } from "../secret-kinds.js";
 
 function sink() {
   const lines: string[] = [];
@@ -86,6 +87,23 @@ describe("streamLogger", () => {
     streamLogger(out, "debug").debug("saved", { held, attempts: [{ access_token: "at-NESTED-3", status: 401 }] });
     expect(out.lines).toEqual([
       'debug saved held={"refreshToken":"[hidden]","expiresAt":5,"client":{"client_secret":"[hidden]","client_id":"c1"}} attempts=[{"access_token":"[hidden]","status":401}]\n',
+    ]);
+  });
+
+  it("hides a secret-looking member of a class instance, and of what a toJSON returns, as JSON.stringify writes them", () => {
+    const out = sink();
+    streamLogger(out, "debug").debug("held", { held: new HeldTokens("rt-LEAK-1"), nested: [{ held: new HeldTokens("rt-LEAK-1") }], session: new SessionReply("at-LEAK-2"), reply: { toJSON: () => ({ refresh_token: "rt-LEAK-3" }) } });
+    expect(out.lines).toEqual([
+      'debug held held={"refreshToken":"[hidden]","expiresAt":5} nested=[{"held":{"refreshToken":"[hidden]","expiresAt":5}}] session={"accessToken":"[hidden]","scope":"read"} reply={"refresh_token":"[hidden]"}\n',
+    ]);
+  });
+
+  it("prints a URL quoted, as any value but a string, its password and secret-looking query and fragment parameters hidden", () => {
+    const out = sink();
+    const callback = new URL("https://user:pw-LEAK-4@app.example/cb?code=c-LEAK-5&state=s1&Access_Token=at-LEAK-6#id_token=it-LEAK-7");
+    streamLogger(out, "warn").warn("callback", { callback, plain: new URL("https://app.example/cb?state=s1&statusCode=502") });
+    expect(out.lines).toEqual([
+      'warn  callback callback="https://user:[hidden]@app.example/cb?code=[hidden]&state=s1&Access_Token=[hidden]#id_token=[hidden]" plain="https://app.example/cb?state=s1&statusCode=502"\n',
     ]);
   });
 

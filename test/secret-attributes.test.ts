@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { withSecretsHidden } from "../shared/secret-attributes.js";
+
+describe("withSecretsHidden", () => {
+  it("returns a value of any kind itself when it hides nothing in it: no copy of a class instance, a Date, a URL or a Map", () => {
+    class Page {
+      page = 2;
+      next = { cursor: "c2" };
+    }
+    const values = [new Page(), new Date(0), new URL("https://app.example/cb?state=s1"), new Map([["refreshToken", "rt"]]), { at: new Date(0), pages: [new Page()] }];
+    for (const value of values) expect(withSecretsHidden(value)).toBe(value);
+  });
+
+  it("leaves an Error as it is, its own members too: a logger writes it by its name and message", () => {
+    const error = Object.assign(new Error("refused"), { code: "ECONNRESET" });
+    expect(withSecretsHidden({ error }).error).toBe(error);
+  });
+
+  it("writes what a value's toJSON returns in its place only where it hides something there, and a value whose toJSON returns itself as its members", () => {
+    const self = { accessToken: "at", page: 1, toJSON() { return this; } };
+    expect(JSON.parse(JSON.stringify(withSecretsHidden({ self })))).toEqual({ self: { accessToken: "[hidden]", page: 1 } });
+  });
+
+  it("hides in the members of what a toJSON returns, which JSON writes without calling that one's own toJSON", () => {
+    const reply = { toJSON: () => ({ accessToken: "at-LEAK-1", toJSON: () => ({ page: 1 }) }) };
+    const line = JSON.stringify(withSecretsHidden({ reply }));
+    expect(line).not.toMatch(/LEAK/);
+    expect(JSON.parse(line)).toEqual({ reply: { accessToken: "[hidden]" } });
+  });
+
+  it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
+    const url = new URL("https://app.example/cb?%63ode=c-LEAK-2&refresh_tok%65n=rt-LEAK-3&bad%E0=x&state=s1");
+    expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?%63ode=[hidden]&refresh_tok%65n=[hidden]&bad%E0=x&state=s1" });
+  });
+});
