@@ -324,4 +324,12 @@ describe("PowertoolsLoggerAdapter", () => {
     });
   });
 
+  it("writes a Map, a Set and URLSearchParams as empty objects, never their entries, a secret-looking one or any other", () => {
+    const lines = writtenLines();
+    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
+    adapter.info("held", { byName: new Map([["refreshToken", "rt-LEAK-16"]]), seen: new Set(["at-LEAK-17"]), query: new URLSearchParams("code=c-LEAK-18") });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ byName: {}, seen: {}, query: {} });
+  });
 });

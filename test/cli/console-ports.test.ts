@@ -107,6 +107,12 @@ describe("streamLogger", () => {
     ]);
   });
 
+  it("prints a Map, a Set and URLSearchParams as empty objects, never their entries, a secret-looking one or any other", () => {
+    const out = sink();
+    streamLogger(out, "info").info("held", { byName: new Map([["refreshToken", "rt-LEAK-8"]]), seen: new Set(["at-LEAK-9"]), query: new URLSearchParams("code=c-LEAK-10") });
+    expect(out.lines).toEqual(["info  held byName={} seen={} query={}\n"]);
+  });
+
   it("prints an error as its name and message, other values as JSON (null too), and no blank after a message whose attributes have no value", () => {
     const out = sink();
     const logger = streamLogger(out, "info");
