@@ -78,6 +78,18 @@ async function armFault(ready: BenchSandboxReady, fault: Record<string, unknown>
 }
 
 describe("the bench's children", () => {
+  it("host the bench's sandbox, over loopback, as README's Provider sandbox says: not in the bench's own process", async () => {
+    const { ready } = await startSandbox(sandboxRequest(10, 0));
+    expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await fetch(`${ready.url}/_sandbox/companies`)).status).toBe(200);
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ");
+    const section = /## Provider sandbox (.*?) ## /.exec(readme)?.[1] ?? "";
+    // Where createSandbox runs: the demo and the tests in their own process, the bench in a child of its own.
+    const where = /(?:In|in) tests[^:]*:/.exec(section)?.[0] ?? "";
+    expect(where).toContain("demo");
+    expect(where).toMatch(/bench[^:]*child process/);
+  });
+
   it("the sandbox child ends once the bench disconnects: exit 0, its server closed", async () => {
     const { child, ready } = await startSandbox(sandboxRequest(50, 0));
     expect((await fetch(`${ready.url}/_sandbox/companies`)).status).toBe(200);
