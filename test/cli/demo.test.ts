@@ -514,8 +514,9 @@ describe("the bridge demo's deposits", () => {
   }, 60_000);
 
   it("are said to the cent, a whole amount too", async () => {
-    // Seed 1's first deposit, at round 10, is a whole amount.
-    const { code, stdout, stderr } = await demo({ cycles: 10, seed: 1 });
+    // Seed 1's first deposit, at round 10, is a whole amount on this start date (the spend before it, and so the
+    // deposit, follows the calendar: on another day it can come to cents).
+    const { code, stdout, stderr } = await demo({ cycles: 10, seed: 1, seams: { startTime: "2026-12-05T06:55:00.000Z" } });
     expect(code, stderr).toBe(EXIT.ok);
     expect(stdout).toMatch(/sandbox activity: .*deposit of \d+\.00 into the funding account/);
   });
