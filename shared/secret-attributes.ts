@@ -58,8 +58,9 @@ function hide(value: unknown, walking: Set<object>, callsToJSON: boolean): unkno
       const shown = isSecretName(name) ? HIDDEN : hide(member, walking, true);
       if (shown !== member) (copy ??= { ...value })[name] = shown;
     }
-    // JSON writes no function, and a toJSON member of what a toJSON returned is not called: in the copy it would be.
-    if (!callsToJSON && typeof copy?.toJSON === "function") delete copy.toJSON;
+    // JSON writes no function, and the copy's members are what is written: a toJSON kept in the copy would be called,
+    // one of what a toJSON returned (never called) or one that returns the original by reference (its secrets whole).
+    if (typeof copy?.toJSON === "function") delete copy.toJSON;
     return copy ?? value;
   } finally {
     walking.delete(value);

@@ -21,6 +21,13 @@ describe("withSecretsHidden", () => {
     expect(JSON.parse(JSON.stringify(withSecretsHidden({ self })))).toEqual({ self: { accessToken: "[hidden]", page: 1 } });
   });
 
+  it("hides in a value whose toJSON returns that value by reference, not as this: the copy's toJSON would write the original", () => {
+    const state: Record<string, unknown> = { refreshToken: "rt-LEAK-4", page: 1, toJSON: () => state };
+    const line = JSON.stringify(withSecretsHidden({ state }));
+    expect(line).not.toMatch(/LEAK/);
+    expect(JSON.parse(line)).toEqual({ state: { refreshToken: "[hidden]", page: 1 } });
+  });
+
   it("hides in the members of what a toJSON returns, which JSON writes without calling that one's own toJSON", () => {
     const reply = { toJSON: () => ({ accessToken: "at-LEAK-1", toJSON: () => ({ page: 1 }) }) };
     const line = JSON.stringify(withSecretsHidden({ reply }));
