@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { withSecretsHidden } from "../shared/secret-attributes.js";
+import { SessionReply } from "./secret-kinds.js";
 
 describe("withSecretsHidden", () => {
   it("returns a value of any kind itself when it hides nothing in it: no copy of a class instance, a Date, a URL or a Map", () => {
@@ -33,6 +34,12 @@ describe("withSecretsHidden", () => {
     const line = JSON.stringify(withSecretsHidden({ reply }));
     expect(line).not.toMatch(/LEAK/);
     expect(JSON.parse(line)).toEqual({ reply: { accessToken: "[hidden]" } });
+  });
+
+  it("hides in an array member whose toJSON writes a secret, and in one member of an array whose others it leaves", () => {
+    const line = JSON.stringify(withSecretsHidden({ sessions: [new SessionReply("at-LEAK-5")], attempts: [{ status: 200 }, { access_token: "at-LEAK-6" }] }));
+    expect(line).not.toMatch(/LEAK/);
+    expect(JSON.parse(line)).toEqual({ sessions: [{ accessToken: "[hidden]", scope: "read" }], attempts: [{ status: 200 }, { access_token: "[hidden]" }] });
   });
 
   it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
