@@ -36,6 +36,11 @@ describe("withSecretsHidden", () => {
     expect(JSON.parse(line)).toEqual({ reply: { accessToken: "[hidden]" } });
   });
 
+  it("walks a value whose toJSON member is no function as JSON does, its members, rather than calling it", () => {
+    const reply = { toJSON: "v2", accessToken: "at-LEAK-7" };
+    expect(JSON.parse(JSON.stringify(withSecretsHidden({ reply })))).toEqual({ reply: { toJSON: "v2", accessToken: "[hidden]" } });
+  });
+
   it("hides in an array member whose toJSON writes a secret, and in one member of an array whose others it leaves", () => {
     const line = JSON.stringify(withSecretsHidden({ sessions: [new SessionReply("at-LEAK-5")], attempts: [{ status: 200 }, { access_token: "at-LEAK-6" }] }));
     expect(line).not.toMatch(/LEAK/);
