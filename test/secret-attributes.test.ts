@@ -41,6 +41,17 @@ describe("withSecretsHidden", () => {
     expect(JSON.parse(JSON.stringify(withSecretsHidden({ reply })))).toEqual({ reply: { toJSON: "v2", accessToken: "[hidden]" } });
   });
 
+  it("writes a class instance that a toJSON returned as its own members, not through its class's toJSON, which JSON does not call there", () => {
+    class Inner {
+      accessToken = "at-LEAK-8";
+      toJSON() {
+        return { shape: "inner" };
+      }
+    }
+    const reply = { toJSON: () => new Inner() };
+    expect(JSON.parse(JSON.stringify(withSecretsHidden({ reply })))).toEqual({ reply: { accessToken: "[hidden]" } });
+  });
+
   it("hides in an array member whose toJSON writes a secret, and in one member of an array whose others it leaves", () => {
     const line = JSON.stringify(withSecretsHidden({ sessions: [new SessionReply("at-LEAK-5")], attempts: [{ status: 200 }, { access_token: "at-LEAK-6" }] }));
     expect(line).not.toMatch(/LEAK/);
