@@ -58,6 +58,11 @@ describe("withSecretsHidden", () => {
     expect(JSON.parse(line)).toEqual({ sessions: [{ accessToken: "[hidden]", scope: "read" }], attempts: [{ status: 200 }, { access_token: "[hidden]" }] });
   });
 
+  it("hides a URL's password where it stands, after the user name, even where the same text comes earlier in the URL", () => {
+    const url = new URL("https://admin:admin@app.example/cb");
+    expect(withSecretsHidden({ url })).toEqual({ url: "https://admin:[hidden]@app.example/cb" });
+  });
+
   it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
     const url = new URL("https://app.example/cb?%63ode=c-LEAK-2&refresh_tok%65n=rt-LEAK-3&bad%E0=x&state=s1");
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?%63ode=[hidden]&refresh_tok%65n=[hidden]&bad%E0=x&state=s1" });
