@@ -68,6 +68,11 @@ describe("withSecretsHidden", () => {
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?access_token=[hidden]&code=[hidden]&state=s1" });
   });
 
+  it("still hides the value of a query parameter whose name does not decode but reads as a secret's", () => {
+    const url = new URL("https://app.example/cb?refresh_token%E0=rt-LEAK-11&state=s1");
+    expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?refresh_token%E0=[hidden]&state=s1" });
+  });
+
   it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
     const url = new URL("https://app.example/cb?%63ode=c-LEAK-2&refresh_tok%65n=rt-LEAK-3&bad%E0=x&state=s1");
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?%63ode=[hidden]&refresh_tok%65n=[hidden]&bad%E0=x&state=s1" });
