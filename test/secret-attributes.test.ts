@@ -73,6 +73,11 @@ describe("withSecretsHidden", () => {
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?refresh_token%E0=[hidden]&state=s1" });
   });
 
+  it("leaves a query parameter without '=' as it is, whatever its name, and the URL itself where nothing changed", () => {
+    const url = new URL("https://app.example/cb?tokens&state=s1");
+    expect(withSecretsHidden(url)).toBe(url);
+  });
+
   it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
     const url = new URL("https://app.example/cb?%63ode=c-LEAK-2&refresh_tok%65n=rt-LEAK-3&bad%E0=x&state=s1");
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?%63ode=[hidden]&refresh_tok%65n=[hidden]&bad%E0=x&state=s1" });
