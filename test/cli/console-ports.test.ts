@@ -81,6 +81,12 @@ describe("streamLogger", () => {
     expect(out.lines).toEqual(["debug call password=[hidden] Authorization=[hidden] piiSalt=[hidden] statusCode=502 errorCode=E1\n"]);
   });
 
+  it("hides an attribute of a secret-looking name whatever its value, an error too: its message would be written", () => {
+    const out = sink();
+    streamLogger(out, "warn").warn("refresh refused", { refreshToken: new Error("rt-LEAK-11 revoked"), lastError: new Error("refused") });
+    expect(out.lines).toEqual(["warn  refresh refused refreshToken=[hidden] lastError=Error: refused\n"]);
+  });
+
   it("hides a secret-looking member inside an attribute's value too, at any depth, arrays included", () => {
     const out = sink();
     const held = { refreshToken: "rt-NESTED-1", expiresAt: 5, client: { client_secret: "cs-NESTED-2", client_id: "c1" } };
