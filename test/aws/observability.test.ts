@@ -1,4 +1,3 @@
-import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BatchGetItemCommand, BatchWriteItemCommand, DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
@@ -6,6 +5,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-sec
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { PowertoolsLoggerAdapter, PowertoolsMetricsAdapter, awsCallOf, nameFailedCalls } from "../../shared/aws/observability.js";
 import { HeldTokens, SessionReply } from "../secret-kinds.js";
+import { powertoolsLines } from "../qashio/helpers.js";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -229,26 +229,15 @@ describe("nameFailedCalls", () => {
   });
 });
 
-/** The lines a Powertools Logger writes from now on in this test, each as the text it prints. */
-function writtenLines(): string[] {
-  vi.stubEnv("POWERTOOLS_DEV", "true");
-  const lines: string[] = [];
-  for (const method of ["debug", "info", "warn", "error", "log"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
-  return lines;
-}
-
 describe("PowertoolsLoggerAdapter", () => {
   it("logs each entry at the level it was given, with its attributes merged into the entry", () => {
-    vi.stubEnv("POWERTOOLS_DEV", "true");
-    const entries: Record<string, unknown>[] = [];
-    for (const method of ["debug", "info", "warn", "error", "log"] as const) {
-      vi.spyOn(console, method).mockImplementation((line: unknown) => void entries.push(JSON.parse(String(line)) as Record<string, unknown>));
-    }
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    adapter.debug("page read", { page: 1 });
-    adapter.info("cycle done", { pulled: 2 });
-    adapter.warn("lease taken", { holder: "other" });
-    adapter.error("cycle failed", { awsCall: "DynamoDB GetItem" });
+    const entries = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      adapter.debug("page read", { page: 1 });
+      adapter.info("cycle done", { pulled: 2 });
+      adapter.warn("lease taken", { holder: "other" });
+      adapter.error("cycle failed", { awsCall: "DynamoDB GetItem" });
+    }).map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(entries.map(({ level, message, page, pulled, holder, awsCall }) => ({ level, message, page, pulled, holder, awsCall }))).toEqual([
       { level: "DEBUG", message: "page read", page: 1 },
       { level: "INFO", message: "cycle done", pulled: 2 },
@@ -258,12 +247,13 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("never writes the value of a secret-looking attribute, at the top or inside a value, as the CLI's logger does", () => {
-    const lines = writtenLines();
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    const held = { refreshToken: "rt-LEAK-1", expiresAt: 5, client: { client_secret: "cs-LEAK-2", client_id: "c1" } };
-    for (const level of ["debug", "info", "warn", "error"] as const) {
-      adapter[level]("saved", { accessToken: "at-LEAK-3", piiSalt: "salt-LEAK-4", code: "code-LEAK-5", held, attempts: [{ authorization: "Bearer LEAK-6", status: 401 }], statusCode: 502 });
-    }
+    const lines = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      const held = { refreshToken: "rt-LEAK-1", expiresAt: 5, client: { client_secret: "cs-LEAK-2", client_id: "c1" } };
+      for (const level of ["debug", "info", "warn", "error"] as const) {
+        adapter[level]("saved", { accessToken: "at-LEAK-3", piiSalt: "salt-LEAK-4", code: "code-LEAK-5", held, attempts: [{ authorization: "Bearer LEAK-6", status: 401 }], statusCode: 502 });
+      }
+    });
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(line).not.toMatch(/LEAK/);
     expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual(["DEBUG", "INFO", "WARN", "ERROR"].map((level) => expect.objectContaining({
@@ -279,28 +269,31 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("walks a value referred to twice (not a cycle) in both places: neither is taken for a cycle", () => {
-    const lines = writtenLines();
-    const shared = { refreshToken: "rt-LEAK-8", page: 2 };
-    new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" })).info("twice", { first: shared, second: { shared } });
+    const lines = powertoolsLines((logger) => {
+      const shared = { refreshToken: "rt-LEAK-8", page: 2 };
+      new PowertoolsLoggerAdapter(logger).info("twice", { first: shared, second: { shared } });
+    });
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({ first: { refreshToken: "[hidden]", page: 2 }, second: { shared: { refreshToken: "[hidden]", page: 2 } } });
   });
 
   it("writes an attribute whose value refers to itself once, its secrets hidden, rather than walking it for ever", () => {
-    const lines = writtenLines();
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    const state: Record<string, unknown> = { refreshToken: "rt-LEAK-7", page: 3 };
-    state.self = state;
-    adapter.info("state", { state });
+    const lines = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      const state: Record<string, unknown> = { refreshToken: "rt-LEAK-7", page: 3 };
+      state.self = state;
+      adapter.info("state", { state });
+    });
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({ message: "state", state: { refreshToken: "[hidden]", page: 3, self: "[circular]" } });
   });
 
   it("hides a secret-looking member of a class instance, and of what a toJSON returns, as JSON.stringify writes them", () => {
-    const lines = writtenLines();
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    adapter.info("held", { held: new HeldTokens("rt-LEAK-9"), nested: [{ held: new HeldTokens("rt-LEAK-9") }], session: new SessionReply("at-LEAK-10"), reply: { toJSON: () => ({ refresh_token: "rt-LEAK-11" }) } });
+    const lines = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      adapter.info("held", { held: new HeldTokens("rt-LEAK-9"), nested: [{ held: new HeldTokens("rt-LEAK-9") }], session: new SessionReply("at-LEAK-10"), reply: { toJSON: () => ({ refresh_token: "rt-LEAK-11" }) } });
+    });
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({
@@ -312,10 +305,11 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("writes a URL with its password and its secret-looking query and fragment parameters hidden, the rest as it is", () => {
-    const lines = writtenLines();
-    const callback = new URL("https://user:pw-LEAK-12@app.example/cb?code=c-LEAK-13&state=s1&Access_Token=at-LEAK-14#id_token=it-LEAK-15");
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    adapter.info("callback", { callback, plain: new URL("https://app.example/cb?state=s1&statusCode=502") });
+    const lines = powertoolsLines((logger) => {
+      const callback = new URL("https://user:pw-LEAK-12@app.example/cb?code=c-LEAK-13&state=s1&Access_Token=at-LEAK-14#id_token=it-LEAK-15");
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      adapter.info("callback", { callback, plain: new URL("https://app.example/cb?state=s1&statusCode=502") });
+    });
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({
@@ -325,9 +319,10 @@ describe("PowertoolsLoggerAdapter", () => {
   });
 
   it("writes a Map, a Set and URLSearchParams as empty objects, never their entries, a secret-looking one or any other", () => {
-    const lines = writtenLines();
-    const adapter = new PowertoolsLoggerAdapter(new Logger({ serviceName: "svc", logLevel: "DEBUG" }));
-    adapter.info("held", { byName: new Map([["refreshToken", "rt-LEAK-16"]]), seen: new Set(["at-LEAK-17"]), query: new URLSearchParams("code=c-LEAK-18") });
+    const lines = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      adapter.info("held", { byName: new Map([["refreshToken", "rt-LEAK-16"]]), seen: new Set(["at-LEAK-17"]), query: new URLSearchParams("code=c-LEAK-18") });
+    });
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toMatch(/LEAK/);
     expect(JSON.parse(lines[0]!)).toMatchObject({ byName: {}, seen: {}, query: {} });

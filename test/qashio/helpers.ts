@@ -224,10 +224,10 @@ export async function flushMicrotasks(rounds = 20): Promise<void> {
 }
 
 /**
- * What Powertools Logger writes when `log` logs through it: a real Logger in dev mode, whose output goes to the
- * global console (captured here). Its error formatting is the one CloudWatch would get.
+ * What Powertools Logger writes when `log` logs through it, one string per line it writes: a real Logger in dev mode,
+ * whose output goes to the global console (captured here). Its error formatting is the one CloudWatch would get.
  */
-export function powertoolsOutput(log: (logger: Logger) => void): string {
+export function powertoolsLines(log: (logger: Logger) => void): string[] {
   vi.stubEnv("POWERTOOLS_DEV", "true");
   const output: string[] = [];
   const capture = (...args: unknown[]) => void output.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
@@ -238,7 +238,12 @@ export function powertoolsOutput(log: (logger: Logger) => void): string {
     for (const spy of spies) spy.mockRestore();
     vi.unstubAllEnvs();
   }
-  return output.join("\n");
+  return output;
+}
+
+/** {@link powertoolsLines} as one text, its lines joined by newlines. */
+export function powertoolsOutput(log: (logger: Logger) => void): string {
+  return powertoolsLines(log).join("\n");
 }
 
 /**
