@@ -2,7 +2,7 @@
  * The one rule for the log attributes whose values no log line writes, used by the CLI's logger and the Lambdas'
  * logger port: names holding `token`, `secret`, `password`, `authorization` or `salt`, and `code` itself (an OAuth
  * authorization code), in any case, at the top of a line's attributes or inside a value at any depth and of any kind
- * (a class instance, what a toJSON returns, a URL's query). A guard behind the callers, which pass no such value: one
+ * (a class instance, what a toJSON returns, a URL's query, a URL written in a string). A guard behind the callers, which pass no such value: one
  * that passed a token set inside an attribute would get it written whole.
  */
 
@@ -21,8 +21,9 @@ export function isSecretName(name: string): boolean {
  * `value` as a log line writes it (JSON.stringify, as both loggers do), with every member {@link isSecretName} names
  * set to {@link HIDDEN} at any depth, whatever the object's kind: in plain objects, arrays and class instances (their own
  * enumerable members, which JSON writes), in what an object's `toJSON` returns (JSON writes that in its place), and in a
- * URL (its password, and its query's and fragment's parameters, written as its href). A copy where it changes something
- * (what toJSON returns, a class instance as a plain object, a URL as its href), else `value` itself; a value met again
+ * URL (its password, and its query's and fragment's parameters, written as its href), a URL written inside a string
+ * too. A copy where it changes something (what toJSON returns, a class instance as a plain object, a URL as its href,
+ * a string with such a URL rewritten), else `value` itself; a value met again
  * inside itself is `"[circular]"` there. A Map or a Set is left as it is (JSON writes neither's entries), an Error too:
  * the CLI's logger writes an error attribute by its name and message, but Powertools, and JSON inside a value, write an
  * error's own enumerable members as well, none hidden (a Node error's `code` is one of them).
@@ -40,6 +41,7 @@ const CIRCULAR = "[circular]";
 
 /** `callsToJSON`: whether JSON.stringify calls `value`'s toJSON (not on what a toJSON returned). */
 function hide(value: unknown, walking: Set<object>, callsToJSON: boolean): unknown {
+  if (typeof value === "string") return value.includes("://") ? urlsHidden(value) : value;
   if (typeof value !== "object" || value === null || value instanceof Error) return value;
   if (walking.has(value)) return CIRCULAR;
   walking.add(value);
@@ -71,6 +73,22 @@ function hide(value: unknown, walking: Set<object>, callsToJSON: boolean): unkno
 function writtenInstead(value: object): unknown {
   const { toJSON } = value as { toJSON?: unknown };
   return typeof toJSON === "function" ? (toJSON as () => unknown).call(value) : value;
+}
+
+/** What reads as an absolute URL inside text: a scheme, `://`, then up to a blank, a quote or an angle bracket. */
+const URL_IN_TEXT = /[a-z][a-z\d+.-]*:\/\/[^\s"'<>`]+/gi;
+
+/**
+ * `text` with each URL in it that hides something written as {@link hrefHidden} gives it; a URL that hides nothing, or
+ * does not parse, stays as it was spelt.
+ */
+function urlsHidden(text: string): string {
+  return text.replace(URL_IN_TEXT, (written) => {
+    if (!URL.canParse(written)) return written;
+    const url = new URL(written);
+    const shown = hrefHidden(url);
+    return shown === url.href ? written : shown;
+  });
 }
 
 /** `url`'s href with its password and the values of its query's and fragment's secret-looking parameters hidden. */

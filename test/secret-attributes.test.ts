@@ -78,6 +78,25 @@ describe("withSecretsHidden", () => {
     expect(withSecretsHidden(url)).toBe(url);
   });
 
+  it("hides in a URL written inside a string, at any depth, keeping the text around it (the URL then written as its href)", () => {
+    const hidden = withSecretsHidden({
+      note: "redirected to https://App.Example/cb?code=c-LEAK-12&state=s1, then back",
+      tried: ["http://user:pw-LEAK-13@localhost:8080/oauth/token (refused)", "ftp://files.example/a?refresh_token=rt-LEAK-14&x=1"],
+    });
+    expect(hidden).toEqual({
+      note: "redirected to https://app.example/cb?code=[hidden]&state=s1, then back",
+      tried: ["http://user:[hidden]@localhost:8080/oauth/token (refused)", "ftp://files.example/a?refresh_token=[hidden]&x=1"],
+    });
+    expect(withSecretsHidden("https://app.example/cb#access_token=at-LEAK-15")).toBe("https://app.example/cb#access_token=[hidden]");
+  });
+
+  it("leaves a string whose URLs hide nothing as it is, the URL's spelling too, and text that only looks like one", () => {
+    const values = ["see HTTPS://App.Example/%7Euser?state=s1 and https://x.example/?statusCode=502", "a://", "no url ://here?code=1", "https://[bad/?code=c1"];
+    for (const value of values) expect(withSecretsHidden({ value })).toEqual({ value });
+    const record = { value: values[0] };
+    expect(withSecretsHidden(record)).toBe(record);
+  });
+
   it("reads a percent-encoded query parameter's name as it reads decoded, and leaves one that does not decode as it is", () => {
     const url = new URL("https://app.example/cb?%63ode=c-LEAK-2&refresh_tok%65n=rt-LEAK-3&bad%E0=x&state=s1");
     expect(withSecretsHidden({ url })).toEqual({ url: "https://app.example/cb?%63ode=[hidden]&refresh_tok%65n=[hidden]&bad%E0=x&state=s1" });

@@ -16,9 +16,10 @@ function safeAttributes(attributes?: Readonly<Record<string, unknown>>): string 
   // An attribute without a value is left out (as JSON.stringify and the Lambdas' JSON logger do): "lastError=undefined"
   // reads as an error of an unknown kind.
   const shown = Object.entries(attributes).filter(([, v]) => v !== undefined).map(([k, v]) => {
-    // Secret-looking names hidden at the top and inside a value (secret-attributes.ts). A string is shown as it is,
-    // anything else as JSON: a URL, a Date quoted, even where hiding made a URL its href.
-    const value = isSecretName(k) ? HIDDEN : v instanceof Error ? `${v.name}: ${v.message}` : typeof v === "string" ? v : JSON.stringify(withSecretsHidden(v));
+    // Secret-looking names hidden at the top and inside a value (secret-attributes.ts), and in a URL inside a string or
+    // an error's message. A string is shown unquoted, anything else as JSON: a URL, a Date quoted, even where hiding
+    // made a URL its href.
+    const value = isSecretName(k) ? HIDDEN : v instanceof Error ? `${v.name}: ${withSecretsHidden(v.message)}` : typeof v === "string" ? withSecretsHidden(v) : JSON.stringify(withSecretsHidden(v));
     return `${k}=${value}`;
   });
   return shown.length === 0 ? "" : ` ${shown.join(" ")}`;

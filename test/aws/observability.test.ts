@@ -318,6 +318,16 @@ describe("PowertoolsLoggerAdapter", () => {
     });
   });
 
+  it("writes a URL inside a string attribute with its secrets hidden, at the top and inside a value", () => {
+    const lines = powertoolsLines((logger) => {
+      const adapter = new PowertoolsLoggerAdapter(logger);
+      adapter.info("redirect", { target: "https://app.example/cb?code=c-LEAK-19&state=s1", tried: ["http://user:pw-LEAK-20@localhost/token"] });
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/LEAK/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ target: "https://app.example/cb?code=[hidden]&state=s1", tried: ["http://user:[hidden]@localhost/token"] });
+  });
+
   it("writes a Map, a Set and URLSearchParams as empty objects, never their entries, a secret-looking one or any other", () => {
     const lines = powertoolsLines((logger) => {
       const adapter = new PowertoolsLoggerAdapter(logger);

@@ -113,6 +113,18 @@ describe("streamLogger", () => {
     ]);
   });
 
+  it("hides in a URL written inside a string attribute, and inside an error's message, printing the rest as it is", () => {
+    const out = sink();
+    streamLogger(out, "warn").warn("redirect", {
+      target: "https://app.example/cb?code=c-LEAK-12&state=s1",
+      lastError: new Error("GET https://user:pw-LEAK-13@app.example/x refused"),
+      plain: "see https://app.example/cb?state=s1",
+    });
+    expect(out.lines).toEqual([
+      "warn  redirect target=https://app.example/cb?code=[hidden]&state=s1 lastError=Error: GET https://user:[hidden]@app.example/x refused plain=see https://app.example/cb?state=s1\n",
+    ]);
+  });
+
   it("prints a Map, a Set and URLSearchParams as empty objects, never their entries, a secret-looking one or any other", () => {
     const out = sink();
     streamLogger(out, "info").info("held", { byName: new Map([["refreshToken", "rt-LEAK-8"]]), seen: new Set(["at-LEAK-9"]), query: new URLSearchParams("code=c-LEAK-10") });
