@@ -3,6 +3,7 @@
  * `docs/runbook.md`; the app context `runbookUrl` (`-c runbookUrl=https://...` or cdk.json) makes the links absolute,
  * so they open from an alarm mail or the console.
  */
+import { isSecretName } from "../shared/secret-attributes.js";
 import { InfraError } from "./errors.js";
 
 /** The runbook's path in the repository: the link target without `runbookUrl`. */
@@ -18,8 +19,8 @@ const EXAMPLE = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
 
 /**
  * The runbook address from the context value `runbookUrl`: unset (or empty) gives {@link DEFAULT_RUNBOOK_URL}, a set
- * one must be an absolute `https:` URL of the runbook page without credentials and without a `#fragment` (the
- * sections' anchors are appended). The value is never echoed: a wrong one may carry a token.
+ * one must be an absolute `https:` URL of the runbook page without credentials (nor a secret-looking query parameter,
+ * such as `private_token`) and without a `#fragment` (the sections' anchors are appended). The value is never echoed: a wrong one may carry a token.
  *
  * @throws InfraError naming the context setting and what is wrong.
  * @example
@@ -40,6 +41,11 @@ export function runbookUrlFrom(context: unknown): string {
   if (url.protocol !== "https:") throw problem("must be an https:// URL (it is opened from alarm mails)");
   if (url.username !== "" || url.password !== "") {
     throw problem("must not carry credentials (user:password@): it is written into every alarm description and mail");
+  }
+  // A Git host's raw link may carry its token in the query (GitLab's ?private_token=): the log lines' rule for secret names.
+  const secret = [...url.searchParams.keys()].find(isSecretName);
+  if (secret !== undefined) {
+    throw problem(`must not carry a secret in its query (parameter ${secret}): it is written into every alarm description and mail`);
   }
   // An empty `#` leaves hash empty but stays in href, where `#anchor` would follow it.
   if (url.hash !== "" || url.href.endsWith("#")) throw problem("must not have a #fragment: each link appends its section's anchor");

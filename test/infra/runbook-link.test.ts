@@ -82,6 +82,31 @@ describe("runbookUrl (app context)", () => {
     expect(error?.message).not.toContain("deploy:");
   });
 
+  // A Git host's raw link often carries its token in the query (GitLab's ?private_token=, GitHub's ?token=): written into
+  // every alarm description and mail as it is, like user:password@, which is refused for that reason.
+  it.each([
+    ["?private_token=glpat-s3cr3t", "private_token"],
+    ["?ref=main&token=ghp_s3cr3t", "token"],
+    ["?X-Amz-Security-Token=s3cr3t", "X-Amz-Security-Token"],
+    ["?access%5Ftoken=s3cr3t", "access_token"],
+  ])("refuses a URL whose query carries a secret-looking parameter (%s), naming the parameter, not its value", (query, name) => {
+    const error = (() => {
+      try {
+        runbookUrlFrom(`https://git.example/qashio-bridge/raw/main/docs/runbook.md${query}`);
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(InfraError);
+    expect(error?.message).toContain(`must not carry a secret in its query (parameter ${name})`);
+    expect(error?.message).not.toContain("s3cr3t");
+  });
+
+  it("keeps a query of parameters that are no secret, as a runbook page's address may need one", () => {
+    expect(runbookUrlFrom("https://wiki.example/view?page=qashio-runbook&ref=main")).toBe("https://wiki.example/view?page=qashio-runbook&ref=main");
+  });
+
   it("takes a null runbookUrl (cdk.json) as unset, and returns a set one as the URL parser writes it, spaces escaped", () => {
     expect(runbookUrlFrom(null)).toBe(DEFAULT_RUNBOOK_URL);
     // A raw space would end the link in an alarm mail.
