@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EVENT_TYPES } from "../shared/bridge/events/schemas.js";
 import { EventSchemaError } from "./errors.js";
+import { withLineAndColumn } from "./json-position.js";
 
 const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
 
@@ -111,7 +112,7 @@ export function toDraft04(schema: Record<string, unknown>, file: string): Record
  * Reads every `<type>.json` of the event catalog directory.
  *
  * @throws EventSchemaError when the directory is missing or empty, holds a `.json` file named for no event type or
- * lacks one of them, or a file is not a JSON object.
+ * lacks one of them, or a file cannot be read, is not JSON (naming the line and column) or is not a JSON object.
  */
 export function loadEventDetailSchemas(dir: string): EventDetailSchema[] {
   if (!existsSync(dir)) {
@@ -140,11 +141,19 @@ export function loadEventDetailSchemas(dir: string): EventDetailSchema[] {
   }
   return files.map((name) => {
     const file = join(dir, name);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).name;
+      throw new EventSchemaError(`${file} cannot be read (${code})`, { file }, { cause });
+    }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(readFileSync(file, "utf8"));
+      parsed = JSON.parse(text);
     } catch (cause) {
-      throw new EventSchemaError(`${file} is not valid JSON`, { file }, { cause });
+      // synth prints the message alone: without the parser's note, a file broken by a hand edit or a merge is not found
+      throw new EventSchemaError(`${file} is not valid JSON: ${withLineAndColumn((cause as Error).message, text)}`, { file }, { cause });
     }
     if (!isObject(parsed)) throw new EventSchemaError(`${file} is not a JSON Schema object`, { file });
     return { type: name.slice(0, -".json".length), schema: toDraft04(parsed, file), file };

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { TenantConfigError } from "./errors.js";
 import { formatPath } from "./field-path.js";
+import { withLineAndColumn } from "./json-position.js";
 import type { TenantConfig } from "./tenant-config.js";
 import { parseTenantsDocument, TENANTS_FILE_SHAPE } from "./tenants-document.js";
 
@@ -67,15 +68,4 @@ function repeatedKeys(text: string): string[] {
     } else lastString = token;
   }
   return [...repeated];
-}
-
-/**
- * A JSON.parse message with the line and column of its `at position N`: Node 20 gives the offset alone, which an editor
- * does not jump to (newer Node versions add their own line and column, replaced here so the note reads the same).
- */
-function withLineAndColumn(message: string, text: string): string {
-  const offset = /at position (\d+)/.exec(message)?.[1];
-  if (offset === undefined) return message;
-  const before = text.slice(0, Number(offset)).split("\n");
-  return `${message.replace(/ \(line \d+ column \d+\)$/, "")} (line ${before.length}, column ${(before.at(-1) ?? "").length + 1})`;
 }

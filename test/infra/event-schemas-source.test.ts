@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
@@ -137,6 +137,19 @@ describe("loadEventDetailSchemas", () => {
     expect(() => loadEventDetailSchemas(dir)).toThrow(`${join(dir, "card.updated.json")} is not valid JSON`);
     const array = catalogDir({ "card.updated.json": "[]" });
     expect(() => loadEventDetailSchemas(array)).toThrow(`${join(array, "card.updated.json")} is not a JSON Schema object`);
+  });
+
+  it("says where a catalog file stops being JSON (a merge conflict left in it), and names a file it cannot read, as synth's one line", () => {
+    const conflicted = '{\n  "type": "object",\n<<<<<<< HEAD\n  "title": "a"\n}\n';
+    const dir = catalogDir({ "card.updated.json": conflicted });
+    expect(() => loadEventDetailSchemas(dir)).toThrow(EventSchemaError);
+    expect(() => loadEventDetailSchemas(dir)).toThrow(/card\.updated\.json is not valid JSON: .+ \(line 3, column 1\)$/);
+    // a directory where the file should be: Node's EISDIR, not an error synth prints with a stack trace
+    const odd = catalogDir();
+    rmSync(join(odd, "card.updated.json"));
+    mkdirSync(join(odd, "card.updated.json"));
+    expect(() => loadEventDetailSchemas(odd)).toThrow(EventSchemaError);
+    expect(() => loadEventDetailSchemas(odd)).toThrow(`${join(odd, "card.updated.json")} cannot be read (EISDIR)`);
   });
 
   it("refuses a catalog lacking a single event type's file", () => {
