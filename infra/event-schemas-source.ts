@@ -51,10 +51,34 @@ const UNSUPPORTED_KEYWORDS = [
 /** Keywords whose values are data, not schemas: copied as they are. */
 const DATA_KEYWORDS = ["enum", "default", "examples", "required", "description", "title", "format", "pattern"];
 
+/** One side of a number's range: draft-04 writes it as one number (`bound`) and a boolean `flag` making it exclusive. */
+interface Bound {
+  readonly bound: "minimum" | "maximum";
+  readonly flag: "exclusiveMinimum" | "exclusiveMaximum";
+  readonly lower: boolean;
+}
+const LOWER: Bound = { bound: "minimum", flag: "exclusiveMinimum", lower: true };
+const UPPER: Bound = { bound: "maximum", flag: "exclusiveMaximum", lower: false };
+const BOUNDS: ReadonlyMap<string, Bound> = new Map([["minimum", LOWER], ["exclusiveMinimum", LOWER], ["maximum", UPPER], ["exclusiveMaximum", UPPER]]);
+
+/**
+ * Sets `side` of `out` to `value` (exclusive or not) unless what it holds already is stricter: a later draft may give
+ * both `minimum` and a numeric `exclusiveMinimum`, both in force, which draft-04's one number and flag can only hold
+ * as the stricter of the two.
+ */
+function tighten(out: Record<string, unknown>, side: Bound, exclusive: boolean, value: number): void {
+  const known = out[side.bound];
+  if (typeof known === "number" && !(side.lower ? value > known : value < known) && !(value === known && exclusive)) return;
+  out[side.bound] = value;
+  if (exclusive) out[side.flag] = true;
+  else delete out[side.flag];
+}
+
 /**
  * Rewrites a draft-2020-12 / draft-07 schema (as zod's `toJSONSchema` emits) into draft-04:
  * `$defs` -> `definitions`, `const` -> one-value `enum`, numeric `exclusiveMinimum`/`exclusiveMaximum` ->
- * `minimum`/`maximum` with the boolean form, `prefixItems` -> tuple `items`. A draft-04 input passes unchanged.
+ * `minimum`/`maximum` with the boolean form (the stricter bound where both forms are given), `prefixItems` -> tuple
+ * `items`. A draft-04 input passes unchanged.
  *
  * @throws EventSchemaError when a keyword has no draft-04 form.
  * @example
@@ -84,10 +108,10 @@ export function toDraft04(schema: Record<string, unknown>, file: string): Record
       } else if (key === "$ref" && typeof value === "string") {
         out.$ref = value.replace(/^#\/\$defs\//, "#/definitions/");
       } else if (key === "const") {
-        out.enum = [convert(value, `${at}/const`)];
-      } else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "number") {
-        out[key === "exclusiveMinimum" ? "minimum" : "maximum"] = value;
-        out[key] = true;
+        // The value is data, whatever it looks like: a schema-shaped one is matched as it is.
+        out.enum = [value];
+      } else if (BOUNDS.has(key) && typeof value === "number" && typeof node[BOUNDS.get(key)!.flag] !== "boolean") {
+        tighten(out, BOUNDS.get(key)!, key === BOUNDS.get(key)!.flag, value);
       } else if (key === "prefixItems") {
         out.items = convert(value, `${at}/prefixItems`);
         if ("items" in node && node.items === false) out.additionalItems = false;

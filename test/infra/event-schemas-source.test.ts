@@ -60,6 +60,37 @@ describe("toDraft04", () => {
     expect(toDraft04(schema, "x.json")).toEqual({ $schema: DRAFT_04, ...schema });
   });
 
+  it("keeps a const value as data in its one-value enum, a value shaped like a schema too", () => {
+    const value = { $schema: "x", $defs: { a: 1 }, exclusiveMinimum: 2, const: 3 };
+    expect(toDraft04({ const: value }, "x.json")).toEqual({ $schema: DRAFT_04, enum: [value] });
+  });
+
+  it("keeps the stricter of a bound given both inclusive and exclusive, in either order, as draft-04's one bound and flag", () => {
+    const cases: Array<[Record<string, unknown>, Record<string, unknown>]> = [
+      [{ exclusiveMinimum: 5, minimum: 0 }, { minimum: 5, exclusiveMinimum: true }],
+      [{ minimum: 0, exclusiveMinimum: 5 }, { minimum: 5, exclusiveMinimum: true }],
+      [{ exclusiveMinimum: 0, minimum: 5 }, { minimum: 5 }],
+      [{ minimum: 5, exclusiveMinimum: 5 }, { minimum: 5, exclusiveMinimum: true }],
+      [{ exclusiveMaximum: 10, maximum: 20 }, { maximum: 10, exclusiveMaximum: true }],
+      [{ maximum: 20, exclusiveMaximum: 10 }, { maximum: 10, exclusiveMaximum: true }],
+      [{ exclusiveMaximum: 20, maximum: 10 }, { maximum: 10 }],
+    ];
+    for (const [schema, draft04] of cases) {
+      const converted = toDraft04({ type: "number", ...schema }, "x.json");
+      expect(converted, JSON.stringify(schema)).toEqual({ $schema: DRAFT_04, type: "number", ...draft04 });
+      // The same numbers pass and fail both forms (draft-04's bounds as its spec reads: no draft-04 validator here).
+      const draft04Accepts = (n: number) =>
+        (converted.minimum === undefined || (converted.exclusiveMinimum === true ? n > Number(converted.minimum) : n >= Number(converted.minimum))) &&
+        (converted.maximum === undefined || (converted.exclusiveMaximum === true ? n < Number(converted.maximum) : n <= Number(converted.maximum)));
+      const validate = compileJsonSchema({ type: "number", ...schema });
+      for (const n of [-1, 0, 0.5, 5, 6, 10, 15, 20, 21]) expect(draft04Accepts(n), `${JSON.stringify(schema)} at ${n}`).toBe(validate(n));
+    }
+    // Draft-04's own form, the flag beside its bound in either order, passes unchanged.
+    for (const schema of [{ exclusiveMinimum: true, minimum: 5 }, { maximum: 5, exclusiveMaximum: true }]) {
+      expect(toDraft04(schema, "x.json")).toEqual({ $schema: DRAFT_04, ...schema });
+    }
+  });
+
   it("refuses the keywords later drafts added that draft-04 does not know, which its validators would ignore", () => {
     // A draft-04 validator skips an unknown keyword: z.record(z.string().regex(...)) emits propertyNames, and passed
     // through, the registry would accept any key while docs/events/*.json refuse it.
