@@ -12,8 +12,14 @@ const FOUR_DIGIT_YEARS_MS = { first: -62_167_219_200_000, last: 253_402_300_799_
 /** An ISO date-time without an offset (`2025-01-15T08:30:00`, or with a space for the `T`): date and time apart. */
 const DATE_TIME_WITHOUT_OFFSET = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$/;
 
-/** An ISO date, or date-time with an offset (`Z`, `+04:00`, `+0400`): forms Date.parse reads the same in every zone. */
-const ISO_DATE_OR_ZONED_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
+/** An ISO date, or date-time with an offset (`Z`, `+04:00`, `+0400`, `+04`): forms read the same in every zone. */
+const ISO_DATE_OR_ZONED_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?))?$/i;
+
+/**
+ * An offset of whole hours written without its minutes (`08:30:00+04`, ISO 8601; PostgreSQL's timestamptz text), which
+ * Date.parse refuses: given its `:00` before the parse.
+ */
+const HOURS_ONLY_OFFSET = /(:\d{2}(?:\.\d+)?[+-]\d{2})$/;
 
 /**
  * A leap second's `:60` (and its fraction) after the hour and minute: read as the last millisecond of that minute, as
@@ -25,8 +31,9 @@ const LEAP_SECOND = /([T ]\d{2}:\d{2}):60(?:\.\d+)?/i;
  * Milliseconds of an ISO time, or undefined when absent, not ISO 8601, or outside years 0000-9999. Date.parse also
  * reads loose forms (`"99999"` is the year 99999), whose ISO form (`+099999-…`) is no RFC 3339 date-time: such a
  * provider timestamp must not become `occurred_at`, which the event schemas declare a date-time (docs/events/*.json).
- * A day its month lacks (`2025-02-30`) is no time. A leap second (`23:59:60`) reads as the last millisecond of its
- * minute. A date-time without an offset is read as UTC, and other forms (`2025/01/15 08:30`, `Jan 15 2025`) not at
+ * A day its month lacks (`2025-02-30`) is no time. An offset of hours only (`+04`) is read as `+04:00`. A leap second
+ * (`23:59:60`) reads as the last millisecond of its minute. A date-time without an offset is read as UTC, and other
+ * forms (`2025/01/15 08:30`, `Jan 15 2025`) not at
  * all: Date.parse reads those in the host's time zone, which would move `occurred_at` and the lag with the machine the
  * bridge runs on (the spec names no zone for its ISO 8601 timestamps), and a re-sent event's detail with them.
  */
@@ -37,7 +44,7 @@ export function parseTime(value: unknown): number | undefined {
   // Date.parse moves a day the month lacks into the next month (30 February is 2 March): no such date is a time.
   const day = Number(value.slice(8, 10));
   if (day > 28 && day > daysInMonth(Number(value.slice(0, 4)), Number(value.slice(5, 7)))) return undefined;
-  const text = local ? `${local[1]}T${local[2]}Z` : value;
+  const text = local ? `${local[1]}T${local[2]}Z` : value.replace(HOURS_ONLY_OFFSET, "$1:00");
   // Date.parse refuses a leap second (RFC 3339 allows `23:59:60`), which then counted as no time at all.
   const ms = Date.parse(text.includes(":60") ? text.replace(LEAP_SECOND, "$1:59.999") : text);
   return ms >= FOUR_DIGIT_YEARS_MS.first && ms <= FOUR_DIGIT_YEARS_MS.last ? ms : undefined;

@@ -24,6 +24,18 @@ describe("parseTime", () => {
     expect(parseTime("2025-01-15T24:00:00Z")).toBe(Date.parse("2025-01-16T00:00:00Z"));
   });
 
+  it("reads an offset of whole hours written without its minutes (ISO 8601 `+04`, PostgreSQL's timestamptz text) as that offset", () => {
+    const at = Date.UTC(2025, 0, 15, 4, 30);
+    for (const form of ["2025-01-15T08:30:00+04", "2025-01-15 08:30:00+04", "2025-01-15T08:30+04", "2025-01-15T01:30:00-03"]) {
+      expect(parseTime(form), form).toBe(at);
+    }
+    expect(parseTime("2025-01-15 08:30:00.123456+04")).toBe(at + 123);
+    expect(changeTime("2025-01-15T08:30:00+04")).toBe(at);
+    // Still no hour of any offset.
+    expect(parseTime("2025-01-15T08:30:00+4")).toBeUndefined();
+    expect(parseTime("2025-01-15T08:30:00+99")).toBeUndefined();
+  });
+
   it("reads a leap second (23:59:60, valid RFC 3339) as the last millisecond of its minute, not as no time", () => {
     expect(parseTime("2016-12-31T23:59:60Z")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
     expect(parseTime("2016-12-31T23:59:60.5Z")).toBe(Date.parse("2016-12-31T23:59:59.999Z"));
