@@ -2,13 +2,13 @@
 import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { CORE_CARD_STATUSES } from "./enums.js";
-import { CardIdSchema, optNumber, optString, optStringish } from "./primitives.js";
+import { CardIdSchema, optFourDigitCode, optNumber, optString } from "./primitives.js";
 
 /** One card's balance; balances account for pending authorisations. */
 export const CardBalanceEntrySchema = z.looseObject({
   card_id: CardIdSchema,
   nickname: optString(),
-  last_four: optStringish(),
+  last_four: optFourDigitCode(),
   status: driftEnumsFor("CardBalance")(CORE_CARD_STATUSES, "cards.status", { caseInsensitive: true }).nullish(),
   balance: optNumber(),
   currency: optString(),

@@ -86,6 +86,22 @@ const OPT_STRINGISH = stringish().nullish();
 /** Optional string that may arrive as a number. */
 export const optStringish = () => OPT_STRINGISH;
 
+/**
+ * Text of a four-digit code (a card's last four, §8.2 rule 6; an ISO 18245 MCC) sent as a number: a whole number below
+ * 10000 padded to its four digits, since the number `42` of a card ending `0042` (or MCC `0742`) has lost its zeros;
+ * any other number its decimal text.
+ */
+function fourDigitText(n: number): string {
+  return Number.isInteger(n) && n >= 0 && n < 10_000 ? String(n).padStart(4, "0") : String(n);
+}
+
+const OPT_FOUR_DIGIT_CODE = z
+  .union([z.string(), z.codec(z.number(), z.string(), { decode: fourDigitText, encode: (s) => Number(s) })])
+  .nullish();
+
+/** Optional four-digit code (last four, MCC): text as sent, or a number read as its four digits (`42` → `"0042"`). */
+export const optFourDigitCode = () => OPT_FOUR_DIGIT_CODE;
+
 /** Optional array of loose items, or `null`. */
 export const optArray = <T extends z.ZodType>(item: T) => z.array(item).nullish();
 

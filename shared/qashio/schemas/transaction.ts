@@ -15,6 +15,7 @@ import {
   UuidSchema,
   optArray,
   optBoolean,
+  optFourDigitCode,
   optNumber,
   optRef,
   optString,
@@ -114,7 +115,7 @@ export const TransactionSchema = z.looseObject({
   merchant_name: optString(),
   merchant_city: optString(),
   merchant_country: optString(),
-  mcc_code: optStringish(),
+  mcc_code: optFourDigitCode(),
   mcc_description: optString(),
   // Amounts (fee-inclusive in lists, rule 1)
   transaction_amount: optNumber(),
@@ -140,7 +141,7 @@ export const TransactionSchema = z.looseObject({
   // Card and holder (card_holder_* are personal data, rule 4)
   card_name: optString(),
   card_external_id: optString(),
-  card_last_four: optStringish(),
+  card_last_four: optFourDigitCode(),
   card_holder_name: optString(),
   card_holder_email: optString(),
   employee_id: optStringish(),

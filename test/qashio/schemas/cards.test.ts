@@ -244,6 +244,10 @@ describe("CoreCardSchema", () => {
     });
   });
 
+  it("reads a last four sent as a number as its four digits, leading zeros kept", () => {
+    expect(CoreCardSchema.parse(coreCardFixture({ last_four: 7 }))).toMatchObject({ last_four: "0007" });
+  });
+
   it("reads a member documented only by name as a flag or an amount, on the card and in its limits", () => {
     const card = CoreCardSchema.parse(
       coreCardWriteFixture({
@@ -307,6 +311,11 @@ describe("CardBalanceSchema", () => {
       cardBalanceFixture({ cards: [{ card_id: CARD_ID, balance: "10.50", status: "suspended" }] }),
     );
     expect(data.cards[0]?.balance).toBe(10.5);
+  });
+
+  it("reads a card's last four sent as a number as its four digits, leading zeros kept", () => {
+    const data = CardBalanceSchema.parse(cardBalanceFixture({ cards: [{ card_id: CARD_ID, last_four: 310 }] }));
+    expect(data.cards[0]?.last_four).toBe("0310");
   });
 
   it("rejects a card entry without a CA id", () => {

@@ -159,6 +159,15 @@ describe("TransactionSchema", () => {
     expect(parsed).toMatchObject({ transaction_amount: 54.5, billing_amount: -3, exclude_from_sync: true, visible: false });
   });
 
+  it("reads a last four and an MCC sent as numbers as their four digits, leading zeros kept (0042, MCC 0742)", () => {
+    const parsed = TransactionSchema.parse(transactionFixture({ card_last_four: 42, mcc_code: 742 }));
+    expect(parsed).toMatchObject({ card_last_four: "0042", mcc_code: "0742" });
+    expect(TransactionSchema.parse(transactionFixture({ card_last_four: "0042", mcc_code: 5812 }))).toMatchObject({ card_last_four: "0042", mcc_code: "5812" });
+    // Not a four-digit code: its decimal text, as for any identifier sent as a number.
+    expect(TransactionSchema.parse(transactionFixture({ mcc_code: 12345 }))).toMatchObject({ mcc_code: "12345" });
+    expect(TransactionSchema.parse(transactionFixture({ mcc_code: 7.5 }))).toMatchObject({ mcc_code: "7.5" });
+  });
+
   it("reads a flag sent as TRUE in capitals as true, not false", () => {
     const parsed = TransactionSchema.parse(transactionFixture({ exclude_from_sync: "TRUE", visible: "True" }));
     expect(parsed).toMatchObject({ exclude_from_sync: true, visible: true });
