@@ -21,7 +21,10 @@ import {
 const drift = driftEnumsFor("CoreCard");
 
 /** A value documented only by name that may be a flag or an amount: normalised either way. */
-const optFlagOrAmount = () => z.union([booleanish(), numberish()]).nullish();
+const FLAG_OR_AMOUNT = z
+  .union([booleanish(), numberish()], { error: "expected a flag (a boolean, or true or false as text) or an amount (a number, or a decimal number as text), or null" })
+  .nullish();
+const optFlagOrAmount = () => FLAG_OR_AMOUNT;
 
 /** `shipping_details` of a core card. */
 export const ShippingDetailsSchema = z.looseObject({
@@ -139,7 +142,8 @@ export const CardProductSchema = z.looseObject({
 export type CardProduct = z.output<typeof CardProductSchema>;
 
 /** An amount, or a limit object (the list and write responses differ). */
-const optAmountOrLimit = () => z.union([numberish(), SpendLimitSchema]).nullish();
+const optAmountOrLimit = () =>
+  z.union([numberish(), SpendLimitSchema], { error: "expected an amount (a number, or a decimal number as text) or a limit object, or null" }).nullish();
 
 /** Core card, normalised (§2.4). Status and card type keep the provider's case. */
 export const CoreCardSchema = z.looseObject({

@@ -64,8 +64,9 @@ export const booleanish = () =>
  * fields, and a fresh instance per field (about 3 to 9 zod schemas each) made up most of the zod work of a cold start.
  * Zod schemas are immutable (every method returns a new instance), so one instance serves every field alike.
  */
-const OPT_NUMBER = z.union([numberish(), emptyAsNull]).nullish();
-const OPT_BOOLEAN = z.union([booleanish(), emptyAsNull]).nullish();
+// What each accepts, said in a quarantine reason in place of zod's bare "Invalid input" for a union (never the value).
+const OPT_NUMBER = z.union([numberish(), emptyAsNull], { error: 'expected a number, or a decimal number as text ("12.50", "-3"), "" or null' }).nullish();
+const OPT_BOOLEAN = z.union([booleanish(), emptyAsNull], { error: 'expected a boolean, or true or false as text in any letter case, "" or null' }).nullish();
 const OPT_STRING = z.string().nullish();
 
 /** Optional number: number, numeric string, `null`, `""` (→ null) or absent. */
@@ -77,9 +78,11 @@ export const optBoolean = () => OPT_BOOLEAN;
 /** Optional string: string, `null` or absent. */
 export const optString = () => OPT_STRING;
 
+const TEXT_OR_NUMBER = "expected text or a number";
+
 /** A string, or a number normalised to its decimal string (e.g. account numbers). */
 export const stringish = () =>
-  z.union([z.string(), z.codec(z.number(), z.string(), { decode: (n) => String(n), encode: (s) => Number(s) })]);
+  z.union([z.string(), z.codec(z.number(), z.string(), { decode: (n) => String(n), encode: (s) => Number(s) })], { error: TEXT_OR_NUMBER });
 
 const OPT_STRINGISH = stringish().nullish();
 
@@ -96,7 +99,7 @@ function fourDigitText(n: number): string {
 }
 
 const OPT_FOUR_DIGIT_CODE = z
-  .union([z.string(), z.codec(z.number(), z.string(), { decode: fourDigitText, encode: (s) => Number(s) })])
+  .union([z.string(), z.codec(z.number(), z.string(), { decode: fourDigitText, encode: (s) => Number(s) })], { error: TEXT_OR_NUMBER })
   .nullish();
 
 /** Optional four-digit code (last four, MCC): text as sent, or a number read as its four digits (`42` → `"0042"`). */

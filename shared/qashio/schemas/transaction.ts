@@ -44,7 +44,10 @@ export type Segment = GenericEntry;
  * by segment label / custom key.
  */
 export const SegmentsSchema = z
-  .union([z.array(SegmentSchema), z.record(z.string(), SegmentSchema.nullable())])
+  .union([z.array(SegmentSchema), z.record(z.string(), SegmentSchema.nullable())], {
+    // Said whole rather than the failing entry's path, which holds a key the provider chose.
+    error: "expected a list of segment entries or an object of them by label, each entry an object of text members (its id and codes may be numbers), or null",
+  })
   .nullish();
 export type Segments = z.output<typeof SegmentsSchema>;
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { issuesOf } from "../../../shared/qashio/parse.js";
 import {
   CardBalanceSchema,
   CoreCardSchema,
@@ -242,6 +243,14 @@ describe("CoreCardSchema", () => {
       account_id: "88120",
       user_profile: { external_id: "7", user_id: "1001", employee_id: "42", department_id: "3" },
     });
+  });
+
+  it("says what a member taking a flag or an amount, or an amount or a limit, takes, not a bare 'Invalid input'", () => {
+    const result = CoreCardSchema.safeParse(coreCardFixture({ limit_amount_notification: "yes", spend_limit: "lots" }));
+    expect(result.success ? [] : issuesOf(result.error).map(({ path, message }) => `${path}: ${message}`)).toEqual([
+      'limit_amount_notification: expected a flag (a boolean, or true or false as text) or an amount (a number, or a decimal number as text), or null',
+      'spend_limit: expected an amount (a number, or a decimal number as text) or a limit object, or null',
+    ]);
   });
 
   it("reads a last four sent as a number as its four digits, leading zeros kept", () => {

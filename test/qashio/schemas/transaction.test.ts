@@ -7,6 +7,7 @@ import {
   parseWithDrift,
 } from "../../../shared/qashio/schemas/index.js";
 import { conformsTo } from "../../../shared/qashio/schemas/conform.js";
+import { issuesOf } from "../../../shared/qashio/parse.js";
 import {
   TRANSACTION_ID,
   erpCardFixture,
@@ -176,6 +177,26 @@ describe("TransactionSchema", () => {
   it.each(["1e3", "0x10", "12abc", "54.50 EUR"])("rejects an amount %j that is not a plain decimal, though it starts with digits", (amount) => {
     const result = TransactionSchema.safeParse(transactionFixture({ transaction_amount: amount }));
     expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["transaction_amount"]);
+  });
+
+  it("says what a field of several accepted forms takes, not a bare 'Invalid input', and never the value sent", () => {
+    const result = TransactionSchema.safeParse(
+      transactionFixture({
+        transaction_amount: "1,234.50",
+        exclude_from_sync: "yes",
+        parent_qashio_id: "XX-ann@example.com",
+        vendor_trn: { n: 1 },
+        segments: { "ann@example.com": { name: 5 } },
+      }),
+    );
+    const issues = result.success ? [] : issuesOf(result.error).map(({ path, message }) => `${path}: ${message}`);
+    expect(issues).toEqual([
+      "parent_qashio_id: must start with CT, then no blank, control character or lone surrogate",
+      'transaction_amount: expected a number, or a decimal number as text ("12.50", "-3"), "" or null',
+      "vendor_trn: expected text or a number",
+      'exclude_from_sync: expected a boolean, or true or false as text in any letter case, "" or null',
+      "segments: expected a list of segment entries or an object of them by label, each entry an object of text members (its id and codes may be numbers), or null",
+    ]);
   });
 
   it("rejects a non-numeric amount", () => {
