@@ -158,6 +158,30 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
     expect(JSON.stringify(records)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
   });
 
+  it.each(policies)("quarantines a transaction the client's schema rejects with a reason naming each field and what it takes, nothing personal in the record (%j)", async (pii) => {
+    const rig = makeRig({ pii });
+    const good = rig.provider.addTransaction(personal);
+    const bad = rig.provider.addTransaction(personal);
+    const { client_sync_status: _status, ...body } = bad;
+    // A personal field of the wrong type holding the address, and an amount in a form no schema reads.
+    rig.provider.rawOverrides.set(bad.id, { ...body, card_holder_email: { value: EMAIL }, transaction_amount: "1,234.50" });
+    const report = await pollTransactions({ ...rig.deps, provider: clientOverFake(rig.provider, rig.clock) });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    const records = [...rig.quarantine.records.values()];
+    expect(records.map((r) => [r.entityId, r.reason])).toEqual([
+      [
+        bad.id,
+        'validation: transaction_amount: expected a number, or a decimal number as text ("12.50", "-3"), "" or null; ' +
+          "card_holder_email: Invalid input: expected string, received object",
+      ],
+    ]);
+    expect(JSON.stringify(records)).not.toMatch(/Ann Holder|ann@example\.com|E-77/);
+    // Nothing lost: acknowledged, so no cycle lists it again, and kept whole but for its personal fields.
+    expect(rig.provider.transactions.find((t) => t.id === bad.id)?.client_sync_status).toBe("synced");
+    expect(records[0]?.raw).toMatchObject({ id: bad.id, transaction_amount: "1,234.50" });
+  });
+
   it("gives a record id that no personal value moves, and one of its own to each record whatever its shape", () => {
     const shapes = (fields: object) => [[fields], JSON.stringify(fields), { transaction: fields }, { transaction: JSON.stringify(fields) }];
     const ids = (fields: object) => shapes(fields).map((body) => quarantineId("acme", "transaction", "validation", body));
