@@ -79,9 +79,10 @@ function envelopeEntriesOf(body: unknown, secrets: readonly string[]): EnvelopeE
 }
 
 /**
- * OAuth error codes reported as they are: RFC 6749 §5.2 (token endpoint), `access_denied` (RFC 6749 §4.1.2.1; the
- * sandbox's validate answers it on a 403), RFC 6750 §3.1 (the validate operation is a bearer-protected resource) and
- * the codes of the spec §7 envelope (`ERROR_CODES`). Any other code is reported as `unknown_error`: it could be a
+ * OAuth error codes reported as they are: RFC 6749 §5.2 (token endpoint), RFC 6749 §4.1.2.1's `access_denied` (the
+ * sandbox's validate answers it on a 403), `server_error` and `temporarily_unavailable` (the sandbox's token and
+ * validate failures: a 5xx, a 429), RFC 6750 §3.1 (the validate operation is a bearer-protected resource) and the
+ * codes of the spec §7 envelope (`ERROR_CODES`). Any other code is reported as `unknown_error`: it could be a
  * credential a gateway echoed.
  */
 export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
@@ -92,6 +93,8 @@ export const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
   "unsupported_grant_type",
   "invalid_scope",
   "access_denied",
+  "server_error",
+  "temporarily_unavailable",
   "invalid_token",
   "insufficient_scope",
   ...ERROR_CODES,

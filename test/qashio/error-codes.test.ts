@@ -56,8 +56,8 @@ describe("OAuth error codes", () => {
     expect(isRejectedGrant(await refreshAnswered(400, { error: REFRESH_TOKEN }))).toBe(false);
   });
 
-  it("reports the RFC 6750 §3.1 codes and access_denied (the sandbox's 403 on validate) as they are", async () => {
-    for (const code of ["invalid_token", "insufficient_scope", "access_denied"]) {
+  it("reports the RFC 6750 §3.1 codes and RFC 6749 §4.1.2.1's (the sandbox's 403 on validate, its 429 and 5xx) as they are", async () => {
+    for (const code of ["invalid_token", "insufficient_scope", "access_denied", "server_error", "temporarily_unavailable"]) {
       const error = await refreshAnswered(403, { error: code });
       expect(error.message).toBe(`POST /oauth2/token answered 403 (${code})`);
       expect(error.errors).toEqual([{ field: null, code, message: "" }]);

@@ -1,14 +1,15 @@
 /**
  * QashioClient and the OAuth helpers against the sandbox, for the operations the other suites reach only raw:
  * ERP card and pool account pages and walks, statements-by-account walks, Retry-After on a 503 fault,
- * token-family revocation seen through OAuthTokenProvider, and failed code exchanges.
+ * token-family revocation seen through OAuthTokenProvider, failed code exchanges, and the token endpoint's refusals
+ * and faults as the client reads them.
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { BadRequestError, ReauthorizationRequiredError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { BadRequestError, RateLimitedError, ReauthorizationRequiredError, ServerError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { AUTHORIZATION_CODE_TTL_SECONDS } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -148,5 +149,32 @@ describe("exchangeCode failures against the sandbox", () => {
     const error = await exchange(issue(), "http://127.0.0.1:8765/other").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error).not.toBeInstanceOf(UnauthorizedError);
+  });
+});
+
+describe("token endpoint refusals and failures as the client reads them", () => {
+  const refreshOnce = (refreshToken: string, clientSecret: string = CLIENT.client_secret) =>
+    refresh({ ...OAUTH, clientSecret, fetch: h.sandbox.fetch, clock: instantClock(), retry: { maxAttempts: 1 } }, refreshToken).catch((e: unknown) => e);
+  const arm = (status: number) =>
+    h.sandbox.fetch(`${BASE}/_sandbox/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ path_prefix: "/oauth2/token", status, count: 1 }),
+    });
+
+  // The sandbox's own refusals and its injected 429 / 5xx (spec-gaps, Data, time, faults): each a typed error whose
+  // message names the status and the OAuth code the sandbox answered, none of the request's secrets.
+  it.each([
+    ["an unknown refresh token", undefined, "rt_unknown", undefined, UnauthorizedError, 401, "invalid_grant"],
+    ["a wrong client secret", undefined, undefined, "wrong-secret", UnauthorizedError, 401, "invalid_client"],
+    ["an injected 429", 429, undefined, undefined, RateLimitedError, 429, "temporarily_unavailable"],
+    ["an injected 503", 503, undefined, undefined, ServerError, 503, "temporarily_unavailable"],
+    ["an injected 502", 502, undefined, undefined, ServerError, 502, "server_error"],
+  ])("reads %s as its typed error naming the sandbox's code", async (_what, fault, token, secret, type, status, code) => {
+    if (fault !== undefined) expect((await arm(fault)).status).toBe(201);
+    const error = await refreshOnce(token ?? h.tokens.refresh_token, secret);
+    expect(error).toBeInstanceOf(type);
+    expect(error).toMatchObject({ status, message: `POST /oauth2/token answered ${status} (${code})`, errors: [{ field: null, code, message: "" }] });
+    expect(JSON.stringify(error)).not.toContain(h.tokens.refresh_token);
   });
 });

@@ -1602,7 +1602,7 @@ describe("faults", () => {
 
   // The sandbox refuses nothing with this itself and the spec names no code for it (§4.2 gives the token endpoint no
   // 403, §7 shows no body): a refusal's code, RFC 6749 §4.1.2.1's access_denied, not server_error, that section's
-  // stand-in for a 500 (and no code the client keeps).
+  // stand-in for a 500, which the client reads as the provider failing.
   it("answers an injected 403 on the token endpoint with access_denied", async () => {
     await control("/faults", { method: "POST", path_prefix: "/oauth2/token", status: 403, count: 1 });
     const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
