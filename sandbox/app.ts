@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { apiKeyAuth, bearerAuth, legacyUnauthorized } from "./auth.js";
-import { ApiError, ForbiddenError, NotFoundError, OAuthError, UnauthorizedError } from "./errors.js";
+import { ApiError, BEARER_CHALLENGE, ForbiddenError, NotFoundError, OAuthError, UnauthorizedError } from "./errors.js";
 import type { FaultSpec } from "./faults.js";
 import { delay, errorBody, type SandboxEnv } from "./http.js";
 import { registerControl } from "./routes/control.js";
@@ -47,6 +47,11 @@ const OAUTH_OWN_CODES: Readonly<Record<string, Readonly<Record<number, string>>>
   "/oauth2/validate": { 400: "invalid_request", 401: "invalid_token", 403: "access_denied" },
 };
 
+/** The headers of those refusals: validate's 401 challenges as the API's does (RFC 6750 §3). */
+const OAUTH_OWN_HEADERS: Readonly<Record<string, Readonly<Record<number, Readonly<Record<string, string>>>>>> = {
+  "/oauth2/validate": { 401: { "www-authenticate": BEARER_CHALLENGE } },
+};
+
 /**
  * The OAuth code of an injected status no OAuth operation gives itself (RFC 6749 §4.1.2.1's codes; the spec names
  * none, §7): a 401 or 403 is a refusal, `access_denied`, not `server_error`, that section's stand-in for a 500.
@@ -81,7 +86,8 @@ function faultAnswer(c: Context<SandboxEnv>, fault: FaultSpec): Response | undef
   if (c.req.path.startsWith("/oauth2/")) {
     const own = OAUTH_OWN_CODES[c.req.path]?.[fault.status];
     const error = own ?? OAUTH_FAULT_CODES[fault.status] ?? "server_error";
-    return answer(fault.status, JSON.stringify({ error, error_description: message }), headers);
+    const ownHeaders = OAUTH_OWN_HEADERS[c.req.path]?.[fault.status] ?? {};
+    return answer(fault.status, JSON.stringify({ error, error_description: message }), { ...ownHeaders, ...headers });
   }
   const own = OWN_ERRORS[fault.status]?.(c.req.path);
   if (own) return answer(own.status, JSON.stringify(errorBody(c, own.status, own.message, own.errors)), { ...own.headers, ...headers });

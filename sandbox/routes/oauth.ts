@@ -5,7 +5,7 @@
 import type { Hono } from "hono";
 import { AuthorizationCodeGrantSchema, checkBody, RefreshTokenGrantSchema, TokenRequestSchema, type TokenRequest } from "../../shared/qashio/schemas/index.js";
 import { bearerToken } from "../auth.js";
-import { OAuthError, UnauthorizedError } from "../errors.js";
+import { BEARER_CHALLENGE, OAuthError, UnauthorizedError } from "../errors.js";
 import type { SandboxContext, SandboxEnv } from "../http.js";
 import type { TokenSetBody } from "../oauth.js";
 
@@ -312,11 +312,12 @@ function validate(c: SandboxContext): Response {
   try {
     grant = state.oauth.verifyAccessToken(bearerToken(c.req.header("authorization")));
   } catch (error) {
-    if (error instanceof UnauthorizedError) throw new OAuthError(401, "invalid_token", error.message, { cause: error });
+    // Its challenge too (RFC 6750 §3: validate is a bearer-protected resource), the one the API's 401 carries.
+    if (error instanceof UnauthorizedError) throw new OAuthError(401, "invalid_token", error.message, { cause: error }, error.headers);
     throw error;
   }
   const data = state.company(grant.companyId);
-  if (!data) throw new OAuthError(401, "invalid_token", "token names an unknown company");
+  if (!data) throw new OAuthError(401, "invalid_token", "token names an unknown company", undefined, { "www-authenticate": BEARER_CHALLENGE });
   if (!data.company.apiAccessEnabled) throw new OAuthError(403, "access_denied", "API access is disabled for this company");
   return c.json({ active: true, company_id: grant.companyId, client_id: grant.clientId, scope: [...grant.scopes].join(" "), exp: grant.expiresAt }, 200);
 }

@@ -464,6 +464,25 @@ describe("access token expiry and GET /oauth2/validate", () => {
     }
   });
 
+  // RFC 6750 §3 (validate is a bearer-protected resource) and RFC 9110 §15.5.2: a 401 carries the challenge, the same
+  // the API's own 401 gives for the same token, whatever its cause.
+  it("answers each 401 with the Bearer challenge the API gives the same token", async () => {
+    const validate = (authorization?: string) => h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: authorization === undefined ? {} : { authorization } });
+    const [header, payload] = h.tokens.access_token.split(".") as [string, string, string];
+    const refused = [undefined, "Basic abc", `Bearer ${header}.${payload}`, `Bearer ${header}.${payload}.forged`];
+    for (const authorization of refused) {
+      const res = await validate(authorization);
+      expect(res.status).toBe(401);
+      const challenge = (await h.call("/public/v1/erp/cards", { token: null, headers: authorization === undefined ? {} : { authorization } })).headers.get("www-authenticate");
+      expect(challenge).toBe('Bearer realm="sandbox"');
+      expect(res.headers.get("www-authenticate")).toBe(challenge);
+    }
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS);
+    const expired = await validate(`Bearer ${h.tokens.access_token}`);
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get("www-authenticate")).toBe('Bearer realm="sandbox"');
+  });
+
   it("answers 401 without a token and 403 when the company's API access is disabled", async () => {
     expect((await h.sandbox.fetch(`${BASE}/oauth2/validate`)).status).toBe(401);
     const disabled = (await exchange(code(h.disabledCompanyId))).body;
