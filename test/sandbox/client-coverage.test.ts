@@ -1,15 +1,15 @@
 /**
  * QashioClient and the OAuth helpers against the sandbox, for the operations the other suites reach only raw:
  * ERP card and pool account pages and walks, statements-by-account walks, Retry-After on a 503 fault,
- * token-family revocation seen through OAuthTokenProvider, failed code exchanges, and the token endpoint's refusals
- * and faults as the client reads them.
+ * token-family revocation seen through OAuthTokenProvider, failed code exchanges, and the token endpoint's and the
+ * API's refusals and faults as the client reads them.
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { OAuthTokenProvider, StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode, refresh } from "../../shared/qashio/auth/oauth.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
-import { BadRequestError, RateLimitedError, ReauthorizationRequiredError, ServerError, UnauthorizedError } from "../../shared/qashio/errors.js";
+import { BadRequestError, ForbiddenError, NotFoundError, RateLimitedError, ReauthorizationRequiredError, ServerError, UnauthorizedError } from "../../shared/qashio/errors.js";
 import { AUTHORIZATION_CODE_TTL_SECONDS } from "../../sandbox/index.js";
 import { BASE, CLIENT, REDIRECT_URI, harness, instantClock, tokensFor, type Harness, type Row } from "./helpers.js";
 
@@ -176,5 +176,30 @@ describe("token endpoint refusals and failures as the client reads them", () => 
     expect(error).toBeInstanceOf(type);
     expect(error).toMatchObject({ status, message: `POST /oauth2/token answered ${status} (${code})`, errors: [{ field: null, code, message: "" }] });
     expect(JSON.stringify(error)).not.toContain(h.tokens.refresh_token);
+  });
+});
+
+describe("API refusals as the client reads them", () => {
+  const UNKNOWN_TX = "2f1e7c52-0d3b-4c5a-9e8f-000000000000";
+  const terminated = () => h.sandbox.control.company(h.companyId)?.cards.find((c) => c.status === "Terminated")?.id ?? "";
+  const readOnly = async () => h.clientFor((await tokensFor(h.sandbox, h.companyId, "cards:read")).access_token);
+
+  // What the engine reads off a refusal: the class by status, and the envelope's field and code (a page size the
+  // provider caps, the acknowledge ids it refused), with the request id, never the provider's words in the message.
+  it.each([
+    ["an acknowledge of an unknown id", BadRequestError, "POST", "/public/v1/erp/transactions/acknowledge", 400, ["transaction_ids.0", "NOT_FOUND"], () => h.client.acknowledgeTransactions([UNKNOWN_TX])],
+    ["a page size over the sandbox's cap", BadRequestError, "GET", "/public/v1/erp/transactions", 400, ["page_size", "OUT_OF_RANGE"], () => h.client.listTransactions({ page_size: 101 })],
+    ["a suspension of a terminated card", BadRequestError, "PUT", `/public/v1/core/cards/${"{card}"}/change_status`, 400, ["status", "INVALID_STATE"], () => h.client.suspendCard(terminated())],
+    ["an unknown transaction id", NotFoundError, "GET", `/public/v1/erp/transactions/${UNKNOWN_TX}`, 404, ["transactionId", "NOT_FOUND"], () => h.client.getTransaction(UNKNOWN_TX)],
+    ["a read without its scope", ForbiddenError, "GET", "/public/v1/erp/transactions", 403, [null, "FORBIDDEN"], async () => (await readOnly()).listTransactions()],
+    ["a token the sandbox did not sign", UnauthorizedError, "GET", "/public/v1/erp/transactions", 401, [null, "UNAUTHORIZED"], () => h.clientFor("a.b.c").listTransactions()],
+  ] as const)("reads %s as its typed error with the envelope's field and code", async (_what, type, method, path, status, [field, code], call) => {
+    const error = await call().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(type);
+    const where = path.replace("{card}", terminated());
+    expect(error).toMatchObject({ status, method, path: where, message: `${method} ${where} answered ${status}`, errors: [{ field, code, message: "" }] });
+    expect((error as { requestId?: string }).requestId).toMatch(/^[0-9a-f-]{36}$/);
+    // The sandbox's words are kept apart, for a person debugging by hand.
+    expect((error as { providerText?: { message?: string } }).providerText?.message).toEqual(expect.any(String));
   });
 });
