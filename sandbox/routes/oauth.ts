@@ -235,7 +235,8 @@ function formParameters(params: URLSearchParams): Record<string, unknown> {
 
 /** Reads the token request: JSON per the spec; form encoding and HTTP Basic client auth are accepted too. */
 async function tokenRequestBody(c: SandboxContext): Promise<{ body: Record<string, unknown>; basic: boolean }> {
-  const type = c.req.header("content-type") ?? "";
+  // A media type's type and subtype are case-insensitive (RFC 9110 §8.3.1).
+  const type = (c.req.header("content-type") ?? "").toLowerCase();
   let body: Record<string, unknown>;
   if (type.includes("application/x-www-form-urlencoded")) {
     body = formParameters(new URLSearchParams(await c.req.text()));

@@ -212,6 +212,15 @@ describe("POST /oauth2/token, authorization_code grant", () => {
     expect(res.status).toBe(200);
   });
 
+  // RFC 9110 §8.3.1: a media type's type and subtype are case-insensitive, as the authorization screen reads them too.
+  it("accepts a form-encoded request whose content type is written in another letter case", async () => {
+    for (const type of ["Application/X-WWW-Form-Urlencoded", "APPLICATION/X-WWW-FORM-URLENCODED; charset=UTF-8"]) {
+      const params = new URLSearchParams({ grant_type: "authorization_code", ...CLIENT, code: code(), redirect_uri: REDIRECT_URI });
+      const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": type }, body: params.toString() });
+      expect(res.status).toBe(200);
+    }
+  });
+
   it("answers a form-encoded request 400 invalid_request for a repeated parameter, and reads an empty one as absent (RFC 6749 §3.2)", async () => {
     const post = (form: string) =>
       h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
