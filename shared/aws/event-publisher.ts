@@ -67,7 +67,8 @@ interface Pending {
  * `failed` for the engine to quarantine; entries whose retryable code outlasts the retries are returned with
  * `retryable: true`, which the engine leaves pending for the next cycle. A call failing
  * as a whole (throttled, 5xx, timed out) is retried, then fails its pending entries for now, as their own codes
- * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent): the
+ * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent, and the
+ * calls in flight neither retry as a whole nor re-send their failed entries): the
  * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A batch
  * queued behind the calls in flight starts none past `deadline`: its entries fail for now unsent. A call
  * refused by the setup (access denied, no bus, its key), or one whose answer cannot be read, raises `PublishError`
@@ -172,7 +173,8 @@ export class EventBridgePublisher implements EventPublisher {
 
   /**
    * Sends `batch`, retrying its failed entries with backoff; returns the entries that failed for good, and those still
-   * failing after the last attempt, or whose next attempt would wait past `deadline`, as failed for now. A `later`
+   * failing after the last attempt, whose next attempt would wait past `deadline`, or that another call's failure as a
+   * whole (`state`) keeps from being re-sent, as failed for now. A `later`
    * batch (queued behind the calls in flight) sends nothing once `deadline` has passed: its entries fail for now.
    */
   async #sendWithRetries(batch: readonly Pending[], deadline: number | undefined, state: PublishState, later: boolean): Promise<PublishFailure[]> {
@@ -206,10 +208,15 @@ export class EventBridgePublisher implements EventPublisher {
           break;
         }
         await this.#clock.sleep(delay);
+        // Another call of the publish failed as a whole meanwhile: re-sending would only add to the bus's throttling.
+        if (state.unavailable !== undefined) {
+          failForNow(`not sent again: an earlier call failed as a whole (${state.unavailable})`);
+          break;
+        }
       }
       let entries;
       try {
-        entries = await this.#send(pending, attempt, deadline);
+        entries = await this.#send(pending, attempt, deadline, state);
       } catch (error) {
         if (!(error instanceof PublishError)) throw error;
         // Throttling or a fault that passes: raising would have the engine acknowledge none of the page (the other
@@ -245,8 +252,11 @@ export class EventBridgePublisher implements EventPublisher {
     return failures;
   }
 
-  /** One PutEvents call, retried as a whole while it throws a retryable error and the retry can start by `deadline`. */
-  async #send(pending: readonly Pending[], entryAttempt: number, deadline: number | undefined) {
+  /**
+   * One PutEvents call, retried as a whole while it throws a retryable error, the retry can start by `deadline`, and no
+   * other call of the publish has failed as a whole (`state`): a retry then would only add to the bus's throttling.
+   */
+  async #send(pending: readonly Pending[], entryAttempt: number, deadline: number | undefined, state: PublishState) {
     let attempts = 0;
     try {
       return await withRetries(
@@ -263,7 +273,7 @@ export class EventBridgePublisher implements EventPublisher {
         {
           clock: this.#clock,
           backoff: this.#backoff,
-          retryable: (error, attempt) => !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
+          retryable: (error, attempt) => state.unavailable === undefined && !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
           ...(deadline === undefined ? {} : { deadline }),
           onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name }),
         },

@@ -552,6 +552,52 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map(detailIds)).toEqual([Array.from({ length: 10 }, (_, i) => `ev_${i}`), ["ev_0"], ["ev_0"], ["ev_0"]]);
   });
 
+
+  it("sends no entry round of a call in flight once another call failed as a whole by a passing fault: its entries left fail for now", async () => {
+    // Two calls in flight. Batch 1 (ev_0..ev_9) is throttled as a whole on every call; batch 2's first answer, given
+    // once batch 1 has failed past its retries, throttles ev_10 alone. Re-sending ev_10 would only add to the throttling.
+    let batchOneFailed!: () => void;
+    const batchOneDone = new Promise<void>((resolve) => (batchOneFailed = resolve));
+    let batchOneCalls = 0;
+    mock.on(PutEventsCommand).callsFake(async (input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids[0] === "ev_0") {
+        batchOneCalls += 1;
+        // A macrotask later: the failure's promise chain (all microtasks) has run by then.
+        if (batchOneCalls === 3) setTimeout(batchOneFailed, 0);
+        throw awsError("ThrottlingException", 400, true);
+      }
+      if (ids.length > 1) await batchOneDone;
+      return {
+        FailedEntryCount: 1,
+        Entries: ids.map((id) => (id === "ev_10" ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" } : { EventId: id })),
+      };
+    });
+    const result = await publisher(new FakeClock(), 3, 2).publish(Array.from({ length: 20 }, (_, i) => event(`ev_${i}`)));
+    const why = "PutEvents failed after 3 attempts (entry round 1): ThrottlingException";
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([...Array.from({ length: 10 }, (_, i) => `ev_${i}`), "ev_10"].map((id) => [id, true]));
+    expect(result.failed[10]?.reason).toBe(`ThrottlingException: slow down (not sent again: an earlier call failed as a whole (${why}))`);
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10", "ev_0", "ev_0"]);
+  });
+
+  it("retries no call in flight as a whole once another call failed as a whole by a passing fault: it fails after the attempts it made", async () => {
+    // Two calls in flight. Batch 1's call times out after the SDK's own attempts (no retry of the adapter's): the bus
+    // is taken as unavailable. Batch 2's call, answered after that, is throttled as a whole.
+    let batchOneFailed!: () => void;
+    const batchOneDone = new Promise<void>((resolve) => (batchOneFailed = resolve));
+    mock.on(PutEventsCommand).callsFake(async (input: { Entries: PutEventsRequestEntry[] }) => {
+      if (detailIds(input.Entries)[0] === "ev_0") {
+        setTimeout(batchOneFailed, 0);
+        throw Object.assign(awsError("TimeoutError", 400), { $metadata: { attempts: 3 } });
+      }
+      await batchOneDone;
+      throw awsError("ThrottlingException", 400, true);
+    });
+    const result = await publisher(new FakeClock(), 3, 2).publish(Array.from({ length: 20 }, (_, i) => event(`ev_${i}`)));
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual(Array.from({ length: 20 }, (_, i) => [`ev_${i}`, true]));
+    expect(result.failed[10]?.reason).toBe("PutEvents failed after 1 attempts (entry round 1): ThrottlingException");
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
+  });
   it("names the first call failed as a whole in the batches it keeps unsent, when the calls in flight fail together", async () => {
     // A bus throttling every call in flight: the two first batches' calls fail in the same rounds, the first one named.
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => {
