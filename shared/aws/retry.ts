@@ -4,11 +4,11 @@ import type { Clock } from "../bridge/ports.js";
 export interface BackoffOptions {
   /** Attempts including the first. @default 8 */
   readonly maxAttempts: number;
-  /** Delay before the second attempt, doubled each time. @default 50 */
+  /** Ceiling of the delay before the second attempt (the delay is half to all of it), doubled each time. @default 50 */
   readonly baseDelayMs: number;
   /** Cap of one delay. @default 5000 */
   readonly maxDelayMs: number;
-  /** Random source in [0, 1) for full jitter; tests pin it. @default Math.random */
+  /** Random source in [0, 1) for the jitter (equal jitter, see backoffDelay); tests pin it. @default Math.random */
   readonly random: () => number;
 }
 
