@@ -528,6 +528,18 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await lockWith(clock).tryAcquire("acme#renewed", 1_000)).toBeDefined();
   });
 
+  it("renews a lease that ran out while no other owner took it (its holder stalled past it): still its own, held until now plus the renewal's ttl", async () => {
+    // Lost means taken (the Lock port): nobody can have held it meanwhile, so a keep-alive or a re-save goes on under it.
+    const clock = new FakeClock();
+    const lease = await lockWith(clock).tryAcquire("acme#lapsed", 1_000);
+    clock.advance(5_000);
+    expect(await lease?.renew(1_000)).toBe(true);
+    clock.advance(999);
+    expect(await lockWith(clock).tryAcquire("acme#lapsed", 1_000)).toBeUndefined();
+    clock.advance(1);
+    expect(await lockWith(clock).tryAcquire("acme#lapsed", 1_000)).toBeDefined();
+  });
+
   it("grants a contended lease to exactly one of many concurrent callers", async () => {
     const clock = new FakeClock();
     const results = await Promise.all(Array.from({ length: 16 }, () => lockWith(clock).tryAcquire("acme#contended", 10_000)));
