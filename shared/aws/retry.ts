@@ -47,11 +47,13 @@ const RETRYABLE_NAMES = new Set([
 ]);
 
 /**
- * Timeouts and dropped connections. The SDK's standard retry has already made its attempts on these (the node handler
- * names every one `TimeoutError`, with no `$retryable`), and each attempt may have waited a whole request timeout: an
- * adapter loop on top would multiply a silent endpoint's wait by its own attempts.
+ * Timeouts and dropped or refused connections. The SDK's standard retry has already made its attempts on these (the
+ * node handler names a timeout or a reset `TimeoutError`, with no `$retryable`; a refused connection stays a plain
+ * `Error` with its system code, which the SDK retries as well), and each attempt may have waited a whole request
+ * timeout: an adapter loop on top would multiply a silent endpoint's wait by its own attempts. Like a throttled call,
+ * such a failure passes by itself, and a refused connection sent nothing.
  */
-const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException", "ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"]);
 
 /**
  * True for throttling and transient service faults worth another whole call (SDK v3 errors carry `name` and

@@ -442,6 +442,17 @@ describe("EventBridgePublisher", () => {
     },
   );
 
+  it("fails a batch's entries for now when its first call's connection is refused past the SDK's own attempts (nothing was sent), rather than the whole publish", async () => {
+    // As Node and the SDK's HTTP handler name it: a plain Error with the system code, retried by the SDK already.
+    mock.on(PutEventsCommand).rejects(Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED", $metadata: { attempts: 3 } }));
+    const result = await publisher(new FakeClock(), 3).publish([event("ev_1"), event("ev_2")]);
+    expect(result.failed.map((f) => [f.event.detail.id, f.retryable])).toEqual([
+      ["ev_1", true],
+      ["ev_2", true],
+    ]);
+    expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+  });
+
   it.each([
     ["a missing bus", () => awsError("ResourceNotFoundException", 400)],
     ["access denied", () => awsError("AccessDeniedException", 400)],

@@ -80,7 +80,8 @@ describe("the AWS error names retried", () => {
     expect(isRetryableAwsError(named(name))).toBe(true);
   });
 
-  it.each(["TimeoutError", "RequestTimeout", "RequestTimeoutException", "ECONNRESET", "EPIPE", "ETIMEDOUT"])("knows %s as a timeout", (name) => {
+  // The SDK's own list of connection failures it retries (NODEJS_TIMEOUT_ERROR_CODES) besides its TimeoutError.
+  it.each(["TimeoutError", "RequestTimeout", "RequestTimeoutException", "ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"])("knows %s as a timeout", (name) => {
     expect(isAwsTimeout(named(name))).toBe(true);
   });
 });
