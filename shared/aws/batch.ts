@@ -6,7 +6,7 @@
 import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ReadDeadlineExceededError, WriteDeadlineExceededError } from "../bridge/errors.js";
 import type { Clock, Logger, StoreCallOptions } from "../bridge/ports.js";
-import { DynamoBatchIncompleteError } from "./errors.js";
+import { DynamoBatchIncompleteError, errorLabel } from "./errors.js";
 import { systemClock } from "./clock.js";
 import { DEFAULT_BACKOFF, backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
 
@@ -114,7 +114,7 @@ export class DynamoBatchCalls {
         backoff,
         onRetry: (error, attempt) => {
           last = error;
-          logger?.warn("DynamoDB batch call throttled or failed, retrying", { operation, attempt, error: (error as Error).name });
+          logger?.warn("DynamoDB batch call throttled or failed, retrying", { operation, attempt, error: errorLabel(error) });
         },
       },
     );

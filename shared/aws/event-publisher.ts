@@ -2,7 +2,7 @@ import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } 
 import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure, PublishOptions } from "../bridge/ports.js";
 import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
-import { PublishError } from "./errors.js";
+import { PublishError, errorLabel } from "./errors.js";
 import { outOfRangeIntegerIn } from "./event-integers.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { mapLimit } from "../bridge/map-limit.js";
@@ -275,13 +275,13 @@ export class EventBridgePublisher implements EventPublisher {
           backoff: this.#backoff,
           retryable: (error, attempt) => state.unavailable === undefined && !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
           ...(deadline === undefined ? {} : { deadline }),
-          onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: (error as Error).name }),
+          onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: errorLabel(error) }),
         },
       );
     } catch (error) {
       if (error instanceof PublishError) throw error;
       const requestId = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
-      throw new PublishError(`PutEvents failed after ${attempts} attempts (entry round ${entryAttempt}): ${(error as Error).name}`, attempts, requestId, {
+      throw new PublishError(`PutEvents failed after ${attempts} attempts (entry round ${entryAttempt}): ${errorLabel(error)}`, attempts, requestId, {
         cause: error,
       });
     }

@@ -17,7 +17,7 @@ import type { Clock, Logger } from "../bridge/ports.js";
 import { piiSaltProblem } from "../bridge/pii.js";
 import { isJsonObject } from "../json-object.js";
 import { systemClock } from "./clock.js";
-import { SecretFormatError, SecretStoreError } from "./errors.js";
+import { SecretFormatError, SecretStoreError, errorLabel } from "./errors.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
 import { withoutAnswerBody } from "./unparsed-answers.js";
 
@@ -102,17 +102,6 @@ export interface ProviderSecretClientOptions {
   readonly backoff?: Partial<BackoffOptions>;
   /** Receives one warning per retried call. */
   readonly logger?: Logger;
-}
-
-/**
- * What a failed call is named by in messages: the AWS error's name, or for a network failure (named plain `Error` by
- * Node and the SDK's HTTP handler) its system code, e.g. `ECONNREFUSED` or `ENOTFOUND`. Never the message, which may
- * quote an address.
- */
-function errorLabel(error: unknown): string {
-  const { name, code } = (typeof error === "object" && error !== null ? error : {}) as { name?: unknown; code?: unknown };
-  if (typeof code === "string" && code !== "" && (name === undefined || name === "Error")) return code;
-  return typeof name === "string" ? name : "unknown error";
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { BatchWriteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { describe, expect, it } from "vitest";
 import { DynamoBatchCalls, type WriteRequest } from "../../shared/aws/batch.js";
+import { RecordingLogger } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
 
 const put = (id: string): WriteRequest => ({ PutRequest: { Item: { pk: id } } });
@@ -45,5 +46,21 @@ describe("DynamoBatchCalls.write", () => {
     const calls = new DynamoBatchCalls({ doc, tableName: "t", clock: new FakeClock(), backoff: { maxAttempts: 2, random: () => 0.5 } });
     await expect(calls.write([put("a")])).rejects.toMatchObject({ message: "BatchWriteItem left 1 items unprocessed after 2 attempts in a row" });
     expect(sent).toHaveLength(2);
+  });
+
+  it("names a retried call's network failure by its system code, which Node and the SDK's HTTP handler name a plain Error", async () => {
+    // A refused connection the SDK tried once (its retry quota empty): the adapter makes one more call, and says why.
+    let calls = 0;
+    const send = async () => {
+      calls += 1;
+      if (calls === 1) throw Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED", $metadata: { attempts: 1 } });
+      return { UnprocessedItems: {}, $metadata: {} };
+    };
+    const logger = new RecordingLogger();
+    await new DynamoBatchCalls({ doc: { send } as unknown as DynamoDBDocumentClient, tableName: "t", clock: new FakeClock(), logger }).write([put("a")]);
+    expect(calls).toBe(2);
+    expect(logger.lines).toEqual([
+      { level: "warn", message: "DynamoDB batch call throttled or failed, retrying", attributes: { operation: "BatchWriteItem", attempt: 1, error: "ECONNREFUSED" } },
+    ]);
   });
 });

@@ -453,6 +453,15 @@ describe("EventBridgePublisher", () => {
     expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
   });
 
+  it("names a call's network failure by its system code, which Node and the SDK's HTTP handler name a plain Error, in its retry's warning and its entries' reason", async () => {
+    // A refused connection the SDK tried once (its retry quota empty): the adapter makes one more call.
+    mock.on(PutEventsCommand).rejects(Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED", $metadata: { attempts: 1 } }));
+    const logger = new RecordingLogger();
+    const result = await new EventBridgePublisher({ client, eventBusName: "bridge-bus", clock: new FakeClock(), logger }).publish([event("ev_1")]);
+    expect(result.failed.map((f) => f.reason)).toEqual(["PutEvents failed after 2 attempts (entry round 1): ECONNREFUSED"]);
+    expect(logger.lines).toEqual([{ level: "warn", message: "PutEvents call throttled or failed, retrying", attributes: { attempt: 1, error: "ECONNREFUSED" } }]);
+  });
+
   it.each([
     ["a missing bus", () => awsError("ResourceNotFoundException", 400)],
     ["access denied", () => awsError("AccessDeniedException", 400)],
