@@ -19,7 +19,7 @@ import {
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { ProviderClientRejectedError, revokedFamilyMessage } from "./errors.js";
+import { ProviderClientRejectedError, errorLabel, revokedFamilyMessage } from "./errors.js";
 import { leaseNames } from "./keys.js";
 import { holdsSnapshots } from "./pii-salt.js";
 import type { PollAction } from "./poll-event.js";
@@ -95,7 +95,7 @@ async function settleTokens(runtime: TenantRuntime, kind: CycleKind, closeRefres
 async function emitQuarantineSize(runtime: TenantRuntime, kind: CycleKind): Promise<void> {
   // Worded as the Lambda log's other warnings: the error by name, with the cycle's kind (local mode words its own).
   await reportQuarantineSize(runtime.transactions, (error) =>
-    runtime.transactions.logger.warn("Could not count the quarantine", { kind, error: (error as Error).name }),
+    runtime.transactions.logger.warn("Could not count the quarantine", { kind, error: errorLabel(error) }),
   );
 }
 
@@ -136,7 +136,7 @@ async function underLeases<T>(
   } finally {
     // A failed release must not hide the cycle's own outcome; the lease then simply expires.
     await lease.release().catch((error: unknown) =>
-      runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: (error as Error).name }),
+      runtime.transactions.logger.warn("Could not release the cycle lease; it will expire", { kind, error: errorLabel(error) }),
     );
   }
 }

@@ -265,13 +265,17 @@ describe("poll-transactions handler", () => {
     expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeDefined();
   });
 
-  it("completes a cycle whose lease release fails, logging the failure by name: the lease then runs out by itself", async () => {
+  it.each([
+    ["ProvisionedThroughputExceededException", () => awsError("ProvisionedThroughputExceededException")],
+    // Node names a network failure a plain Error: its system code says what happened.
+    ["ECONNREFUSED", () => Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" })],
+  ])("completes a cycle whose lease release fails (%s), logging the failure by name: the lease then runs out by itself", async (name, failure) => {
     const cycleLease = leaseItemKey(leaseNames.transactionsCycle(TENANT));
     const clients = h.clients((dynamo) =>
       dynamo.middlewareStack.add(
         (next, context) => async (args) => {
           const key = (args.input as { Key?: { pk?: { S?: string } } }).Key;
-          if (String(context.commandName).startsWith("Delete") && key?.pk?.S === cycleLease.pk) throw awsError("ProvisionedThroughputExceededException");
+          if (String(context.commandName).startsWith("Delete") && key?.pk?.S === cycleLease.pk) throw failure();
           return next(args);
         },
         { step: "build", name: "failCycleLeaseRelease" },
@@ -279,7 +283,7 @@ describe("poll-transactions handler", () => {
     );
     expect(await h.poller("transactions", { clients })()).toMatchObject({ status: "completed", outcome: "complete" });
     const warning = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Could not release the cycle lease; it will expire");
-    expect(warning).toMatchObject({ kind: "transactions", error: "ProvisionedThroughputExceededException" });
+    expect(warning).toMatchObject({ kind: "transactions", error: name });
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     expect(await lock.tryAcquire(leaseNames.transactionsCycle(TENANT), 60_000)).toBeUndefined();
   });
@@ -417,12 +421,15 @@ describe("poll-transactions handler", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
-  it("still reports a cycle whose quarantine count fails, logging the failure by name", async () => {
-    const failure = Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+  it.each([
+    ["ProvisionedThroughputExceededException", Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" })],
+    // Node names a network failure a plain Error: its system code says what happened.
+    ["ECONNREFUSED", Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" })],
+  ])("still reports a cycle whose quarantine count fails (%s), logging the failure by name", async (name, failure) => {
     vi.spyOn(DynamoQuarantine.prototype, "size").mockRejectedValue(failure);
     expect(await h.poller("transactions")()).toMatchObject({ status: "completed", outcome: "complete" });
     const warning = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Could not count the quarantine");
-    expect(warning).toMatchObject({ level: "WARN", kind: "transactions", error: "ProvisionedThroughputExceededException" });
+    expect(warning).toMatchObject({ level: "WARN", kind: "transactions", error: name });
   });
 
   it("skips a re-drive while a transaction cycle holds its lease, saying which action it skipped and why (the runbook's result)", async () => {
