@@ -37,9 +37,13 @@ export interface EventBridgePublisherOptions {
   readonly logger?: Logger;
 }
 
-/** One publish's calls: set once a call failed as a whole past its retries for a passing fault, so no call starts after. */
+/** One publish's calls: what stops them, so no call starts after it. */
 interface PublishState {
-  unavailable?: string;
+  /**
+   * Why: a call failed as a whole, past its retries for a passing fault (more calls would only add to the bus's
+   * throttling), or refused in a batch's first round (the publish raises, whatever the other calls deliver).
+   */
+  stopped?: string;
 }
 
 /**
@@ -190,8 +194,8 @@ export class EventBridgePublisher implements EventPublisher {
       }
     };
     // Not sent into a bus that just failed a call past its retries: more calls would only add to its throttling.
-    if (state.unavailable !== undefined) {
-      failForNow(`not sent: an earlier call failed as a whole (${state.unavailable})`);
+    if (state.stopped !== undefined) {
+      failForNow(`not sent: an earlier call failed as a whole (${state.stopped})`);
       return failures;
     }
     // Started past the deadline, its call could run the cycle past its invocation's timeout, or, from a container
@@ -208,9 +212,10 @@ export class EventBridgePublisher implements EventPublisher {
           break;
         }
         await this.#clock.sleep(delay);
-        // Another call of the publish failed as a whole meanwhile: re-sending would only add to the bus's throttling.
-        if (state.unavailable !== undefined) {
-          failForNow(`not sent again: an earlier call failed as a whole (${state.unavailable})`);
+        // Another call of the publish failed as a whole meanwhile (see PublishState): re-sending would only add to the
+        // bus's throttling, or be in vain for a publish that raises.
+        if (state.stopped !== undefined) {
+          failForNow(`not sent again: an earlier call failed as a whole (${state.stopped})`);
           break;
         }
       }
@@ -224,8 +229,8 @@ export class EventBridgePublisher implements EventPublisher {
         // lasts, so only the entries still pending fail for now. In round 1 anything else (the setup refusing, an
         // unreadable answer) fails the publish as a whole, loudly; later rounds leave even that to the next round 1.
         const passing = isPassingFailure(error);
-        if (passing) state.unavailable ??= error.message;
-        else if (attempt === 1) throw error;
+        if (passing || attempt === 1) state.stopped ??= error.message;
+        if (!passing && attempt === 1) throw error;
         failForNow(error.message);
         break;
       }
@@ -254,7 +259,7 @@ export class EventBridgePublisher implements EventPublisher {
 
   /**
    * One PutEvents call, retried as a whole while it throws a retryable error, the retry can start by `deadline`, and no
-   * other call of the publish has failed as a whole (`state`): a retry then would only add to the bus's throttling.
+   * other call of the publish has failed as a whole (`state`, see PublishState).
    */
   async #send(pending: readonly Pending[], entryAttempt: number, deadline: number | undefined, state: PublishState) {
     let attempts = 0;
@@ -273,7 +278,7 @@ export class EventBridgePublisher implements EventPublisher {
         {
           clock: this.#clock,
           backoff: this.#backoff,
-          retryable: (error, attempt) => state.unavailable === undefined && !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
+          retryable: (error, attempt) => state.stopped === undefined && !(error instanceof PublishError) && isRetryableAwsError(error, attempt),
           ...(deadline === undefined ? {} : { deadline }),
           onRetry: (error, attempt) => this.#logger?.warn("PutEvents call throttled or failed, retrying", { attempt, error: errorLabel(error) }),
         },

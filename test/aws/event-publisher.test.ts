@@ -665,6 +665,27 @@ describe("EventBridgePublisher", () => {
     expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
   });
 
+  it("re-sends no failed entry of a call in flight once another call raised PublishError: the publish fails whatever they do", async () => {
+    // Batch 2's first answer, given once batch 1's call was refused (a missing bus), throttles ev_10 alone.
+    let batchOneRefused!: () => void;
+    const batchOneDone = new Promise<void>((resolve) => (batchOneRefused = resolve));
+    mock.on(PutEventsCommand).callsFake(async (input: { Entries: PutEventsRequestEntry[] }) => {
+      const ids = detailIds(input.Entries);
+      if (ids[0] === "ev_0") {
+        // A macrotask later: the refusal's promise chain (all microtasks) has run by then.
+        setTimeout(batchOneRefused, 0);
+        throw awsError("ResourceNotFoundException", 400);
+      }
+      if (ids.length > 1) await batchOneDone;
+      return {
+        FailedEntryCount: 1,
+        Entries: ids.map((id) => (id === "ev_10" ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" } : { EventId: id })),
+      };
+    });
+    await expect(publisher(new FakeClock(), 3, 2).publish(Array.from({ length: 20 }, (_, i) => event(`ev_${i}`)))).rejects.toBeInstanceOf(PublishError);
+    expect(sentEntries().map((entries) => detailIds(entries)[0])).toEqual(["ev_0", "ev_10"]);
+  });
+
   it("with the engine, acknowledges a page whose later entry round failed as a whole except the transaction left pending, delivered next cycle with its id", async () => {
     let healthy = false;
     let calls = 0;
