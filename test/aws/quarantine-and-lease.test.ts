@@ -408,6 +408,13 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
 
 describe("DynamoLeaseLock on DynamoDB Local", () => {
   const lockWith = (clock: FakeClock) => new DynamoLeaseLock({ doc: table.doc, tableName: table.tableName, clock });
+  /** Asserts that the lease `name` is refused to another owner until `ms` from now, and granted from that very millisecond. */
+  const handedOverIn = async (clock: FakeClock, name: string, ms: number) => {
+    clock.advance(ms - 1);
+    expect(await lockWith(clock).tryAcquire(name, 1_000)).toBeUndefined();
+    clock.advance(1);
+    expect(await lockWith(clock).tryAcquire(name, 1_000)).toBeDefined();
+  };
 
   it("lets one owner hold a lease until it is released", async () => {
     const clock = new FakeClock();
@@ -432,10 +439,7 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
   it("holds a lease until its expiresAt, and hands it over from that very millisecond", async () => {
     const clock = new FakeClock();
     await lockWith(clock).tryAcquire("acme#edge", 1_000);
-    clock.advance(999);
-    expect(await lockWith(clock).tryAcquire("acme#edge", 1_000)).toBeUndefined();
-    clock.advance(1);
-    expect(await lockWith(clock).tryAcquire("acme#edge", 1_000)).toBeDefined();
+    await handedOverIn(clock, "acme#edge", 1_000);
   });
 
   it("gives up a renewal once its signal aborts, without extending the lease", async () => {
@@ -522,10 +526,7 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await lockWith(clock).tryAcquire("acme#renewed", 1_000)).toBeUndefined();
     const item = await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "LEASE#acme#renewed", sk: "LEASE" } }));
     expect(item.Item?.ttl).toBeGreaterThan(clock.now() / 1000);
-    clock.advance(99);
-    expect(await lockWith(clock).tryAcquire("acme#renewed", 1_000)).toBeUndefined();
-    clock.advance(1);
-    expect(await lockWith(clock).tryAcquire("acme#renewed", 1_000)).toBeDefined();
+    await handedOverIn(clock, "acme#renewed", 100);
   });
 
   it("renews a lease that ran out while no other owner took it (its holder stalled past it): still its own, held until now plus the renewal's ttl", async () => {
@@ -534,10 +535,7 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     const lease = await lockWith(clock).tryAcquire("acme#lapsed", 1_000);
     clock.advance(5_000);
     expect(await lease?.renew(1_000)).toBe(true);
-    clock.advance(999);
-    expect(await lockWith(clock).tryAcquire("acme#lapsed", 1_000)).toBeUndefined();
-    clock.advance(1);
-    expect(await lockWith(clock).tryAcquire("acme#lapsed", 1_000)).toBeDefined();
+    await handedOverIn(clock, "acme#lapsed", 1_000);
   });
 
   it("grants a contended lease to exactly one of many concurrent callers", async () => {
