@@ -6,7 +6,7 @@ import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
 import { systemClock } from "./clock.js";
 import { SDK_CALL_MAX_MS } from "./config.js";
-import { isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
+import { errorLabel, isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import {
   isSecretNotFound,
@@ -545,7 +545,7 @@ export async function recordRevokedFamily(
   if (refusedRefreshToken === undefined) return;
   await store
     .markRevoked({ refusedRefreshToken, clientMayBeRefused: refusal?.clientMayBeRefused === true })
-    .catch((error: unknown) => logger.warn("Could not record the revoked token family", { ...fields, error: (error as Error).name }));
+    .catch((error: unknown) => logger.warn("Could not record the revoked token family", { ...fields, error: errorLabel(error) }));
 }
 
 /**
@@ -587,7 +587,7 @@ class SavePacer implements CallPacer {
       this.heldInTable = true;
       this.logger?.warn("Secrets Manager is slow to take the rotated refresh token: it is held in the table while the secret write goes on");
     } catch (error) {
-      this.logger?.warn("holding the rotated refresh token in the table failed; the secret write goes on", { error: (error as Error).name });
+      this.logger?.warn("holding the rotated refresh token in the table failed; the secret write goes on", { error: errorLabel(error) });
     }
   }
 

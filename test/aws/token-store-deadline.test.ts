@@ -35,7 +35,7 @@ function setup(clock = new FakeClock()) {
    * How many of the next PutSecretValue calls time out, how long the next reads take, how many holds are refused, and
    * how long each table write takes.
    */
-  const plan = { putTimeouts: 0, getMs: 0, holdFailures: 0, itemPutMs: 0 };
+  const plan = { putTimeouts: 0, getMs: 0, holdFailures: 0, itemPutMs: 0, holdFailure: (): Error => Object.assign(new Error("throttled (fake)"), { name: "ProvisionedThroughputExceededException" }) };
   const logger = new RecordingLogger();
   // The store's table writes (PutItem, counted): refused as throttling past the SDK's retries while plan.holdFailures lasts.
   const itemPuts = { count: 0 };
@@ -47,7 +47,7 @@ function setup(clock = new FakeClock()) {
       }
       if (command instanceof PutCommand && plan.holdFailures > 0) {
         plan.holdFailures -= 1;
-        throw Object.assign(new Error("throttled (fake)"), { name: "ProvisionedThroughputExceededException" });
+        throw plan.holdFailure();
       }
       return table.doc.send(command as never);
     },
@@ -237,19 +237,24 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
 
   // Held first as too little was left, or the clock passed the hold's moment between the pacer's two readings.
   it.each([
-    { when: "from the start", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS - 1, moveAt: undefined },
-    { when: "the clock passing it as the call was paced", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS, moveAt: 2 },
-  ])("starts no secret call after a refused hold when a failing call and another hold no longer fit ($when): the save's fallback holds the tokens", async ({ ms, moveAt }) => {
+    { when: "from the start", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS - 1, moveAt: undefined, network: false },
+    { when: "the clock passing it as the call was paced", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS, moveAt: 2, network: false },
+    // Node names a network failure a plain Error: the warning names its system code.
+    { when: "refused by the network", ms: SAVE_END_MARGIN_MS + 2 * SDK_CALL_MAX_MS - 1, moveAt: undefined, network: true },
+  ])("starts no secret call after a refused hold when a failing call and another hold no longer fit ($when): the save's fallback holds the tokens", async ({ ms, moveAt, network }) => {
     const clock = new MovingClock();
     const t = setup(clock);
     await t.store.load();
     t.endsIn(ms);
     t.plan.holdFailures = 1;
+    if (network) t.plan.holdFailure = () => Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" });
     if (moveAt !== undefined) clock.moveAt(moveAt);
     const callsBefore = t.secrets.calls.length;
     await t.store.save(ROTATED);
     expect(t.secrets.calls).toHaveLength(callsBefore);
-    expect(t.logger.lines.map((line) => line.message)).toContain("holding the rotated refresh token in the table failed; the secret write goes on");
+    expect(t.logger.lines.find((line) => line.message === "holding the rotated refresh token in the table failed; the secret write goes on")?.attributes).toEqual({
+      error: network ? "ECONNREFUSED" : "ProvisionedThroughputExceededException",
+    });
     expect(await t.stored()).toBe("rt-2");
     expect(t.counted["TokenSecretWriteFailed"]).toEqual([1]);
   });

@@ -7,8 +7,10 @@ import {
   SECRET_VERSIONS_EARLY_REFRESH_LIMIT,
   SECRET_VERSIONS_PER_DAY_LIMIT,
   SecretsManagerTokenStore,
+  recordRevokedFamily,
   type SecretsManagerTokenStoreOptions,
 } from "../../shared/aws/token-store.js";
+import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import { FakeClock } from "./support/clock.js";
 import { createTestTable, type TestTable } from "./support/dynamo.js";
 import { FakeSecretsManager, PROVIDER_SECRET as SECRET, awsError } from "./support/fake-secrets-manager.js";
@@ -651,5 +653,15 @@ describe("SecretsManagerTokenStore under an OAuthTokenProvider, with 15-minute a
     }
     expect(new Set(presented).size).toBe(presented.length);
     expect(presented.length).toBeGreaterThan(2 * 96);
+  });
+});
+
+describe("recordRevokedFamily", () => {
+  it("logs a mark it could not write by the failure's name, a network failure (a plain Error to Node) by its system code", async () => {
+    const logger = new RecordingLogger();
+    const refusal = new ReauthorizationRequiredError("refresh token refused", {}, { refusedRefreshToken: "rt-1" });
+    const store = { markRevoked: () => Promise.reject(Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" })) };
+    await recordRevokedFamily(store, refusal, logger, { kind: "transactions" });
+    expect(logger.lines).toEqual([{ level: "warn", message: "Could not record the revoked token family", attributes: { kind: "transactions", error: "ECONNREFUSED" } }]);
   });
 });
