@@ -47,8 +47,9 @@ interface PublishState {
 }
 
 /**
- * A call's failure past its retries that passes by itself (throttling, a 5xx, a timeout, a refused connection), rather than a refusal of the
- * setup (IAM, the bus, its key), a malformed request, or an answer the publisher cannot read (no AWS cause).
+ * A call's failure past its retries that passes by itself (throttling, a 5xx, a timeout, a refused connection), rather
+ * than a refusal of the setup (IAM, the bus, its key), a malformed request, or an answer the publisher cannot read (no
+ * AWS cause).
  */
 function isPassingFailure(error: PublishError): boolean {
   const { cause } = error;
@@ -69,14 +70,14 @@ interface Pending {
  * `FailedEntryCount > 0` only the failed entries are retried, with backoff. Entries with a permanent error code, that
  * cannot be reduced, or that would send an integer outside int64 (unsent, see `event-integers.ts`), are returned in
  * `failed` for the engine to quarantine; entries whose retryable code outlasts the retries are returned with
- * `retryable: true`, which the engine leaves pending for the next cycle. A call failing
- * as a whole (throttled, 5xx, timed out, its connection refused) is retried, then fails its pending entries for now, as their own codes
- * outlasting the retries would, and no call of the publish starts after it (those batches fail for now unsent, and the
- * calls in flight neither retry as a whole nor re-send their failed entries): the
- * other batches' deliveries stand, and the engine stops the cycle when the bus takes none of two batches. A batch
- * queued behind the calls in flight starts none past `deadline`: its entries fail for now unsent. A call
- * refused by the setup (access denied, no bus, its key), or one whose answer cannot be read, raises `PublishError`
- * when it is a batch's first: the engine then acknowledges nothing and the cycle fails, loudly.
+ * `retryable: true`, which the engine leaves pending for the next cycle. A call failing as a whole (throttled, 5xx, timed
+ * out, its connection refused) is retried, then fails its pending entries for now, as their own codes outlasting the
+ * retries would, and no call of the publish starts after it (those batches fail for now unsent, and the calls in flight
+ * neither retry as a whole nor re-send their failed entries): the other batches' deliveries stand, and the engine stops
+ * the cycle when the bus takes none of two batches. A batch queued behind the calls in flight starts none past
+ * `deadline`: its entries fail for now unsent. A call refused by the setup (access denied, no bus, its key), or one
+ * whose answer cannot be read, raises `PublishError` when it is a batch's first: the engine then acknowledges nothing
+ * and the cycle fails, loudly.
  *
  * @example
  * const publisher = new EventBridgePublisher({ client: new EventBridgeClient({}), eventBusName: "bridge" });
