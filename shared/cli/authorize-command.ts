@@ -10,7 +10,7 @@ import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, TOKEN_SAVE_MESSAGES } from "../qashio/auth/token-provider.js";
 import type { FetchLike } from "../qashio/http.js";
-import { FileLock, FileTokenStore, LeaseUnreadableError } from "../local/index.js";
+import { FileLock, FileTokenStore, HardLinksUnsupportedError, LeaseUnreadableError } from "../local/index.js";
 import type { AuthorizeArgs } from "./args.js";
 import { authorizeWithBrowser } from "./authorize.js";
 import { checkRequestedScope, DEFAULT_SCOPES, grantShortfall, type GrantShortfall } from "./cycle-scopes.js";
@@ -20,7 +20,7 @@ import { assertHostAnswers } from "./host-probe.js";
 import { AuthorizeError, ConfigError, EXIT, GrantTooNarrowError, type SettingIssue } from "./errors.js";
 import { line, type CliIo } from "./io.js";
 import { bindToSettings } from "./cycle-lease.js";
-import { leaseUnreadableProblem } from "./engine-errors.js";
+import { leaseUnreadableProblem, noHardLinksProblem } from "./engine-errors.js";
 import { restrictTokenFile } from "./local-tokens.js";
 import { restrictStateDir } from "./state-access.js";
 import { openInBrowser } from "./open-url.js";
@@ -83,6 +83,7 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
     } catch (error) {
       // Not "run authorize again" for a file this user may not read: it would meet it again (another user's bridge may hold it).
       if (error instanceof LeaseUnreadableError && stateDir !== undefined) throw leaseUnreadableProblem(error, stateDir, "; this sign-in was not stored");
+      if (error instanceof HardLinksUnsupportedError) throw noHardLinksProblem(error, "; this sign-in was not stored");
       throw new AuthorizeError(`cannot take the token lease "${name}": ${(error as Error).name}; this sign-in was not stored: run authorize again`, {
         cause: error,
       });

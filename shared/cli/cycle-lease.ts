@@ -10,6 +10,7 @@ import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge
 import { whileHolding } from "../lease-keep-alive.js";
 import { errorName } from "../error-name.js";
 import {
+  HardLinksUnsupportedError,
   LeaseUnreadableError,
   LocalStateError,
   PiiSaltAlreadyRecordedError,
@@ -28,7 +29,7 @@ import type { LocalSettings, StateSettings } from "./config.js";
 import { shellQuoted } from "./access-advice.js";
 import { statOf } from "./path-checks.js";
 import { CliError, ConfigError, CycleFailedError, EXIT, PiiSaltChangedError, PiiSaltUnchangedError, StateDirTakenError } from "./errors.js";
-import { leaseUnreadableProblem, stateErrorOf, stateFileProblem, stoppedBeforeRefresh, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
+import { leaseUnreadableProblem, noHardLinksProblem, stateErrorOf, stateFileProblem, stoppedBeforeRefresh, systemErrorCode, unwritableStateDirRemedy } from "./engine-errors.js";
 import { recheckStateDirAccess } from "./state-access.js";
 import type { LocalState } from "./local-bridge.js";
 
@@ -244,6 +245,8 @@ async function takeCycleLease(bridge: LocalState): Promise<{ handle: LockHandle;
   } catch (error) {
     // Its own words: the directory may take writes, but a lease file (maybe another user's) could not be read.
     if (error instanceof LeaseUnreadableError) throw leaseUnreadableProblem(error, bridge.settings.stateDir);
+    // Not a directory that takes no writes (its code, EPERM, would say so): one whose file system makes no hard links.
+    if (error instanceof HardLinksUnsupportedError) throw noHardLinksProblem(error);
     const code = systemErrorCode(error);
     if (code === undefined) throw error;
     const { stateDir } = bridge.settings;

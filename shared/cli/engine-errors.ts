@@ -5,9 +5,10 @@
  */
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError, causedByClientRefusal, causeMatching } from "../bridge/index.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
+import { HardLinksUnsupportedError, LocalStateError, TokenFileUnwritableError, type LeaseUnreadableError } from "../local/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
 import { unreadableProblem } from "./access-advice.js";
+import { within } from "./path-checks.js";
 import type { LocalSettings } from "./config.js";
 import type { LocalBridge, LocalState } from "./local-bridge.js";
 import { AuthorizeAgainError, CliError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, isLeaseUnreadable } from "./errors.js";
@@ -101,6 +102,9 @@ function stateFailure(error: unknown, stateDir: string): CliError | undefined {
   }
   const lease = causeMatching(error, isLeaseUnreadable);
   if (lease !== undefined) return leaseUnreadableProblem(lease, stateDir);
+  // Before the file it names is taken for an unreadable one (its EPERM): the directory's file system is the problem.
+  const noLinks = causeMatching(error, (e): e is HardLinksUnsupportedError => e instanceof HardLinksUnsupportedError && within(stateDir, e.file ?? ""));
+  if (noLinks !== undefined) return noHardLinksProblem(noLinks);
   // A corrupt snapshot segment or quarantine record fails every run alike: name the file instead of retrying.
   const state = causeMatching(error, (e): e is LocalStateError => e instanceof LocalStateError);
   if (state === undefined) return undefined;
@@ -116,6 +120,25 @@ function unreadableStateFileProblem(error: LocalStateError, stateDir: string): C
   const code = systemErrorCode(error.cause);
   if (error.file === undefined || (code !== "EACCES" && code !== "EPERM")) return undefined;
   return stateFileError(unreadableProblem(error.file, error.cause), error, stateDir);
+}
+
+/**
+ * A state directory on a file system that makes no hard links (HardLinksUnsupportedError: vfat, exFAT, a FUSE or SMB
+ * mount without them): exit 2, a setting to change, as no retry mends it. Not "make room", as for a full disk, which
+ * its EPERM used to be read as, and a `run --interval` loop retried for good. The file it could not create (a lease, the
+ * store's id) was not created, so nothing was sent to the provider for it and nothing is lost. `outcome` says what the
+ * command left undone (`; this sign-in was not stored`).
+ */
+export function noHardLinksProblem(error: HardLinksUnsupportedError, outcome = ""): ConfigError {
+  return new ConfigError(
+    [
+      {
+        setting: "BRIDGE_STATE_DIR",
+        problem: `${error.message}: put BRIDGE_STATE_DIR on a file system that makes them (ext4, XFS, btrfs, ZFS, APFS, NTFS, NFS; not vfat or exFAT), and move its files there${outcome}`,
+      },
+    ],
+    { cause: error, heading: "The state directory's file system cannot hold the bridge's lease files" },
+  );
 }
 
 /**

@@ -581,7 +581,7 @@ function sweepStaleProbes(eventsFile: string): void {
 }
 
 /** Whether `path` is `dir` or lies under it (by name: symbolic links are not followed). */
-function within(dir: string, path: string): boolean {
+export function within(dir: string, path: string): boolean {
   const rest = relative(dir, path);
   return rest === "" || !(rest === ".." || rest.startsWith(`..${sep}`) || isAbsolute(rest));
 }

@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import path from "node:path";
+import { HardLinksUnsupportedError } from "./errors.js";
 
 /** A file's device and inode: which file a path names now (a file replaced or created again at it is another). */
 export interface FileIdentity {
@@ -348,8 +349,15 @@ export function createFileOnceSync(file: string, data: FileData, options: { mode
 }
 
 /**
+ * What link(2) answers, for a file of this call's own just written in the same directory, where the file system makes
+ * no hard links: EPERM (vfat, exFAT), ENOTSUP or EOPNOTSUPP (SMB, some FUSE mounts), ENOSYS (a FUSE mount without the
+ * call). Writes there work, so none of these is a full or read-only disk.
+ */
+const NO_HARD_LINKS: ReadonlySet<string> = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/**
  * Links `existing`, a file of this call's own, as `file`: true when it did, false when `file` exists already (any
- * other failure thrown). A failed link whose `existing` gained a second name took effect all the same: on NFS a
+ * other failure thrown; a file system that makes no hard links as HardLinksUnsupportedError). A failed link whose `existing` gained a second name took effect all the same: on NFS a
  * retransmitted call whose first reply was lost is answered EEXIST (or another error) with its own link in place, which
  * read as another's would be left held by nobody (open(2) gives this check for lock files on NFS).
  */
@@ -359,7 +367,9 @@ function linkUnlessExists(existing: string, file: string): boolean {
     return true;
   } catch (err) {
     if (linkCountOf(existing) > 1) return true;
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? "";
+    if (NO_HARD_LINKS.has(code)) throw new HardLinksUnsupportedError(path.dirname(file), code, { cause: err });
+    if (code !== "EEXIST") throw err;
     return false;
   }
 }

@@ -29,6 +29,22 @@ export class TokenFileUnwritableError extends LocalStateError {
   }
 }
 
+/**
+ * The file system of directory `file` makes no hard links (vfat, exFAT, a FUSE or SMB mount without them), though it
+ * takes writes: a lease, the snapshot store's id and an events file's recovery file are created by linking a complete
+ * temp file into place (see createFileOnce), the one way to create a file both whole and exclusively. Not a full or
+ * read-only disk: trying again cannot mend it. `code` is the system's answer to the link.
+ */
+export class HardLinksUnsupportedError extends LocalStateError {
+  override name = "HardLinksUnsupportedError";
+  readonly code: string;
+
+  constructor(dir: string, code: string, options?: ErrorOptions) {
+    super(`the file system of ${dir} makes no hard links (${code}), which the bridge creates its lease files with`, { file: dir }, options);
+    this.code = code;
+  }
+}
+
 /** Read errors of a lease file that say this user may not read it (another user's run wrote it, 0600). */
 const DENIED_CODES: ReadonlySet<string> = new Set(["EACCES", "EPERM"]);
 

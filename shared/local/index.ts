@@ -25,7 +25,7 @@ export { FileQuarantine } from "./quarantine.js";
 export { FileLock } from "./file-lock.js";
 export { JsonlEventPublisher, toEventBridgeEnvelope, envelopeLine, envelopeIds, TORN_REGION_BYTES } from "./jsonl-publisher.js";
 export type { EventBridgeEnvelope, JsonlEventPublisherOptions } from "./jsonl-publisher.js";
-export { LocalStateError, CorruptStateError, ExposedPathError, LeaseUnreadableError, TokenFileUnwritableError } from "./errors.js";
+export { LocalStateError, CorruptStateError, ExposedPathError, HardLinksUnsupportedError, LeaseUnreadableError, TokenFileUnwritableError } from "./errors.js";
 export { restrictToOwner } from "./owner-only.js";
 export {
   bindStateDir,

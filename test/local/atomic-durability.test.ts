@@ -10,7 +10,7 @@ import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { createFileOnce, fsyncDirSync, makeDirDurable, removeFilesDurably } from "../../shared/local/atomic.js";
-import { bindStateDir, FileQuarantine, FileSnapshotStore, FileTokenStore, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
+import { bindStateDir, FileQuarantine, FileSnapshotStore, FileTokenStore, HardLinksUnsupportedError, TokenFileUnwritableError, writeFileAtomic } from "../../shared/local/index.js";
 import { tempDirPerTest } from "../temp-dir.js";
 
 /** fsync and rename calls in order, each naming the file its descriptor was opened on. */
@@ -456,6 +456,15 @@ describe("createFileOnce", () => {
   it("throws a link failure other than an existing file, leaving neither the file nor a temp file", async () => {
     journal.failLink = true;
     await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EPERM" });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("names a file system that makes no hard links (EPERM on the link, after the temp file was written) as such, not as a failed write", async () => {
+    journal.failLink = true;
+    const failure = createFileOnce(path.join(dir, "lease"), "mine");
+    await expect(failure).rejects.toBeInstanceOf(HardLinksUnsupportedError);
+    await expect(failure).rejects.toMatchObject({ code: "EPERM", file: dir, cause: { code: "EPERM" } });
+    await expect(failure).rejects.toThrow(`the file system of ${dir} makes no hard links (EPERM)`);
     expect(await readdir(dir)).toEqual([]);
   });
 
