@@ -358,17 +358,17 @@ export class FileLock implements Lock {
   }
 
   /**
-   * Whether a lease has run out. Its wall-clock expiry must have passed and, when holder and reader share a monotonic
-   * clock (same boot and time namespace, both measuring on it), its expiry on that clock too: a wall clock stepped
-   * forward (or a machine woken from sleep) would otherwise expire a live holder's lease at once, in the middle of its
-   * refresh, and let another process present the same refresh token, which revokes the family. A wall clock stepped
-   * back does not shorten a lease either, since both must have passed.
+   * Whether a lease has run out. When holder and reader share a monotonic clock (same boot and time namespace, both
+   * measuring on it), by its expiry on that clock alone, whatever steps the wall clock took since: one stepped forward
+   * (or a machine woken from sleep) would otherwise expire a live holder's lease at once, in the middle of its refresh,
+   * and let another process present the same refresh token, which revokes the family; one stepped back would keep the
+   * lease of a holder that stopped (killed in another container) for the length of the step, an hour for a clock
+   * corrected by an hour, rather than its ttl. Otherwise by its wall-clock expiry.
    */
   private expired(lease: Lease): boolean {
-    if (lease.expiresAt > this.clock.now()) return false;
     const steady = lease.steady;
-    if (!this.steady || steadyBoot === undefined || steady?.boot !== steadyBoot || typeof steady.expiresAt !== "number") return true;
-    return steady.expiresAt <= steadyNow();
+    if (this.steady && steadyBoot !== undefined && steady?.boot === steadyBoot && typeof steady.expiresAt === "number") return steady.expiresAt <= steadyNow();
+    return lease.expiresAt <= this.clock.now();
   }
 
   /** A lease of `token` for `ttlMs` from now; released (expired on every clock) when `ttlMs` is undefined. */

@@ -213,6 +213,25 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     }
   });
 
+  it("lets another take a lease at its expiry on the monotonic clock after the wall clock was stepped back, not the step later", async () => {
+    let steadyNs = 1_000_000_000_000n;
+    const hrtime = vi.spyOn(process.hrtime, "bigint").mockImplementation(() => steadyNs);
+    try {
+      let now = Date.now();
+      const clock = { now: () => now };
+      // Taken while the wall clock ran an hour ahead (a host booted with a wrong clock), then NTP stepped it back; the
+      // holder stopped renewing (killed in another container of this machine, whose pid this one cannot look up).
+      await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000);
+      now -= 3_600_000;
+      steadyNs += 29_999_000_000n;
+      expect(await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000)).toBeUndefined();
+      steadyNs += 1_000_000n;
+      expect(await new FileLock(dir, { clock, steady: true }).tryAcquire(LOCK, 30_000)).toBeDefined();
+    } finally {
+      hrtime.mockRestore();
+    }
+  });
+
   it("lets another take a lease at its expiry, ttl after it was taken, not a millisecond later (as the other Lock adapters)", async () => {
     let now = Date.now();
     const clock = { now: () => now };
