@@ -9,7 +9,7 @@ import { basename, dirname, join } from "node:path";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
-import { approve, capturedIo, dueForRefresh, harnessPerTest, runInProcess } from "./helpers.js";
+import { approve, capturedIo, dueForRefresh, harnessPerTest, runInProcess, type Harness } from "./helpers.js";
 
 /** Which lease files' links are refused, by the start of their names (undefined: none). */
 const refused = vi.hoisted(() => ({ leases: undefined as string | undefined }));
@@ -30,6 +30,19 @@ beforeEach(() => {
   refused.leases = "";
 });
 
+/**
+ * A harness whose tokens were stored by a first run (links working) and are due for a refresh, and whose token refresh
+ * lease can no longer be created; with the token file's text then, to tell it untouched.
+ */
+async function tokenLeaseRefused(): Promise<{ h: Harness; stored: () => Promise<string>; before: string }> {
+  const h = await startHarness();
+  refused.leases = undefined;
+  const { stored } = await dueForRefresh(h);
+  const before = await stored();
+  refused.leases = "qashio-token-refresh.lock";
+  return { h, stored, before };
+}
+
 describe("bridge run on a state directory whose file system makes no hard links", () => {
   it("says so, naming BRIDGE_STATE_DIR and what to put it on (exit 2, nothing sent), not that the directory takes no writes", async () => {
     const h = await startHarness();
@@ -46,11 +59,7 @@ describe("bridge run on a state directory whose file system makes no hard links"
   });
 
   it("says so for the token refresh lease too, the stored refresh token unspent", async () => {
-    const h = await startHarness();
-    refused.leases = undefined;
-    const { stored } = await dueForRefresh(h);
-    const before = await stored();
-    refused.leases = "qashio-token-refresh.lock";
+    const { h, stored, before } = await tokenLeaseRefused();
 
     const failed = await runInProcess(["run", "--once"], h.env);
 
@@ -62,11 +71,7 @@ describe("bridge run on a state directory whose file system makes no hard links"
   });
 
   it("says so when authorize meets it saving the sign-in, which is not stored, instead of 'run authorize again'", async () => {
-    const h = await startHarness();
-    refused.leases = undefined;
-    const { stored } = await dueForRefresh(h);
-    const before = await stored();
-    refused.leases = "qashio-token-refresh.lock";
+    const { h, stored, before } = await tokenLeaseRefused();
     const { QASHIO_REFRESH_TOKEN: _seed, ...env } = h.env;
     const { io } = capturedIo({ ...h, env }, new AbortController().signal);
 
