@@ -105,6 +105,8 @@ export async function bindToSettings(dir: string, binding: Partial<StateBinding>
       const restore = writeBindingCommand({ ...binding, ...snapshotStoreBindingOf(dir) }, error.file ?? join(dir, STATE_FILES.binding));
       throw stateFileProblem(error, dir, STATE_FILES.binding, `if it is this tenant's, restore the file (in a POSIX shell: \`${restore}\`); otherwise use another state directory`);
     }
+    // The snapshot store's id, made here, is created as a lease is: not a file to restore.
+    if (error instanceof HardLinksUnsupportedError) throw noHardLinksProblem(error);
     if (error instanceof LocalStateError) throw stateFileProblem(error, dir, STATE_FILES.binding, "restore it or use another state directory");
     throw error;
   }

@@ -40,7 +40,7 @@ export class HardLinksUnsupportedError extends LocalStateError {
   readonly code: string;
 
   constructor(dir: string, code: string, options?: ErrorOptions) {
-    super(`the file system of ${dir} makes no hard links (${code}), which the bridge creates its lease files with`, { file: dir }, options);
+    super(`the file system of ${dir} makes no hard links (${code}), which the bridge needs to create its lease files (and its snapshot store's id) whole and exclusively`, { file: dir }, options);
     this.code = code;
   }
 }

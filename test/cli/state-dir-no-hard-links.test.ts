@@ -11,15 +11,15 @@ import { authorizeCommand } from "../../shared/cli/authorize-command.js";
 import { ConfigError, EXIT } from "../../shared/cli/errors.js";
 import { approve, capturedIo, dueForRefresh, harnessPerTest, runInProcess, type Harness } from "./helpers.js";
 
-/** Which lease files' links are refused, by the start of their names (undefined: none). */
-const refused = vi.hoisted(() => ({ leases: undefined as string | undefined }));
+/** Links refused: of files in the state directory's `dir` whose names start with `name` (undefined: none). */
+const refused = vi.hoisted(() => ({ links: undefined as { dir: string; name: string } | undefined }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFs>();
   // As Linux answers link(2) on vfat: EPERM, "the file system does not support the creation of hard links".
   const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
-    const lease = basename(dirname(String(to))) === "locks" && refused.leases !== undefined && basename(String(to)).startsWith(refused.leases);
-    if (lease) throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(from)}' -> '${String(to)}'`), { code: "EPERM" });
+    const { links } = refused;
+    if (links !== undefined && basename(dirname(String(to))) === links.dir && basename(String(to)).startsWith(links.name)) throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(from)}' -> '${String(to)}'`), { code: "EPERM" });
     fs.linkSync(from, to);
   }) as typeof fs.linkSync;
   return { ...fs, default: { ...fs, linkSync }, linkSync };
@@ -27,7 +27,7 @@ vi.mock("node:fs", async (importOriginal) => {
 
 const startHarness = harnessPerTest();
 beforeEach(() => {
-  refused.leases = "";
+  refused.links = { dir: "locks", name: "" };
 });
 
 /**
@@ -36,10 +36,10 @@ beforeEach(() => {
  */
 async function tokenLeaseRefused(): Promise<{ h: Harness; stored: () => Promise<string>; before: string }> {
   const h = await startHarness();
-  refused.leases = undefined;
+  refused.links = undefined;
   const { stored } = await dueForRefresh(h);
   const before = await stored();
-  refused.leases = "qashio-token-refresh.lock";
+  refused.links = { dir: "locks", name: "qashio-token-refresh.lock" };
   return { h, stored, before };
 }
 
@@ -56,6 +56,18 @@ describe("bridge run on a state directory whose file system makes no hard links"
     expect(failed.stderr).toContain("put BRIDGE_STATE_DIR on a file system that makes them");
     expect(failed.stderr).not.toContain("takes no writes");
     expect(failed.stderr).not.toContain("unexpected");
+  });
+
+  it("says so for the snapshot store's id, made by the first cycle's bind, not as a file to restore", async () => {
+    const h = await startHarness();
+    refused.links = { dir: "snapshots", name: "store-id" };
+
+    const failed = await runInProcess(["run", "--once"], h.env);
+
+    expect(failed.code, failed.stderr).toBe(EXIT.usage);
+    expect(failed.stderr).toContain(`the file system of ${join(h.env.BRIDGE_STATE_DIR as string, "snapshots")} makes no hard links (EPERM)`);
+    expect(failed.stderr).toContain("put BRIDGE_STATE_DIR on a file system that makes them");
+    expect(failed.stderr).not.toContain("restore it");
   });
 
   it("says so for the token refresh lease too, the stored refresh token unspent", async () => {
