@@ -40,7 +40,11 @@ export class HardLinksUnsupportedError extends LocalStateError {
   readonly code: string;
 
   constructor(dir: string, code: string, options?: ErrorOptions) {
-    super(`the file system of ${dir} makes no hard links (${code}), which the bridge needs to create its lease files (and its snapshot store's id) whole and exclusively`, { file: dir }, options);
+    super(
+      `the file system of ${dir} makes no hard links (${code}), the one way the bridge has to create a file whole and exclusively (a lease, the snapshot store's id, an events file's recovery file)`,
+      { file: dir },
+      options,
+    );
     this.code = code;
   }
 }
