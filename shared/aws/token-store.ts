@@ -4,6 +4,7 @@ import { causeMatching } from "../bridge/index.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
+import { errorName } from "../error-name.js";
 import { systemClock } from "./clock.js";
 import { SDK_CALL_MAX_MS } from "./config.js";
 import { errorLabel, isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
@@ -303,14 +304,22 @@ export class SecretsManagerTokenStore implements TokenStore {
       versionId = await this.#writeSecret(tokens, write, pacer);
     } catch (error) {
       if (!holds) throw error;
-      if (!pacer.heldInTable) await this.#writeAccessItem(tokens, spentVersionId, heldOver);
+      if (!pacer.heldInTable) {
+        try {
+          await this.#writeAccessItem(tokens, spentVersionId, heldOver);
+        } catch (holdError) {
+          // The save fails with the table's error: without this line, why the secret did not take the token (what the
+          // operator must put right) would be said nowhere.
+          this.#options.logger?.warn("Secrets Manager refused the rotated refresh token and holding it in the table failed too: the save fails", {
+            ...secretRefusalFields(error),
+            holdError: errorName(holdError),
+          });
+          throw holdError;
+        }
+      }
       this.#options.metrics?.add("TokenSecretWriteFailed", 1, "Count");
       this.#reportHeld(true);
-      // A SecretStoreError's message names the operation and the AWS error, never a value.
-      this.#options.logger?.warn("Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret", {
-        error: (error as Error).name,
-        ...(error instanceof SecretStoreError ? { reason: error.message } : {}),
-      });
+      this.#options.logger?.warn("Secrets Manager refused the rotated refresh token: it is held in the table until a later refresh writes the secret", secretRefusalFields(error));
       return spentVersionId;
     }
     // Skipped, the item holds a successor of this save's token over it: that one is live, and still held.
@@ -605,6 +614,12 @@ class SavePacer implements CallPacer {
  */
 function holdsOver(item: Pick<AccessTokenItem, "heldOver" | "secretVersionId">, secretToken: string, versionId: string): boolean {
   return item.heldOver === undefined ? item.secretVersionId === versionId : item.heldOver === secretToken;
+}
+
+/** How a refused secret write is named in a log line: the error's name and, for a SecretStoreError, its message. */
+function secretRefusalFields(error: unknown): Record<string, string> {
+  // A SecretStoreError's message names the operation and the AWS error, never a value.
+  return { error: errorName(error), ...(error instanceof SecretStoreError ? { reason: error.message } : {}) };
 }
 
 /** Fingerprint of the refresh token a secret holds (never its value). */

@@ -314,6 +314,35 @@ describe("SecretsManagerTokenStore", () => {
     expect((await accessItem())?.["ttl"]).toBeTypeOf("number");
   });
 
+  it("names Secrets Manager's refusal at warn when holding the token in the table fails too: the save's error, the table's, would hide it", async () => {
+    const { secrets, optionsWith } = setup();
+    const logger = new RecordingLogger();
+    const metrics: string[] = [];
+    // The table refuses every item write (a throttled or denied PutItem); reads and deletes go through.
+    const refusingPuts = {
+      send: async (command: unknown) => {
+        if (command instanceof PutCommand) throw Object.assign(new Error("throttled (fake)"), { name: "ProvisionedThroughputExceededException" });
+        return table.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const store = new SecretsManagerTokenStore(optionsWith({ doc: refusingPuts, logger, metrics: { add: (name: string, value: number) => metrics.push(`${name} ${value}`) } }));
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    const saving = store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    // The save fails with the table's error (the token provider then keeps the tokens in memory)...
+    await expect(saving).rejects.toMatchObject({ name: "ProvisionedThroughputExceededException" });
+    expect(secrets.current().refresh_token).toBe("rt-1");
+    // ...and the log says why the secret did not take the token, which is what the operator must put right.
+    expect(logger.lines).toContainEqual({
+      level: "warn",
+      message: "Secrets Manager refused the rotated refresh token and holding it in the table failed too: the save fails",
+      attributes: { error: "SecretStoreError", reason: expect.stringMatching(/^PutSecretValue .*AccessDeniedException/), holdError: "ProvisionedThroughputExceededException" },
+    });
+    expect(JSON.stringify(logger.lines)).not.toMatch(/rt-2|at-2/);
+    // Nothing is held, so nothing is counted as held (TokenSecretWriteFailed counts a save that ends held).
+    expect(metrics).not.toContain("TokenSecretWriteFailed 1");
+  });
+
   it("holds the refreshed tokens when the secret cannot even be read at save time, and a token set without an access token too", async () => {
     const { store, secrets, make } = setup();
     await store.load();
