@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
 import { SecretFormatError, SecretStoreError, SecretVersionQuotaError } from "../../shared/aws/errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey } from "../../shared/aws/keys.js";
@@ -496,6 +497,33 @@ describe("SecretsManagerTokenStore", () => {
     expect(new Set(puts.map((call) => call.input.ClientRequestToken)).size).toBe(1);
     expect(secrets.versionCount).toBe(2);
     expect(clock.sleeps).toHaveLength(2);
+  });
+
+  it("sends a PutSecretValue whose answer was lost (it landed, then timed out) again with its request token: no second version", async () => {
+    const { secrets, optionsWith } = setup();
+    // The SDK fills in a request token of its own for every command sent without one (a stub client sees none): only
+    // the store's own token, kept across the rounds, makes the second round find the version the first one wrote.
+    const send = secrets.client.send.bind(secrets.client) as (command: unknown) => Promise<unknown>;
+    let lost = 1;
+    const losingAnswers = {
+      send: async (command: unknown) => {
+        const answer = await send(command);
+        if (command instanceof PutSecretValueCommand && lost > 0) {
+          lost -= 1;
+          throw Object.assign(new Error("timed out (fake)"), { name: "TimeoutError", $metadata: { attempts: 3 } });
+        }
+        return answer;
+      },
+    } as unknown as SecretsManagerClient;
+    const store = new SecretsManagerTokenStore(optionsWith({ secrets: losingAnswers }));
+    await store.load();
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2" });
+    const tokens = secrets.calls.filter((call) => call.operation === "PutSecretValue").map((call) => call.input.ClientRequestToken);
+    expect(tokens).toHaveLength(2);
+    expect(tokens[0]).toEqual(expect.any(String));
+    expect(tokens[1]).toBe(tokens[0]);
+    expect(secrets.versionCount).toBe(2);
+    expect(secrets.current().refresh_token).toBe("rt-2");
   });
 
   it("reads one secret version by id, and answers undefined for a version that does not exist", async () => {
