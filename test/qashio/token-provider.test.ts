@@ -732,6 +732,36 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves).toEqual([]);
   });
 
+  it("says the provider refused the refresh token when the store cannot be read after it to tell a rotation elsewhere from a revoked family", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-refused" });
+    const fetch = scriptedFetch(json(401, { error: "invalid_grant" }));
+    const logger = captureLogger();
+    const events: TokenEvent[] = [];
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, logger, onEvent: (e) => events.push(e) });
+    // The loads before the refresh work (the first use's, then the one under the lease); the one after its 401 fails.
+    const load = store.load.bind(store);
+    let loads = 0;
+    store.load = async () => {
+      loads += 1;
+      if (loads === 3) throw Object.assign(new Error("rt-refused could not be read"), { name: "ThrottlingException" });
+      return load();
+    };
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    // The call fails with the store's error (the family may be alive: another process may have rotated)...
+    expect(error).toMatchObject({ name: "ThrottlingException" });
+    expect(events).toEqual([]);
+    // ...and the refusal, which that error does not name, is logged with the store error's name, no token.
+    expect(logger.lines).toContainEqual({
+      level: "warn",
+      message: "the provider refused the refresh token, and reading the token store to tell a rotation by another process from a revoked family failed",
+      attributes: { status: 401, reason: "ThrottlingException" },
+    });
+    expect(logger.text()).not.toContain("rt-refused");
+    expect(fetch.calls).toHaveLength(1);
+    expect(loads).toBe(3);
+  });
+
   it.each([
     ["no body", ""],
     ["an error envelope without an OAuth code", { status_code: 401, message: "Unauthorized", errors: [] }],
