@@ -28,7 +28,7 @@
  */
 import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
-import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, reauthorizationRequired, refreshDeadline } from "../qashio/auth/token-provider.js";
+import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, reauthorizationRequired, refreshDeadline, reloadAfterRefusal } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
 import { errorName } from "../error-name.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
@@ -328,14 +328,15 @@ async function saveRotated(token: string, next: StoredTokens, deps: RotationDeps
 
 /**
  * One refresh; a rejected grant re-reads the secret and adopts a token another container rotated meanwhile (once: a
- * rejected adopted token is a revoked family too, reported as such, not as the token endpoint's bare 401).
+ * rejected adopted token is a revoked family too, reported as such, not as the token endpoint's bare 401). A re-read
+ * that fails is the step's error, the refusal logged as a warning ({@link reloadAfterRefusal}).
  */
 async function refreshOnce(refreshToken: string, deadline: number, deps: RotationDeps, mayAdopt = true): Promise<StoredTokens> {
   try {
     return await deps.refresh(refreshToken, deadline);
   } catch (error) {
     if (!deps.isRejectedGrant(error)) throw error;
-    const reloaded = await deps.store.load();
+    const reloaded = await reloadAfterRefusal(error, () => deps.store.load(), deps.logger);
     if (mayAdopt && reloaded !== undefined && reloaded.refreshToken !== refreshToken) return refreshOnce(reloaded.refreshToken, deadline, deps, false);
     deps.metrics.add("TokenFamilyRevoked", 1, "Count");
     const revoked = reauthorizationRequired("The provider rejected the refresh token during rotation", error, refreshToken);

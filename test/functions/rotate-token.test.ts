@@ -741,6 +741,31 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.tokenStore().revokedVersion()).toBeUndefined();
   });
 
+  it("says the provider refused the refresh token when the secret cannot be read after it to tell a rotation elsewhere from a revoked family", async () => {
+    await revokeFamily();
+    const refused = h.secrets.current().refresh_token as string;
+    // The secret's re-read that follows the token endpoint's refusal is denied.
+    const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await h.fetch(input, init);
+      if (String(input).endsWith("/oauth2/token")) h.secrets.failNext("GetSecretValue", awsError("AccessDeniedException"));
+      return response;
+    };
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const revokedBefore = revokedMetrics();
+    const error = await h.rotator({ fetch })(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    // The step fails with the secret's error, the family not reported revoked (another process may have rotated)...
+    expect(error).toMatchObject({ name: "SecretStoreError", operation: "GetSecretValue" });
+    expect(revokedMetrics()).toBe(revokedBefore);
+    expect(await h.tokenStore().revokedVersion()).toBeUndefined();
+    // ...and the refusal, which that error does not name, is logged with the secret error's name, no token.
+    const warning = "the provider refused the refresh token, and reading the token store to tell a rotation by another process from a revoked family failed";
+    expect(levelsLogged(h.output, warning)).toEqual(["WARN"]);
+    expect(logged(warning)).toMatchObject({ status: 401, reason: "SecretStoreError" });
+    expect(h.refreshTokensPresented.slice(-1)).toEqual([refused]);
+    expect(h.output.join("\n")).not.toContain(refused);
+  });
+
   it("says at the next rotation to check the secret's client_id and client_secret first when the refusal was a 401 without an error code", async () => {
     const right = h.secrets.current();
     const putSecret = (value: Record<string, unknown>) =>

@@ -1,8 +1,11 @@
 /**
  * How a refresh the token endpoint refused is told apart: a rejected grant (the token family is gone, re-authorize)
- * from a refused client (wrong credentials, the family still good), and the error that says which to do.
+ * from a refused client (wrong credentials, the family still good), the store read again to tell a rotation elsewhere
+ * from a revoked family, and the error that says which to do.
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, UnauthorizedError, clientMayBeRefused } from "../errors.js";
+import type { ClientLogger } from "../http.js";
+import { errorName } from "../../error-name.js";
 
 /**
  * The {@link ReauthorizationRequiredError} for a refresh of `refreshToken` the token endpoint refused (`error`, a
@@ -51,4 +54,27 @@ export function isRejectedGrant(error: unknown): error is QashioError {
   if (isInvalidClient(error)) return false;
   if (error instanceof UnauthorizedError) return true;
   return error instanceof BadRequestError && error.errors.some((e) => e.code === "invalid_grant");
+}
+
+/**
+ * The token store read again (`load`) after the token endpoint refused a refresh (`refusal`, a rejected grant), to
+ * tell a rotation by another process from a revoked family. A failed read is rethrown as it is (the family may be
+ * alive), after a warning naming the refusal's status and the read error's name (no token), which that error does not
+ * name: else the caller's error would name only the store.
+ *
+ * @example
+ * ```ts
+ * const reloaded = await reloadAfterRefusal(error, () => store.load(), logger);
+ * ```
+ */
+export async function reloadAfterRefusal<T>(refusal: QashioError, load: () => Promise<T>, logger: Pick<ClientLogger, "warn"> | undefined): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    logger?.warn("the provider refused the refresh token, and reading the token store to tell a rotation by another process from a revoked family failed", {
+      status: refusal.status,
+      reason: errorName(error),
+    });
+    throw error;
+  }
 }

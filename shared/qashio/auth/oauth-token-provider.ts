@@ -2,10 +2,10 @@
  * The OAuth token provider around the single-use rotating refresh token: rotation saved before use, JWT expiry, single
  * flight, optional cross-process lock, and tokens a failed save left held saved again before anything else.
  */
-import { IncompleteTokenSetError, TokenUnavailableError, type QashioError } from "../errors.js";
+import { IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { errorName } from "../../error-name.js";
-import { isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
+import { isRejectedGrant, reauthorizationRequired, reloadAfterRefusal } from "./grant-refusal.js";
 import { exchangeCode, refresh } from "./oauth.js";
 import type { OAuthTokenProviderOptions, TokenEvent } from "./oauth-token-provider-options.js";
 import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, refreshDeadline, type RefreshLockHandle } from "./refresh-lease.js";
@@ -502,7 +502,7 @@ export class OAuthTokenProvider implements TokenProvider {
     } catch (error) {
       // A failed save is rethrown as it is: only the token endpoint judges a grant.
       if (!isRejectedGrant(error)) throw error;
-      const reloaded = await this.reloadAfterRefusal(error);
+      const reloaded = await reloadAfterRefusal(error, () => this.options.store.load(), this.options.logger);
       if (mayAdopt && reloaded && reloaded.refreshToken !== refreshToken) {
         this.current = reloaded;
         this.report("rotated_elsewhere", "refresh token was rotated by another process; using the stored tokens");
@@ -513,23 +513,6 @@ export class OAuthTokenProvider implements TokenProvider {
     }
     this.options.onEvent?.("refreshed");
     return tokens;
-  }
-
-  /**
-   * The store read again after the token endpoint refused a refresh (`refusal`), to tell a rotation by another process
-   * from a revoked family. A failed read is rethrown as it is (the family may be alive), after a warning naming the
-   * refusal, which that error does not: else the cycle's error would name only the store.
-   */
-  private async reloadAfterRefusal(refusal: QashioError): Promise<StoredTokens | undefined> {
-    try {
-      return await this.options.store.load();
-    } catch (error) {
-      this.options.logger?.warn("the provider refused the refresh token, and reading the token store to tell a rotation by another process from a revoked family failed", {
-        status: refusal.status,
-        reason: errorName(error),
-      });
-      throw error;
-    }
   }
 
   /**

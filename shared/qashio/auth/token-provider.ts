@@ -3,7 +3,7 @@
  * tests) and the OAuth one (rotation saved before use, JWT expiry, single flight, optional cross-process lock) live
  * in their own modules and are exported from here too, under the names importers use.
  */
-export { isInvalidClient, isRejectedGrant, reauthorizationRequired } from "./grant-refusal.js";
+export { isInvalidClient, isRejectedGrant, reauthorizationRequired, reloadAfterRefusal } from "./grant-refusal.js";
 export { DEFAULT_REFRESH_SKEW_MS, storedTokensOf } from "./token-expiry.js";
 export {
   DEFAULT_LOCK_NAME,
