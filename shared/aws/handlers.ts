@@ -235,11 +235,12 @@ function isInvocationTimeout(error: unknown): error is Error {
 
 /**
  * Logs a failure by name and message only (errors of this codebase never carry secrets), and for an SDK error (as it
- * escaped, or the cause of the error that wraps it) the call and table it came from, then rethrows.
+ * escaped, or the cause of the error that wraps it) the call and table it came from, with `context` (what the
+ * invocation was doing), then rethrows.
  */
-function logFailure(logger: Logger, message: string, error: unknown): never {
+function logFailure(logger: Logger, message: string, error: unknown, context: Readonly<Record<string, unknown>> = {}): never {
   const e = error instanceof Error ? error : new Error(String(error));
-  logger.error(message, { error: { name: e.name, message: e.message, ...awsCallOf(error) } });
+  logger.error(message, { ...context, error: { name: e.name, message: e.message, ...awsCallOf(error) } });
   throw error;
 }
 
@@ -348,6 +349,16 @@ function isRotationEvent(event: unknown): event is RotationEvent {
   return typeof SecretId === "string" && typeof ClientRequestToken === "string" && typeof Step === "string";
 }
 
+/** Whether `step` is one of Secrets Manager's four rotation steps. */
+function isRotationStep(step: string): boolean {
+  return (ROTATION_STEPS as readonly string[]).includes(step);
+}
+
+/** The event's Step as a log attribute when it is one of Secrets Manager's four (a hand-made typo is not echoed). */
+function rotationStepOf(event: unknown): { step?: string } {
+  return isRotationEvent(event) && isRotationStep(event.Step) ? { step: event.Step } : {};
+}
+
 /**
  * Builds the Secrets Manager rotation handler of the provider secret (see rotation.ts for the step semantics). A
  * secret not yet onboarded (no refresh token), or one the pollers refresh often, completes its rotation as a logged
@@ -371,7 +382,7 @@ export function createRotationHandler(options: HandlerOptions = {}) {
         throw new RotationError("Rotation event is for a different secret than SECRET_ID", event.SecretId, event.Step);
       }
       // Named before any read: else a mistyped Step of a hand-made invoke reads as a version not under rotation.
-      if (!(ROTATION_STEPS as readonly string[]).includes(event.Step)) {
+      if (!isRotationStep(event.Step)) {
         throw new RotationError(`Rotation event Step must be one of ${ROTATION_STEPS.map((step) => `"${step}"`).join(", ")}`, event.SecretId, "(event)");
       }
       if (event.ClientRequestToken.trim() === "") throw new RotationError("Rotation event ClientRequestToken must not be empty", event.SecretId, event.Step);
@@ -392,7 +403,8 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       });
       await rotateProviderSecret(event, deps);
     } catch (error) {
-      logFailure(container.logger, "Rotation step failed", error);
+      // Which step failed: most errors (an AWS call's, the provider's) do not say, and the runbook tells them apart by it.
+      logFailure(container.logger, "Rotation step failed", error, rotationStepOf(event));
     }
   });
 }

@@ -1062,6 +1062,28 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.output.join("\n")).not.toContain("testSecret: skipped");
   });
 
+  it("names the step that failed on its failure line, for an error that carries none (an AWS call's) and a RotationError alike", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    h.secrets.failNext("GetSecretValue", awsError("AccessDeniedException"));
+    await expect(rotator(eventFor(token, "testSecret"))).rejects.toMatchObject({ name: "SecretStoreError" });
+    await expect(rotator(eventFor(randomUUID(), "finishSecret"))).rejects.toThrow(/no stage for rotation/);
+    const failures = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["message"] === "Rotation step failed");
+    expect(failures).toMatchObject([
+      { step: "testSecret", error: { name: "SecretStoreError" } },
+      { step: "finishSecret", error: { name: "RotationError" } },
+    ]);
+  });
+
+  it("echoes no step of a hand-made invoke that names none of Secrets Manager's four on its failure line", async () => {
+    await expect(h.rotator()(eventFor(randomUUID(), "createSecrett"))).rejects.toThrow(/Step must be one of/);
+    const line = logged("Rotation step failed");
+    expect(line).toMatchObject({ error: { name: "RotationError" } });
+    expect(JSON.stringify(line)).not.toContain("createSecrett");
+  });
+
   it("refuses an event for another secret", async () => {
     const rotator = h.rotator();
     await expect(rotator({ SecretId: "arn:aws:secretsmanager:eu-west-1:1:secret:other", ClientRequestToken: "t", Step: "createSecret" })).rejects.toBeInstanceOf(
