@@ -286,6 +286,11 @@ function conformSummary(report: ConformReport): Summary {
   };
 }
 
+/** An action other than the cycle, as the result and the log lines name it (a scheduled cycle names none). */
+function actionAsked(action: PollAction): { action?: Exclude<PollAction, "cycle"> } {
+  return action === "cycle" ? {} : { action };
+}
+
 /**
  * What `kind`'s poller returns for the leased work of `action`: `skipped` and why, or the report's summary, logged as
  * `finished`; either names an action other than the cycle (an operator reading a hand-made invoke's result).
@@ -298,7 +303,7 @@ function pollResultOf<T>(
   finished: string,
   summarize: (report: T) => Summary,
 ): PollResult {
-  const asked = action === "cycle" ? {} : { action };
+  const asked = actionAsked(action);
   if (result.status === "skipped") return { kind, status: "skipped", ...asked, reason: result.reason };
   const summary: PollResult = { kind, status: "completed", ...asked, ...summarize(result.report) };
   container.logger.info(finished, { ...summary });
@@ -316,12 +321,15 @@ function pollResultOf<T>(
 export function createPollHandler(kind: CycleKind, options: HandlerOptions = {}) {
   const container = new Container(options);
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context, { signal }) => {
+    // Named on the failure line as on the result: a hand-made re-drive's failure is no failed scheduled cycle.
+    let asked: { action?: Exclude<PollAction, "cycle"> } = {};
     try {
       // First thing: what is left at entry tells the function's timeout, which nothing else does.
       const remainingAtEntryMs = context.getRemainingTimeInMillis();
       const invocationEndsAt = container.clock.now() + remainingAtEntryMs;
       const lostMs = container.timeLostBeforeEntryMs();
       const action = pollActionOf(event, kind);
+      asked = actionAsked(action);
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
       checkPollTarget(event, kind, container.config().tenant);
@@ -337,7 +345,7 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       }
       return pollResultOf(container, kind, action, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);
     } catch (error) {
-      return logFailure(container.logger, "Cycle failed", error);
+      return logFailure(container.logger, "Cycle failed", error, asked);
     }
   });
 }

@@ -245,6 +245,20 @@ describe("poll-transactions handler", () => {
     }
   });
 
+  it("names the action a failed invocation was asked for on its failure line, as its result would: a hand-made re-drive's failure is no failed scheduled cycle", async () => {
+    const failures = () => h.output.map((line) => JSON.parse(line) as Record<string, unknown>).filter((doc) => doc["message"] === "Cycle failed");
+    const events = [undefined, { action: "redrive" }, { action: "conform-pii" }] as const;
+    for (const event of events) {
+      // A new container each, whose first secret read is refused.
+      h.secrets.failNext("GetSecretValue", awsError("AccessDeniedException"));
+      await expect(h.poller("transactions")(event)).rejects.toMatchObject({ name: "SecretStoreError" });
+    }
+    const lines = failures();
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).not.toHaveProperty("action");
+    expect(lines.slice(1)).toMatchObject([{ action: "redrive" }, { action: "conform-pii" }]);
+  });
+
   it("holds its cycle lease past the deadline while it still works on the page in hand, so no other invocation overlaps it", async () => {
     const lock = new DynamoLeaseLock({ doc: h.table.doc, tableName: h.table.tableName, clock: h.clock });
     let overlapping: boolean | undefined;
