@@ -203,15 +203,20 @@ class Container {
    * Wraps a handler body in the Powertools middlewares. The metrics adapter's aggregated (dimensioned) data points are
    * flushed by a middleware used after logMetrics, so its `after` / `onError` run before logMetrics publishes: on
    * middy's early timeout (INVOCATION_EARLY_END_MS before Lambda's) the body is still running, and a flush in its
-   * `finally` would come after the invocation.
+   * `finally` would come after the invocation. `describe` gives what the invocation was asked (the attributes its failure
+   * lines carry, never a value from the event the handler would not echo).
    */
-  wrap<E, R>(body: (event: E, context: Context, options: { readonly signal: AbortSignal }) => Promise<R>) {
+  wrap<E, R>(
+    body: (event: E, context: Context, options: { readonly signal: AbortSignal }) => Promise<R>,
+    describe: (event: E) => Readonly<Record<string, unknown>>,
+  ) {
     const flush = () => this.metricsPort.flush();
     // The body's own catch never sees middy's early timeout (the body is still running): logged here, while the
     // invocation's context is still on the logger, so a timed-out invocation has its structured error line too.
-    const onError = ({ error }: { readonly error: unknown }) => {
+    const onError = ({ error, event }: { readonly error: unknown; readonly event: E }) => {
       if (isInvocationTimeout(error)) {
         this.logger.error("Invocation timed out: the Lambda timeout came before the handler finished", {
+          ...describe(event),
           error: { name: error.name, message: error.message },
         });
       }
@@ -320,16 +325,21 @@ function pollResultOf<T>(
  */
 export function createPollHandler(kind: CycleKind, options: HandlerOptions = {}) {
   const container = new Container(options);
+  // Named on the failure lines as on the result: a hand-made re-drive's failure is no failed scheduled cycle.
+  const describe = (event: PollEvent | undefined) => {
+    try {
+      return actionAsked(pollActionOf(event, kind));
+    } catch {
+      return {};
+    }
+  };
   return container.wrap<PollEvent | undefined, PollResult>(async (event, context, { signal }) => {
-    // Named on the failure line as on the result: a hand-made re-drive's failure is no failed scheduled cycle.
-    let asked: { action?: Exclude<PollAction, "cycle"> } = {};
     try {
       // First thing: what is left at entry tells the function's timeout, which nothing else does.
       const remainingAtEntryMs = context.getRemainingTimeInMillis();
       const invocationEndsAt = container.clock.now() + remainingAtEntryMs;
       const lostMs = container.timeLostBeforeEntryMs();
       const action = pollActionOf(event, kind);
-      asked = actionAsked(action);
       const cursor = conformCursorOf(event, action);
       const cardMode = cardModeOf(event);
       checkPollTarget(event, kind, container.config().tenant);
@@ -345,9 +355,9 @@ export function createPollHandler(kind: CycleKind, options: HandlerOptions = {})
       }
       return pollResultOf(container, kind, action, await runCycle(runtime, kind, { deadline, cardMode, signal }), "Cycle finished", cycleSummary);
     } catch (error) {
-      return logFailure(container.logger, "Cycle failed", error, asked);
+      return logFailure(container.logger, "Cycle failed", error, describe(event));
     }
-  });
+  }, describe);
 }
 
 /** Whether `event` has the shape Secrets Manager invokes a rotation function with (a hand-made invoke may not). */
@@ -414,5 +424,5 @@ export function createRotationHandler(options: HandlerOptions = {}) {
       // Which step failed: most errors (an AWS call's, the provider's) do not say, and the runbook tells them apart by it.
       logFailure(container.logger, "Rotation step failed", error, rotationStepOf(event));
     }
-  });
+  }, rotationStepOf);
 }

@@ -1077,6 +1077,21 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     ]);
   });
 
+  it("names the step on the line of an invocation that ran into its timeout, which the step's own failure line never reaches", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    // The step's first secret read hangs; middy gives the invocation up INVOCATION_EARLY_END_MS (1 s) before its end.
+    const hung = h.secrets.holdNext("GetSecretValue");
+    const error = await h.rotator()(eventFor(token, "createSecret"), lambdaContext(1_050)).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "TimeoutError" });
+    const timedOut = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => String(doc["message"]).startsWith("Invocation timed out"));
+    expect(timedOut).toMatchObject({ step: "createSecret", error: { name: "TimeoutError" } });
+    // The abandoned step goes on once the read answers (a thaw), and ends before the next test: its 1 s left start no refresh.
+    hung.release();
+    expect(await eventually(async () => logged("Rotation step failed") !== undefined)).toBe(true);
+    expect(h.refreshTokensPresented).toEqual([]);
+  });
+
   it("echoes no step of a hand-made invoke that names none of Secrets Manager's four on its failure line", async () => {
     await expect(h.rotator()(eventFor(randomUUID(), "createSecrett"))).rejects.toThrow(/Step must be one of/);
     const line = logged("Rotation step failed");

@@ -277,10 +277,13 @@ it("stops the re-drive the invocation gave up on after its batch in hand, rather
 
   // The first read by qashio_id hangs; the re-drive's own deadline is a minute away: only the abort can stop it.
   const hang: Hang = { provider: (request) => request.startsWith("GET ") && request.includes("qashio_id="), afterRelease: "answers" };
-  const { error, windDown, reachedHang } = await timedOutInvocation(91_500, hang, { action: "redrive" });
+  const { error, atEnd, windDown, reachedHang } = await timedOutInvocation(91_500, hang, { action: "redrive" });
   const after = await windDown();
   reachedHang();
   expect((error as Error).name).toBe("TimeoutError");
+  // Its timeout's line names the action, as its result would: no scheduled cycle timed out.
+  const timedOut = atEnd.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => String(doc["message"]).startsWith("Invocation timed out"));
+  expect(timedOut).toMatchObject({ action: "redrive" });
   // The hung read answered and its batch went through; no read of the next batch was made.
   expect(after.filter((c) => c.startsWith("GET "))).toEqual([]);
   const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT, clock: h.clock });
