@@ -52,16 +52,16 @@ export interface ResolvedParents {
  * Parent `{id}` per parent qashio_id, for one run: from the item's own `parent_id`, the same page, the snapshot store's
  * alias (written with a transaction's first snapshot, and with the batch of a refund whose parent a read found), else
  * one provider read per distinct parent and run. Unresolvable, listed by that read as more than one transaction,
- * refused by the provider for this reference alone (a 4xx other than 401, 403, 408, 429), or the transaction itself:
- * no parent. Memory stays at one page, plus a bounded set of references not found: nothing is kept per transaction
- * seen.
+ * answered without its exact filter (a row under another reference), refused by the provider for this reference alone
+ * (a 4xx other than 401, 403, 408, 429), or the transaction itself: no parent. Memory stays at one page, plus a
+ * bounded set of references not found: nothing is kept per transaction seen.
  */
 export class ParentLookup {
   /**
-   * Parent qashio_ids a provider read did not find, or found more than one transaction for, in this run (not read
-   * again in it). Parents found need no entry: their alias is written with the batch's snapshots, where the next
-   * refund's store lookup finds it. Bounded, so a backlog of refunds of unknown parents cannot grow it past a few
-   * pages' worth.
+   * Parent qashio_ids a provider read did not find, found more than one transaction for, or answered unfiltered, in
+   * this run (not read again in it). Parents found need no entry: their alias is written with the batch's snapshots,
+   * where the next refund's store lookup finds it. Bounded, so a backlog of refunds of unknown parents cannot grow it
+   * past a few pages' worth.
    */
   private readonly parentsNotFound = new Set<string>();
 
@@ -154,9 +154,13 @@ export class ParentLookup {
       // More than one transaction for one qashio_id (the provider contradicting itself): the first row may be another
       // than the one the refund means, so none is taken, as for a parent not found.
       const ids = new Set<string>();
-      addIdsListedUnder(qid, entries, ids);
+      const filtered = addIdsListedUnder(qid, entries, ids);
       const listed = page ? Math.max(listedTotal(page) ?? 0, ids.size) : 0;
-      if (listed > 1) {
+      if (!filtered) {
+        // A row under another reference: the provider left out the exact filter (spec §8.2), so its count is of another
+        // list, and a warning of a reference listing several transactions would send ops after duplicates there are not.
+        this.ports.logger.warn("provider did not apply the exact qashio_id filter to the parent read (spec §8.2); published without parent", { parentQashioId: qid });
+      } else if (listed > 1) {
         this.ambiguousParent(qid, listed);
       } else {
         // The first row naming a transaction under the reference (a malformed one names none), also when the client's

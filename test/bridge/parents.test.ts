@@ -65,6 +65,22 @@ describe("refund parents", () => {
     expect(event?.detail.data.parent).toEqual({ id: parent.id, qashio_id: parent.qashio_id });
     expect(rig.provider.calls.filter(isReadByQashioId)).toEqual([]);
   });
+
+  it("names a parent read the provider answered without its exact qashio_id filter as such, not as a reference listing several transactions", async () => {
+    const rig = makeRig();
+    for (let n = 0; n < 3; n++) rig.provider.addTransaction().client_sync_status = "synced";
+    const refund = rig.provider.addTransaction({ transaction_category: "refund", parent_qashio_id: "CT-unknown" });
+    // The read by qashio_id answers the whole list (total_records 4), its first row another transaction.
+    const list = rig.provider.listTransactions.bind(rig.provider);
+    rig.provider.listTransactions = (query) => list(query.qashio_id === undefined ? query : { page: query.page, page_size: query.page_size });
+
+    await pollTransactions(rig.deps);
+    expect(rig.publisher.events.find((e) => e.detail.subject.id === refund.id)?.detail.data.parent).toBeUndefined();
+    const warnings = rig.logger.lines.filter((l) => l.level === "warn").map((l) => [l.message, l.attributes]);
+    expect(warnings).toEqual([
+      ["provider did not apply the exact qashio_id filter to the parent read (spec §8.2); published without parent", { parentQashioId: "CT-unknown" }],
+    ]);
+  });
 });
 
 describe("ParentLookup", () => {

@@ -1075,8 +1075,9 @@ describe("pollTransactions", () => {
     const [event] = rig.publisher.events;
     expect(event?.detail.subject.id).toBe(refund.id);
     expect(event?.detail.data.parent).toBeUndefined();
-    expect(rig.logger.lines.filter((l) => l.message === "parent transaction not found").map((l) => l.attributes)).toEqual([
-      { parentQashioId: "CT77777777" },
+    // Named for what it is: the provider left out the filter, rather than the parent not being found.
+    expect(rig.logger.lines.filter((l) => l.message.includes("parent")).map((l) => [l.message, l.attributes])).toEqual([
+      ["provider did not apply the exact qashio_id filter to the parent read (spec §8.2); published without parent", { parentQashioId: "CT77777777" }],
     ]);
   });
 
