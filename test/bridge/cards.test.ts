@@ -1077,6 +1077,14 @@ describe("pollCards", () => {
       at: "2025-01-14T16:45:00.000Z",
     },
     {
+      // Changes come in key order: the last `*_at` of them (issued_at) is the earlier time here.
+      what: "a change of several `*_at` members at the latest of them, not the last in key order",
+      listed: { activated_at: "2025-01-11T07:00:00.000Z", issued_at: "2025-01-10T07:00:00.000Z" },
+      change: { card_nickname: "Replaced", issued_at: "2025-01-12T08:00:00.000Z", activated_at: "2025-01-14T16:45:00.000Z" },
+      type: "card.updated",
+      at: "2025-01-14T16:45:00.000Z",
+    },
+    {
       what: "a change at detection when only a nested member named `*_at` moved (not a time of the card's own)",
       listed: { segments: [{ id: "S1", updated_at: "2025-01-11T07:00:00.000Z" }] },
       change: { card_nickname: "Travel", segments: [{ id: "S1", updated_at: "2025-01-14T16:45:00.000Z" }] },
