@@ -467,9 +467,11 @@ export class CycleRun {
     report.syncLagSeconds = Math.max(0, Math.round(lagMs / 1000));
     deps.metrics.add("CycleDurationMs", report.durationMs, "Milliseconds");
     // No point when the lag is unknown, as a 0 would clear the SyncLag alarm: cards carry no change time, and a
-    // transaction run that stopped before pulling anything (a list call failed, the deadline came first), or that
-    // pulled nothing without listing the backlog (the re-drive), saw nothing of it.
-    const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && kind.listsBacklog !== false));
+    // transaction run that stopped before pulling anything (a list call failed, the deadline came first), that pulled
+    // nothing without listing the backlog (the re-drive), or whose lists counted transactions it never read (an empty
+    // first page of a list that says some wait), saw nothing of it.
+    const backlogUnread = report.pulled === 0 && Object.values(report.backlog ?? {}).some((total) => total > 0);
+    const lagKnown = report.kind === "transactions" && (report.pulled > 0 || (report.outcome === "complete" && kind.listsBacklog !== false && !backlogUnread));
     if (lagKnown) deps.metrics.add("SyncLagSeconds", report.syncLagSeconds, "Seconds");
     // A gauge, no point without news: a run the provider never answered (a failed first list, the deadline first, a
     // re-drive with nothing to read) says nothing of the family, and a 0 would clear the alarm while it is revoked.

@@ -50,8 +50,8 @@ export interface CycleReport {
    * (docs/spec-gaps.md). Not delivered includes the oldest transactions the cycle could not reach: a `not_synced` pass
    * paused at its share of the budget with more listed reads the list's last page once and counts its items as
    * pending, but for one whose snapshot holds the state listed (delivered, its acknowledge refused). 0 also when the
-   * cycle pulled nothing; the SyncLagSeconds metric is then sent only by a complete transaction cycle (never by a card
-   * cycle, nor by a re-drive, which does not list the backlog).
+   * cycle pulled nothing; the SyncLagSeconds metric is then sent only by a complete transaction cycle whose lists
+   * counted nothing waiting (never by a card cycle, nor by a re-drive, which does not list the backlog).
    */
   syncLagSeconds: number;
   /**

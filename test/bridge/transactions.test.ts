@@ -1394,6 +1394,18 @@ describe("pollTransactions", () => {
     expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds").at(-1)?.value).toBe(0);
   });
 
+  it("emits no SyncLagSeconds for a complete cycle that pulled nothing while the lists counted transactions waiting (an empty first page)", async () => {
+    const rig = makeRig();
+    rig.provider.listTransactions = async (query) => ({
+      data: [],
+      pagination: { page: query.page, page_size: query.page_size, total_records: 3, total_pages: 1, has_next: false },
+    });
+    const report = await pollTransactions(rig.deps);
+    expect(report).toMatchObject({ outcome: "complete", pulled: 0, backlog: { not_synced: 3, outdated: 3 } });
+    // Nothing read says how old the three are: a 0 would clear the SyncLag alarm while they wait.
+    expect(rig.metrics.points.filter((p) => p.name === "SyncLagSeconds")).toEqual([]);
+  });
+
   it("counts a change the publisher failed to take at its age, not only the changes published", async () => {
     const rig = makeRig();
     const older = rig.provider.addTransaction();
