@@ -237,9 +237,10 @@ export interface Quarantine {
 /** A held lease. */
 export interface LockHandle {
   /**
-   * Extends the lease; false when it was lost (expired and taken by another owner); rejects when the lock cannot tell
-   * now (a lease it could not read), having extended nothing. May stop early, rejecting, once `signal` aborts (the
-   * holder no longer needs the renewal).
+   * Extends the lease by `ttlMs` from now, one that ran out while no other owner took it too (nobody can have held it
+   * meanwhile, so it is still this owner's: taken again, atomically, as `confirm` does); false when it was lost (another
+   * owner took it since) or released; rejects when the lock cannot tell now (a lease it could not read), having
+   * extended nothing. May stop early, rejecting, once `signal` aborts (the holder no longer needs the renewal).
    */
   renew(ttlMs: number, signal?: AbortSignal): Promise<boolean>;
   /**

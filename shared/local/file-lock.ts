@@ -462,7 +462,7 @@ export class FileLock implements Lock {
   }
 
   private handle(base: string, taken: number, token: string, tookOver: boolean): LockHandle {
-    /** The generation this handle holds: a later one once {@link LockHandle.confirm} took its lapsed lease again. */
+    /** The generation this handle holds: a later one once a check or renewal took its lapsed lease again (confirmOnce). */
     let generation = taken;
     /**
      * Whether `entry`, read at this holder's generation, is still its lease: its token, and no lease above it (foreign
@@ -477,9 +477,13 @@ export class FileLock implements Lock {
     const write = async (ttlMs: number | undefined): Promise<void> => {
       await writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
     };
+    /** Set once {@link LockHandle.release} gave the lease up: its file still holds this token (marked expired). */
+    let released = false;
     let confirming: Promise<boolean> | undefined;
     // Synchronous file calls throughout (createFileOnce's too): see readLeaseNow.
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {
+      // Given up, not lapsed: taking it again would hold a lease its holder no longer knows of.
+      if (released) return false;
       // {@link held}'s check, synchronously, keeping the lease read for the lapsed case.
       const lease = readLeaseNow(this.file(base, generation));
       if (!isOwn(lease)) return false;
@@ -493,23 +497,32 @@ export class FileLock implements Lock {
       generation = next;
       return true;
     };
+    // One check at a time: writes checking at once (a quarantine's parallel puts) and a renewal of a lapsed lease share
+    // it. Two taking the lapsed lease again side by side would each find the other's generation, and the loser would
+    // read the lease as lost.
+    const confirm = (ttlMs: number): Promise<boolean> => (confirming ??= confirmOnce(ttlMs).finally(() => (confirming = undefined)));
     return {
       renew: async (ttlMs) => {
+        const lease = await readLease(this.file(base, generation));
+        // Lost: another owner took it.
+        if (!isOwn(lease)) return false;
+        // Lapsed while nobody took it: taken again as a check before a write takes it, exclusively (a released one is
+        // not). Written in place, a contender could take it over between this check and the write, and both would hold it.
+        if (this.expired(lease)) return confirm(ttlMs);
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe while the write lands
         // before the expiry. One that lands after it (a slow disk, a stalled process) may follow a contender's lease
         // above ours: lost, whatever our file says. A contender that read ours expired before this write gives way
         // once it finds it renewed (see renewedSince), so at most one of the two holds.
-        if (!(await held())) return false;
         await write(ttlMs);
         return this.noLeaseAbove(base, generation, generation);
       },
       release: async () => {
-        // Marked expired, not deleted: the highest generation must stay so numbers only grow.
+        // Marked expired, not deleted: the highest generation must stay so numbers only grow. A release that fails
+        // leaves the lease this handle's (a later cycle renews it).
         if (await held()) await write(undefined);
+        released = true;
       },
-      // One check at a time: writes checking at once (a quarantine's parallel puts) share it. Two taking the lapsed
-      // lease again side by side would each find the other's generation, and the loser would read the lease as lost.
-      confirm: (ttlMs) => (confirming ??= confirmOnce(ttlMs).finally(() => (confirming = undefined))),
+      confirm,
       tookOver,
     };
   }

@@ -147,13 +147,10 @@ export class MemoryLock implements Lock {
     if (current && current.expiresAt > this.clock.now()) return undefined;
     const owner = nextLockOwner++;
     this.leases.set(name, { owner, expiresAt: this.clock.now() + ttlMs });
-    const held = () => {
-      const lease = this.leases.get(name);
-      return lease?.owner === owner && lease.expiresAt > this.clock.now();
-    };
     return {
+      // Lost only once taken (or released): a lease that ran out while nobody took it is renewed, as the port says.
       renew: async (ms) => {
-        if (!held()) return false;
+        if (this.leases.get(name)?.owner !== owner) return false;
         this.leases.set(name, { owner, expiresAt: this.clock.now() + ms });
         return true;
       },

@@ -637,12 +637,14 @@ describe("FileLock", () => {
     expect(await taken!.renew(10_000)).toBe(true);
   });
 
-  it("does not renew its lease once it expired, even before anyone took it: a contender may take it over between the check and the write", async () => {
+  it("renews its lease once it expired before anyone took it by taking the next generation, exclusively as a contender would, not by writing it in place", async () => {
+    // Written in place, a contender could take it over between the check and the write, and both would hold it.
     const clock = new FakeClock();
     const held = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
     clock.advance(10_001);
-    expect(await held!.renew(10_000)).toBe(false);
-    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
+    expect(await held!.renew(10_000)).toBe(true);
+    expect(await readdir(locks())).toEqual(["refresh.lock.1"]);
+    expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeUndefined();
   });
 
   it("fails to renew a lease a contender has just taken over: its generation is written, older ones not yet removed", async () => {
@@ -678,7 +680,7 @@ describe("FileLock", () => {
     expect(await old!.confirm!(10_000)).toBe(false);
   });
 
-  it("refuses a lapsed lease taken again when a contender created a higher generation meanwhile, and leaves that one standing", async () => {
+  it.each(["confirm", "renew"] as const)("refuses a lapsed lease taken again (by %s) when a contender created a higher generation meanwhile, and leaves that one standing", async (check) => {
     let step = 0;
     let calls = 0;
     let racing = false;
@@ -693,7 +695,7 @@ describe("FileLock", () => {
     const handle = await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000);
     step = 20_000;
     racing = true;
-    expect(await handle!.confirm!(10_000)).toBe(false);
+    expect(await (check === "renew" ? handle!.renew(10_000) : handle!.confirm!(10_000))).toBe(false);
     racing = false;
     expect((await readdir(locks())).sort()).toEqual(["refresh.lock", "refresh.lock.2"]);
     expect(JSON.parse(await readFile(contender, "utf8"))).toMatchObject({ token: "contender" });

@@ -63,14 +63,30 @@ export function describeLockContract(name: string, factory: (clock: FakeClock) =
       expect(await fixture.lock.tryAcquire("refresh", 10_000)).toBeUndefined();
     });
 
-    it("extends a lease on renew", async () => {
+    it.each([
+      ["before it ran out", 9_000],
+      ["once it ran out while nobody took it (its holder stalled past it)", 15_000],
+    ])("extends a lease on renew %s, by its ttl from now: another owner is refused until then", async (_when, renewedAt) => {
+      // Lost means taken: a lease nobody took is still its holder's (nobody can have held it meanwhile).
       const held = await fixture.lock.tryAcquire("refresh", 10_000);
-      clock.advance(9_000);
+      clock.advance(renewedAt);
       expect(await held!.renew(10_000)).toBe(true);
       clock.advance(9_000);
       expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeUndefined();
       clock.advance(2_000);
       expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeDefined();
+    });
+
+    it("does not renew a lease that ran out and was taken by another owner: false, extending nothing, and the other keeps it", async () => {
+      const old = await fixture.lock.tryAcquire("refresh", 10_000);
+      clock.advance(10_001);
+      const taken = await fixture.peer.tryAcquire("refresh", 10_000);
+      expect(await old!.renew(60_000)).toBe(false);
+      expect(await taken!.renew(10_000)).toBe(true);
+      expect(await fixture.lock.tryAcquire("refresh", 10_000)).toBeUndefined();
+      // The old holder's renewal extended nothing: the lease runs out with the taker's last renewal.
+      clock.advance(10_001);
+      expect(await fixture.lock.tryAcquire("refresh", 10_000)).toBeDefined();
     });
 
     it("keeps different names independent", async () => {
