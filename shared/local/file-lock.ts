@@ -470,8 +470,19 @@ export class FileLock implements Lock {
      */
     const isOwn = (entry: Entry): entry is Lease =>
       entry !== FOREIGN && entry?.token === token && this.noLeaseAbove(base, generation, generation);
+    /**
+     * The entry at this holder's generation, read again at the new one when a check took the lapsed lease again while
+     * the read was under way (it removes the old one: found gone, the lease would read as lost).
+     */
+    const readOwn = async (): Promise<Entry> => {
+      for (;;) {
+        const at = generation;
+        const entry = await readLease(this.file(base, at));
+        if (at === generation) return entry;
+      }
+    };
     const held = async (): Promise<boolean> => {
-      const lease = await readLease(this.file(base, generation));
+      const lease = await readOwn();
       return isOwn(lease) && !this.expired(lease);
     };
     const write = async (ttlMs: number | undefined): Promise<void> => {
@@ -503,12 +514,14 @@ export class FileLock implements Lock {
     const confirm = (ttlMs: number): Promise<boolean> => (confirming ??= confirmOnce(ttlMs).finally(() => (confirming = undefined)));
     return {
       renew: async (ttlMs) => {
-        const lease = await readLease(this.file(base, generation));
+        const lease = await readOwn();
         // Lost: another owner took it.
         if (!isOwn(lease)) return false;
         // Lapsed while nobody took it: taken again as a check before a write takes it, exclusively (a released one is
         // not). Written in place, a contender could take it over between this check and the write, and both would hold it.
-        if (this.expired(lease)) return confirm(ttlMs);
+        // Then written as any renewal: a check already under way, whose answer this shares, may have found it held
+        // just before it ran out, or taken it again for another ttl.
+        if (this.expired(lease) && !(await confirm(ttlMs))) return false;
         // Nobody takes over an unexpired highest generation, so checking then replacing is safe while the write lands
         // before the expiry. One that lands after it (a slow disk, a stalled process) may follow a contender's lease
         // above ours: lost, whatever our file says. A contender that read ours expired before this write gives way

@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FileLock } from "../../shared/local/index.js";
+import type { LockHandle } from "../../shared/bridge/ports.js";
 import { killed, startLockHolder } from "./support/lock-holder.js";
 import { tempDirPerTest } from "../temp-dir.js";
 
@@ -171,6 +172,16 @@ function holderBeforeClockStep(behindMs: number, ttlMs: number): Promise<ChildPr
   return startHolder("stepped-holder.mts", "new FileLock(process.argv[2], { clock, steady: true })", ttlMs, `const clock = { now: () => Date.now() - ${behindMs} };`);
 }
 
+/**
+ * A lease of `LOCK` for 30 s, held on a wall clock that reads `clock.step` ms ahead of the real one (no monotonic
+ * clock), and another process's lock on that clock.
+ */
+async function holderOnSteppedClock(): Promise<{ lock: FileLock; peer: FileLock; handle: LockHandle | undefined; clock: { step: number; now: () => number } }> {
+  const clock = { step: 0, now: () => Date.now() + clock.step };
+  const lock = new FileLock(dir, { clock, steady: false });
+  return { lock, peer: new FileLock(dir, { clock, steady: false }), handle: await lock.tryAcquire(LOCK, 30_000), clock };
+}
+
 describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
   it("leaves a live holder's lease alone when only the wall clock says it expired (its refresh may be under way)", async () => {
     await holderBeforeClockStep(60_000, 30_000);
@@ -262,19 +273,15 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
   });
 
   it("confirms a lease before a write: held, or lapsed while nobody took it (taken again); refused once another took it", async () => {
-    let step = 0;
-    const clock = { now: () => Date.now() + step };
-    const lock = new FileLock(dir, { clock, steady: false });
-    const peer = new FileLock(dir, { clock, steady: false });
-    const handle = await lock.tryAcquire(LOCK, 30_000);
+    const { lock, peer, handle, clock } = await holderOnSteppedClock();
     expect(await handle!.confirm!(30_000)).toBe(true);
     // Stalled past its lease, nobody came: taken again, and then held against a contender, renewable and releasable.
-    step = 60_000;
+    clock.step = 60_000;
     expect(await handle!.confirm!(30_000)).toBe(true);
     expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
     expect(await handle!.renew(30_000)).toBe(true);
     // Stalled again, and this time another process took it: refused, and that one's lease stands.
-    step = 120_000;
+    clock.step = 120_000;
     const other = await peer.tryAcquire(LOCK, 30_000);
     expect(other).toBeDefined();
     expect(await handle!.confirm!(30_000)).toBe(false);
@@ -283,13 +290,20 @@ describe.runIf(onLinux)("FileLock and a wall clock stepped forward", () => {
     expect(await lock.tryAcquire(LOCK, 30_000)).toBeUndefined();
   });
 
+  it("renews a lapsed lease while a check before a write takes it again (a keep-alive's timer during a cycle): held, for the renewal's ttl", async () => {
+    const { peer, handle, clock } = await holderOnSteppedClock();
+    clock.step = 60_000;
+    // The renewal reads the lapsed lease's generation while the check takes the next one and removes it.
+    const renewing = handle!.renew(30_000);
+    expect(await handle!.confirm!(1_000)).toBe(true);
+    expect(await renewing).toBe(true);
+    clock.step += 10_000;
+    expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
+  });
+
   it("confirms a lapsed lease for every write checking it at once (a quarantine's parallel puts): taken again once, none refused", async () => {
-    let step = 0;
-    const clock = { now: () => Date.now() + step };
-    const lock = new FileLock(dir, { clock, steady: false });
-    const peer = new FileLock(dir, { clock, steady: false });
-    const handle = await lock.tryAcquire(LOCK, 30_000);
-    step = 60_000;
+    const { peer, handle, clock } = await holderOnSteppedClock();
+    clock.step = 60_000;
     expect(await Promise.all([handle!.confirm!(30_000), handle!.confirm!(30_000), handle!.confirm!(30_000)])).toEqual([true, true, true]);
     expect(await peer.tryAcquire(LOCK, 30_000)).toBeUndefined();
     expect(await handle!.renew(30_000)).toBe(true);
