@@ -34,6 +34,9 @@ const nameOf = ({ mode, cardDetails }: Config) => `${mode}, card details ${cardD
 const ENVELOPE_KEYS = ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+/** `account` and `region` of every line of the local events file, as docs/events.md (Examples) gives them. */
+const LOCAL_ACCOUNT = "000000000000";
+const LOCAL_REGION = "local";
 /** The masks as docs/events.md ("PII modes") publishes them, spelled out here so a change in the code shows. */
 const REDACTED = "[redacted]";
 const HASH_PREFIX = "hmac-sha256:";
@@ -210,6 +213,8 @@ describe.each(CONFIGS)("events the bridge writes against the sandbox (PII $mode,
       expect(event.version, name).toBe("0");
       expect(event["detail-type"], name).toBe(detail.type);
       expect(event.source, name).toBe(DEFAULT_SOURCE);
+      expect(event.account, name).toBe(LOCAL_ACCOUNT);
+      expect(event.region, name).toBe(LOCAL_REGION);
       expect(event.resources, name).toEqual([]);
       expect(event.id, name).toMatch(UUID);
       expect(event.time, name).toMatch(ISO_TIME);
