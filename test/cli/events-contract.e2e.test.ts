@@ -3,7 +3,8 @@
  * mode (full, redact, hash) with card details off and on and card.created enabled, hold to the published contract:
  * each detail validates against docs/events/<type>.json as shipped (a standard JSON Schema validator, as a consumer
  * would check it) and declares no member the schema does not, each line is what an EventBridge target receives, all
- * six types occur, refunds and reversals carry `parent`, and personal fields are masked as the mode says.
+ * six types occur, refunds and reversals carry `parent`, personal fields are masked as the mode says, and the rules
+ * docs/events.md suggests (Subscribing) pick just the events their prose says.
  */
 import { createHmac } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -12,10 +13,10 @@ import type { ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { erpCardDetailView, transactionListView } from "../../sandbox/views.js";
 import { EVENT_TYPES, SCHEMA_VERSION } from "../../shared/bridge/events/index.js";
-import { DEFAULT_SOURCE } from "../../shared/bridge/index.js";
 import { PERSONAL_FIELDS } from "../../shared/bridge/pii.js";
 import { EXIT } from "../../shared/cli/errors.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
+import { matchesPattern, subscriptionPatterns } from "../event-patterns.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { tokensFor } from "../sandbox/helpers.js";
 import { ROOT, readEvents, runInProcess, startHarness } from "./helpers.js";
@@ -34,9 +35,13 @@ const nameOf = ({ mode, cardDetails }: Config) => `${mode}, card details ${cardD
 const ENVELOPE_KEYS = ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+/** The tenant's event source as docs/events.md's rules spell it (BRIDGE_EVENT_SOURCE). */
+const SOURCE = "acme.qashio.bridge";
 /** `account` and `region` of every line of the local events file, as docs/events.md (Examples) gives them. */
 const LOCAL_ACCOUNT = "000000000000";
 const LOCAL_REGION = "local";
+/** The amount docs/events.md's "Transactions over an amount" rule starts at; one edit below bills that much or more. */
+const LARGE_AMOUNT = 12_000;
 /** The masks as docs/events.md ("PII modes") publishes them, spelled out here so a change in the code shows. */
 const REDACTED = "[redacted]";
 const HASH_PREFIX = "hmac-sha256:";
@@ -69,6 +74,7 @@ async function scenario(config: Config): Promise<Run> {
     const api = await tokensFor(sandbox, harness.companyId);
     const env = {
       ...harness.env,
+      BRIDGE_EVENT_SOURCE: SOURCE,
       BRIDGE_PII_MODE: config.mode,
       ...(config.mode === "hash" ? { BRIDGE_PII_SALT: SALT } : {}),
       BRIDGE_EMIT_CARD_CREATED: "true",
@@ -111,6 +117,8 @@ async function scenario(config: Config): Promise<Run> {
       expect(t.client_sync_status).toBe("synced");
       await control("PATCH", `/transactions/${t.id}`, { memo: `edited ${String(t.qashio_id)}`, approval_status: t.approval_status === "approved" ? "rejected" : "approved" });
     }
+    // Billed over the amount rule's threshold, so that rule has an event to pick.
+    await control("PATCH", `/transactions/${edited[2]!.id}`, { billing_amount: LARGE_AMOUNT });
     // The same cardholder, written as the provider may also send it: `hash` takes the trimmed value, emails lower-cased.
     const respelled = edited.at(-1)!;
     await control("PATCH", `/transactions/${respelled.id}`, {
@@ -212,7 +220,7 @@ describe.each(CONFIGS)("events the bridge writes against the sandbox (PII $mode,
       expect(Object.keys(event), name).toEqual(ENVELOPE_KEYS);
       expect(event.version, name).toBe("0");
       expect(event["detail-type"], name).toBe(detail.type);
-      expect(event.source, name).toBe(DEFAULT_SOURCE);
+      expect(event.source, name).toBe(SOURCE);
       expect(event.account, name).toBe(LOCAL_ACCOUNT);
       expect(event.region, name).toBe(LOCAL_REGION);
       expect(event.resources, name).toEqual([]);
@@ -245,6 +253,31 @@ describe.each(CONFIGS)("events the bridge writes against the sandbox (PII $mode,
     // Spend limits are read from the card detail only: with details off, that change is not seen.
     const limitChanges = events().filter((e) => e.detail.type === "card.updated" && (e.detail.data.changes ?? []).some((c) => c.path.startsWith("/purchase_limits")));
     expect(limitChanges.length > 0, "a card.updated with a /purchase_limits change").toBe(config.cardDetails);
+  });
+
+  it("are picked by docs/events.md's suggested rules just as its prose says, whatever the PII mode", async () => {
+    const envelopes = events().map((e) => JSON.parse(JSON.stringify(e)) as Row);
+    const patterns = await subscriptionPatterns();
+    const rule = (marker: string) => patterns.find((p) => JSON.stringify(p).includes(marker))!;
+    const key = (e: Row) => `${String(e["detail-type"])} ${String(e["detail"].subject.id)} #${String(e["detail"].subject.sequence)}`;
+    // What each rule's prose promises, read off the events themselves rather than through a pattern.
+    const promised: [pattern: Record<string, unknown>, picks: (detail: Row) => boolean][] = [
+      [patterns[0]!, (d) => d["type"].startsWith("transaction.")],
+      [rule('"card.suspended"'), (d) => d["type"] === "card.suspended" || (d["type"] === "card.created" && String(d["data"].object.status).trim().toLowerCase() === "suspended")],
+      [rule('"numeric"'), (d) => d["type"].startsWith("transaction.") && typeof d["data"].object.billing_amount === "number" && d["data"].object.billing_amount >= 10_000],
+      [rule('"/approval_status"'), (d) => d["type"] === "transaction.changed" && (d["data"].changes as Row[]).some((c) => c["path"] === "/approval_status")],
+    ];
+    for (const [pattern, picks] of promised) {
+      const name = JSON.stringify(pattern);
+      const expected = envelopes.filter((e) => picks(e["detail"] as Row)).map(key);
+      // Not vacuous: each rule has events to pick and events to leave out.
+      expect(expected.length, name).toBeGreaterThan(0);
+      expect(expected.length, name).toBeLessThan(envelopes.length);
+      expect(envelopes.filter((e) => matchesPattern(pattern, e)).map(key), name).toEqual(expected);
+    }
+    // Both kinds the fraud rule promises occur: a suspension the bridge saw, and a card it first saw suspended.
+    const suspended = envelopes.filter((e) => matchesPattern(rule('"card.suspended"'), e)).map((e) => e["detail-type"] as string);
+    expect(new Set(suspended)).toEqual(new Set(["card.suspended", "card.created"]));
   });
 
   it(`carry personal fields as PII mode ${config.mode} says, and no cleartext of them anywhere else`, () => {
