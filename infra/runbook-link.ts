@@ -20,7 +20,8 @@ const EXAMPLE = "https://git.example/qashio-bridge/blob/main/docs/runbook.md";
 /**
  * The runbook address from the context value `runbookUrl`: unset (or empty) gives {@link DEFAULT_RUNBOOK_URL}, a set
  * one must be an absolute `https:` URL of the runbook page without credentials (nor a secret-looking query parameter,
- * such as `private_token`) and without a `#fragment` (the sections' anchors are appended). The value is never echoed: a wrong one may carry a token.
+ * such as `private_token`) and without a `#fragment` (the sections' anchors are appended). The value is never echoed:
+ * a wrong one may carry a token.
  *
  * @throws InfraError naming the context setting and what is wrong.
  * @example
