@@ -11,6 +11,12 @@ export const MAX_DURATION_MS = 2 ** 31 - 1;
 const UNIT_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
 const UNITS = Object.keys(UNIT_MS);
 
+/** The units read, as a message names them. */
+const UNIT_LIST = "ms, s, m or h";
+
+/** Numbers each followed by a word (`30d`, `1h30x`): a duration written with units, known or not. */
+const NUMBERS_WITH_WORDS = /^(?:\d+(?:\.\d+)?[A-Za-z]+)+$/;
+
 /** A number without a unit. */
 const BARE_NUMBER = /^\d+(?:\.\d+)?$/;
 
@@ -43,7 +49,11 @@ function readMagnitude(magnitude: string, echo: boolean): DurationReading {
     total += Number(match[1]) * (UNIT_MS[unit] ?? Number.NaN);
     consumed = part.lastIndex;
   }
-  if (magnitude === "" || consumed !== magnitude.length) return { problem: "use a number with a unit, e.g. 30s, 5m, 1h, 1m30s" };
+  if (magnitude === "" || consumed !== magnitude.length) {
+    // `30d`, `5min`: a number with a unit, only not one read here; "use a number with a unit" would not say so.
+    const otherUnit = NUMBERS_WITH_WORDS.test(magnitude);
+    return { problem: `${otherUnit ? `a unit other than ${UNIT_LIST}; ` : "use a number with a unit, "}e.g. 30s, 5m, 1h, 1m30s` };
+  }
   return { ms: Math.round(total) };
 }
 

@@ -160,6 +160,12 @@ describe("readLocalSettings", () => {
     expect(readLocalSettings({ ...valid, BRIDGE_CYCLE_BUDGET: "4m30s" }, "/work").cycleBudgetMs).toBe(270_000);
   });
 
+  it("tells a BRIDGE_CYCLE_BUDGET in days (1d) which units it takes, without echoing the value", () => {
+    expect(issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "1d" }).issues).toEqual([
+      { setting: "BRIDGE_CYCLE_BUDGET", problem: "invalid duration: a unit other than ms, s, m or h; e.g. 30s, 5m, 1h, 1m30s" },
+    ]);
+  });
+
   it("tells a BRIDGE_CYCLE_BUDGET without a unit that it lacks one, without echoing the value", () => {
     const error = issuesOf({ ...valid, BRIDGE_CYCLE_BUDGET: "300" });
     expect(error.issues).toEqual([{ setting: "BRIDGE_CYCLE_BUDGET", problem: "invalid duration: no unit; put s (seconds) or m (minutes) after the number" }]);

@@ -41,6 +41,18 @@ describe("parseDuration", () => {
     expect(() => parseDuration(text)).toThrow(message);
   });
 
+  // `30d` or `5min` is a number with a unit, only not one read here: "use a number with a unit" sent the person round
+  // in a circle. The units are named instead (the option quotes the value before, so no part of it is echoed here).
+  it.each(["30d", "5min", "1w", "2M", "1h30x", "10x"])("refuses %j naming the units it takes", (text) => {
+    expect(() => parseDuration(text)).toThrow(new UsageError(`invalid duration "${text}": a unit other than ms, s, m or h; e.g. 30s, 5m, 1h, 1m30s`));
+  });
+
+  it("keeps the general wording for text that is no number with units at all", () => {
+    for (const text of ["often", "PT1M", "m5", "5 minutes"]) {
+      expect(() => parseDuration(text)).toThrow(new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s`));
+    }
+  });
+
   it("reads a decimal without a unit as one lacking its unit, not as a malformed duration", () => {
     expect(() => parseDuration("1.5")).toThrow(new UsageError('invalid duration "1.5": no unit; write e.g. 1.5s or 1.5m'));
   });
