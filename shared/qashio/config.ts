@@ -117,6 +117,8 @@ function addressProblem(value: string): string | undefined {
     return "must use https (http is accepted only for a loopback host: localhost, 127.0.0.0/8 or ::1)";
   }
   if (url.username || url.password) return "must not carry credentials (user:password@)";
+  // A listener given port 0 takes any free one, so no server is reached there: every call would be refused.
+  if (url.port === "0") return "names port 0, on which no server listens: give the port the provider (or the sandbox) listens on";
   // An empty `?` or `#` leaves search and hash empty but stays in href, where every request path would follow it. The
   // parser percent-encodes both characters elsewhere, so one left in href is a query or fragment.
   if (url.search || url.hash || /[?#]/.test(url.href)) return "must not carry a query string or fragment";

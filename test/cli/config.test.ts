@@ -87,6 +87,14 @@ describe("readLocalSettings", () => {
     ]);
   });
 
+  // Port 0 is no port a server listens on (a listener given 0 takes any free one): accepted, every call failed with
+  // ECONNREFUSED, and the hint then said to start the sandbox with `--port 0`, which listens elsewhere.
+  it.each(["http://127.0.0.1:0", "https://api.example.com:0/", "http://localhost:00"])("refuses a QASHIO_BASE_URL on port 0 (%s) at once, as no address a server listens on", (url) => {
+    expect(issuesOf({ ...valid, QASHIO_BASE_URL: url }).issues).toEqual([
+      { setting: "QASHIO_BASE_URL", problem: "names port 0, on which no server listens: give the port the provider (or the sandbox) listens on; or use one of production, eu, sandbox" },
+    ]);
+  });
+
   it("names the variable a named environment needs when it is unset", () => {
     expect(issuesOf({ ...valid, QASHIO_BASE_URL: "sandbox" }).issues).toEqual([
       { setting: "QASHIO_BASE_URL", problem: 'is "sandbox", which needs QASHIO_SANDBOX_URL to be set' },

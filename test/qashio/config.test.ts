@@ -55,6 +55,12 @@ describe("resolveBaseUrl", () => {
     expect(() => resolveBaseUrl("https://x.test/?token=1", env)).toThrow("base URL (host x.test) must not carry a query string or fragment");
   });
 
+  it("refuses port 0, which no server listens on, in a base URL and in a named environment's URL", () => {
+    expect(() => resolveBaseUrl("https://x.test:0", env)).toThrow("base URL (host x.test:0) names port 0, on which no server listens");
+    expect(() => resolveBaseUrl("sandbox", { QASHIO_SANDBOX_URL: "http://127.0.0.1:0" })).toThrow("QASHIO_SANDBOX_URL (host 127.0.0.1:0) names port 0");
+    expect(resolveBaseUrl("https://x.test:8443", env)).toBe("https://x.test:8443");
+  });
+
   it("refuses credentials in a URL without repeating them", () => {
     expect(() => resolveBaseUrl("https://user:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
     expect(() => resolveBaseUrl("https://:pa55word@x.test", env)).toThrow("base URL must not carry credentials (user:password@)");
