@@ -40,12 +40,24 @@ export function unreadableProblem(file: string, error: unknown): string {
 
 /**
  * "cannot be <verb> by this user (<code>): <path>", `hint` (a likely cause) right after the path, and for EACCES what
- * shuts this user out (see {@link deniedAccessOf}).
+ * shuts this user out (see {@link deniedAccessOf}); for a fault of the path itself (a link loop, a name too long),
+ * "cannot be <verb> (<code>: <what it means>): <path>".
  */
 export function deniedProblem(path: string, error: unknown, verb: "checked" | "read", hint = ""): string {
   const code = (error as NodeJS.ErrnoException).code ?? "error";
+  const fault = PATH_FAULTS[code];
+  if (fault !== undefined) return `cannot be ${verb} (${code}: ${fault}): ${path}${hint}`;
   return withDeniedAccess(`cannot be ${verb} by this user (${code}): ${path}${hint}`, path, code, "read");
 }
+
+/**
+ * Codes that are faults of the path itself, which no user could check or read either: said as such, since "by this
+ * user" would send the person after permissions.
+ */
+const PATH_FAULTS: Readonly<Record<string, string>> = {
+  ELOOP: "a symbolic link on the way leads back to itself, or too many links are chained",
+  ENAMETOOLONG: "the path, or a name in it, is longer than the file system takes",
+};
 
 /** `problem`, refused `code` on `path`, followed for EACCES by what shuts this user out and the way in to `need` it (see {@link deniedAccessOf}). */
 export function withDeniedAccess(problem: string, path: string, code: string, need: Need): string {

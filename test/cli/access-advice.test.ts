@@ -61,7 +61,15 @@ describe("deniedAccessOf and its words", () => {
 
   it("names an error without a code as an error, and adds nothing for a code other than EACCES", () => {
     expect(uncheckedProblem("/s", new Error("odd"))).toBe("cannot be checked by this user (error): /s");
-    expect(uncheckedProblem("/s", Object.assign(new Error("loop"), { code: "ELOOP" }))).toBe("cannot be checked by this user (ELOOP): /s");
+    expect(uncheckedProblem("/s", Object.assign(new Error("io"), { code: "EIO" }))).toBe("cannot be checked by this user (EIO): /s");
+  });
+
+  // A fault of the path itself, which no user could check either: "by this user" sent the person after permissions.
+  it("says what a link loop or a name too long means, as a fault of the path, not of this user's rights", () => {
+    expect(uncheckedProblem("/s", Object.assign(new Error("loop"), { code: "ELOOP" }))).toBe("cannot be checked (ELOOP: a symbolic link on the way leads back to itself, or too many links are chained): /s");
+    expect(uncheckedProblem("/s", Object.assign(new Error("long"), { code: "ENAMETOOLONG" }))).toBe(
+      "cannot be checked (ENAMETOOLONG: the path, or a name in it, is longer than the file system takes): /s",
+    );
   });
 
   it("quotes a path with a single quote as one shell word, closing, escaping and reopening the quote", () => {

@@ -453,7 +453,7 @@ describe("readLocalSettings on the file system", () => {
     await symlink(join(dir, "loop"), join(dir, "loop"));
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "loop" }).issues).toEqual([
-      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop")}` },
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked (ELOOP: a symbolic link on the way leads back to itself, or too many links are chained): ${join(dir, "loop")}` },
     ]);
   });
 
@@ -771,8 +771,8 @@ describe("readLocalSettings on the file system", () => {
     await symlink(tokens, tokens);
     const { QASHIO_REFRESH_TOKEN: _seed, ...withoutSeed } = valid;
     expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "a-directory", BRIDGE_EVENTS_FILE: "loop/events.jsonl" }).issues).toEqual([
-      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked by this user (ELOOP): ${tokens}` },
-      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be checked by this user (ELOOP): ${join(dir, "loop", "events.jsonl")}` },
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be checked (ELOOP: a symbolic link on the way leads back to itself, or too many links are chained): ${tokens}` },
+      { setting: "BRIDGE_EVENTS_FILE", problem: `cannot be checked (ELOOP: a symbolic link on the way leads back to itself, or too many links are chained): ${join(dir, "loop", "events.jsonl")}` },
     ]);
   });
 
