@@ -1,6 +1,6 @@
 /**
- * What a control-surface `PATCH` of a transaction may change: never identity or sync
- * status, and only to values every read can serve (the provider's §2.2 shape, plus the
+ * What a control-surface `PATCH` of a transaction may change: never identity, sync
+ * status or the company's record, and only to values every read can serve (the provider's §2.2 shape, plus the
  * fields the sandbox computes with).
  */
 import * as z from "zod";
@@ -8,8 +8,11 @@ import { checkBody, TransactionDetailSchema } from "../../shared/qashio/schemas/
 import type { FieldError } from "../errors.js";
 import type { TransactionRecord } from "./model.js";
 
-/** Fields a patch may not change. */
-const IMMUTABLE_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status"]);
+/**
+ * Fields a patch may not change. `erp_company` is the company's record, which the single read adds (§2.2 rules 2-3):
+ * stored, it was listed, a member the list never has.
+ */
+const IMMUTABLE_FIELDS = new Set(["id", "qashio_id", "company_id", "parent_id", "parent_qashio_id", "created_at", "client_sync_status", "erp_company"]);
 
 /** Fields every patch leaves alone: the write itself stamps them. */
 export const STAMPED_FIELDS = new Set(["updated_at", "modified_date"]);

@@ -293,6 +293,17 @@ describe("activity generation", () => {
     }
   });
 
+  it("refuses erp_company, the company's record the single read adds (§2.2 rules 2-3): the list never carries it and an acknowledged transaction stays synced", async () => {
+    // Stored, it was listed (a member only the single read has) while the single read showed the company unchanged.
+    const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${synced.id}`;
+    const { status, body } = await control(path, { erp_company: { id: "another company" } }, "PATCH");
+    expect([status, body.errors]).toEqual([400, [{ field: "erp_company", code: "INVALID_FORMAT", message: "erp_company cannot be changed" }]]);
+    const listed = (await h.json(`${LIST}?qashio_id=${String(synced.qashio_id)}`)).body.data as Row[];
+    expect(listed).toEqual([synced]);
+    expect((await h.json(`${LIST}/${synced.id}`)).body.data.erp_company.id).toBe(h.companyId);
+  });
+
   it("refuses a transaction_time with an offset (spec-gaps: an ISO 8601 UTC timestamp) and null or text for the typed amounts, fees and approval (§2.2)", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
