@@ -43,12 +43,20 @@ const StoredTransactionSchema = TransactionDetailSchema.extend({
   employee_id: z.string().nullable(),
 });
 
+/** A member of the stored shape: its own, so `constructor` or `toString` is none. */
+function isTransactionField(field: string): boolean {
+  return Object.hasOwn(StoredTransactionSchema.shape, field);
+}
+
 /** One entry per offending field of `fields` applied to `tx`; empty when the patch can be stored. */
 export function checkTransactionPatch(tx: TransactionRecord, fields: Readonly<Record<string, unknown>>): FieldError[] {
-  const errors: FieldError[] = Object.keys(fields)
-    .filter((f) => IMMUTABLE_FIELDS.has(f))
-    .map((f) => ({ field: f, code: "INVALID_FORMAT", message: `${f} cannot be changed` }));
-  const patched = Object.fromEntries(Object.entries(fields).filter(([f]) => !IMMUTABLE_FIELDS.has(f) && !STAMPED_FIELDS.has(f)));
+  const errors: FieldError[] = Object.keys(fields).flatMap((f): FieldError[] => {
+    if (IMMUTABLE_FIELDS.has(f)) return [{ field: f, code: "INVALID_FORMAT", message: `${f} cannot be changed` }];
+    // The schema is loose: a misspelt name would be stored and listed as a member, the intended change unmade.
+    if (!isTransactionField(f)) return [{ field: f, code: "INVALID_FORMAT", message: `${f} is not a transaction field` }];
+    return [];
+  });
+  const patched = Object.fromEntries(Object.entries(fields).filter(([f]) => isTransactionField(f) && !IMMUTABLE_FIELDS.has(f) && !STAMPED_FIELDS.has(f)));
   const result = checkBody(StoredTransactionSchema, { ...tx, ...patched });
   if (!result.ok) errors.push(...result.errors);
   return errors;

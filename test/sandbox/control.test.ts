@@ -304,6 +304,21 @@ describe("activity generation", () => {
     expect((await h.json(`${LIST}/${synced.id}`)).body.data.erp_company.id).toBe(h.companyId);
   });
 
+  it("refuses a field §2.2 does not name, a misspelt one beside a good one included, naming it, and changes nothing", async () => {
+    // Stored, a typo was listed as a new member and made an acknowledged transaction outdated, the intended change unmade.
+    const synced = (await h.json(`${LIST}?client_sync_status=synced`)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${synced.id}`;
+    const { status, body } = await control(path, { memo: "team lunch", merchnat_name: "Cafe", constructor: "x" }, "PATCH");
+    expect([status, body.errors]).toEqual([
+      400,
+      [
+        { field: "merchnat_name", code: "INVALID_FORMAT", message: "merchnat_name is not a transaction field" },
+        { field: "constructor", code: "INVALID_FORMAT", message: "constructor is not a transaction field" },
+      ],
+    ]);
+    expect((await h.json(`${LIST}?qashio_id=${String(synced.qashio_id)}`)).body.data).toEqual([synced]);
+  });
+
   it("refuses a transaction_time with an offset (spec-gaps: an ISO 8601 UTC timestamp) and null or text for the typed amounts, fees and approval (§2.2)", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
