@@ -319,6 +319,18 @@ describe("activity generation", () => {
     expect((await h.json(`${LIST}?qashio_id=${String(synced.qashio_id)}`)).body.data).toEqual([synced]);
   });
 
+  it("takes amounts as the single read shows them, pre-fee (§2.2 rule 2), and answers the list view, fee-inclusive (rule 1)", async () => {
+    const all = (await h.json(`${LIST}?page_size=100`)).body.data as Row[];
+    const tx = all.find((t) => Number(t.fee_charges) > 0 && Number(t.clearing_amount) > 0)!;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    const { status, body } = await control(`/companies/${h.companyId}/transactions/${tx.id}`, { billing_amount: 500, clearing_amount: 400 }, "PATCH");
+    expect(status).toBe(200);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toMatchObject({ billing_amount: 500, clearing_amount: 400 });
+    const listed = { billing_amount: 500 + Number(before.transaction_fee_amount), clearing_amount: 400 + Number(before.clearing_fee) };
+    expect(body.data).toMatchObject(listed);
+    expect((await h.json(`${LIST}?qashio_id=${String(tx.qashio_id)}`)).body.data[0]).toMatchObject(listed);
+  });
+
   it("refuses a transaction_time with an offset (spec-gaps: an ISO 8601 UTC timestamp) and null or text for the typed amounts, fees and approval (§2.2)", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
