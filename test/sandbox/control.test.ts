@@ -316,6 +316,9 @@ describe("activity generation", () => {
         { field: "constructor", code: "INVALID_FORMAT", message: "constructor is not a transaction field" },
       ],
     ]);
+    // JSON's own `__proto__` member too: assigned to the stored record, it would have replaced its prototype.
+    const proto = await control(path, '{"__proto__": {"memo": "x"}}', "PATCH");
+    expect([proto.status, errorCodes(proto.body)]).toEqual([400, ["__proto__:INVALID_FORMAT"]]);
     expect((await h.json(`${LIST}?qashio_id=${String(synced.qashio_id)}`)).body.data).toEqual([synced]);
   });
 
