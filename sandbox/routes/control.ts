@@ -6,12 +6,13 @@
  */
 import type { Hono } from "hono";
 import * as z from "zod";
+import { isJsonObject } from "../../shared/json-object.js";
 import { checkBody } from "../../shared/qashio/schemas/index.js";
 import { deposit } from "../data/balances.js";
 import type { CardRecord, ErpCardStatus } from "../data/model.js";
 import { BUILDABLE_CATEGORIES } from "../data/transactions.js";
 import { MAX_RESET_TRANSACTIONS } from "../limits.js";
-import { OAuthError, ValidationError } from "../errors.js";
+import { OAuthError, ValidationError, type FieldError } from "../errors.js";
 import type { FaultSpec } from "../faults.js";
 import { readJson, type SandboxContext, type SandboxEnv } from "../http.js";
 import type { SandboxState } from "../state.js";
@@ -137,10 +138,25 @@ const LatencyBody = z.object({ latency_ms: nonNegativeInt.max(60_000) });
 
 const ApiAccessBody = z.object({ enabled: z.boolean() });
 
+/**
+ * Reads and checks a control body, one 400 entry per offending field: a member the body's schema does not take is one
+ * (zod drops it unseen, so a misspelt `category` made spend of any category).
+ */
 async function body<S extends z.ZodType>(c: SandboxContext, schema: S): Promise<z.output<S>> {
-  const result = checkBody(schema, await readJson(c));
-  if (!result.ok) throw new ValidationError(result.errors);
+  const raw = await readJson(c);
+  const result = checkBody(schema, raw);
+  const errors = [...(result.ok ? [] : result.errors), ...unknownMembers(schema, raw)];
+  if (errors.length > 0 || !result.ok) throw new ValidationError(errors);
   return result.value;
+}
+
+/** The members of `raw` the object `schema` (or the one a transform reads) does not take. */
+function unknownMembers(schema: z.ZodType, raw: unknown): FieldError[] {
+  const object = schema instanceof z.ZodPipe ? schema.in : schema;
+  if (!(object instanceof z.ZodObject) || !isJsonObject(raw)) return [];
+  return Object.keys(raw)
+    .filter((key) => !Object.hasOwn(object.shape, key))
+    .map((key) => ({ field: key, code: "INVALID_FORMAT", message: `${key} is not a member of this body` }));
 }
 
 function company(c: SandboxContext) {

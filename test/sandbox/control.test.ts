@@ -102,6 +102,17 @@ describe("activity generation", () => {
     expect(newest).toEqual((body.data as Row[]).map((t) => t.id).reverse());
   });
 
+  it("refuses a member a control body does not take, naming it, and does nothing: a misspelt category made other spend", async () => {
+    const before = h.sandbox.control.company(h.companyId)!.transactions.size;
+    const made = await control(`/companies/${h.companyId}/transactions`, { count: 2, category: "refund" });
+    expect([made.status, made.body.errors]).toEqual([400, [{ field: "category", code: "INVALID_FORMAT", message: "category is not a member of this body" }]]);
+    expect(h.sandbox.control.company(h.companyId)!.transactions.size).toBe(before);
+    // Beside a malformed member, every offending field at once (§7); through a body read by a transform too.
+    expect(errorCodes((await control("/reset", { seed: -1, transaction: 5 })).body).sort()).toEqual(["seed:OUT_OF_RANGE", "transaction:INVALID_FORMAT"]);
+    expect(errorCodes((await control("/faults", { status: 503, count: 1, path: "/public" })).body)).toEqual(["path:INVALID_FORMAT"]);
+    expect((await control("/faults", undefined, "GET")).body.data).toEqual([]);
+  });
+
   it("dates a transaction appearing now no later than now: an approved one was approved at most now (§2.2)", async () => {
     const { status, body } = await control(`/companies/${h.companyId}/transactions`, { count: 40, transaction_category: "purchase" });
     expect(status).toBe(201);
