@@ -84,15 +84,18 @@ export const MAX_SEED = 2 ** 32 - 1;
  * absent. A value out of range is refused naming the bound it breaks, whatever its form (`-5` is a whole number, too
  * small); one in range but not in plain digits (`1e3`, `0x10`, `5.0`) is refused naming the digits to write.
  */
-function integer(flag: string, text: string | undefined, min: number, fallback: number, max?: { value: number; why?: string }): number {
+function integer(flag: string, text: string | undefined, min: number, fallback: number, max: { value: number; why?: string }): number {
   if (text === undefined) return fallback;
   const given = text.trim();
   const plain = /^-?\d+$/.test(given);
   // Number("") is 0: a blank value is no number.
   const value = given === "" ? Number.NaN : Number(given);
-  if (!Number.isInteger(value)) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
+  // Decimal digits past a double's range (over 308 of them, 1e400) read as ±Infinity: a number out of range, which the
+  // checks below name by its bound; "Infinity" itself is no number.
+  const overflowed = !Number.isFinite(value) && /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(given);
+  if (!Number.isInteger(value) && !overflowed) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
   if (value < min || (Object.is(value, -0) && min > 0)) throw new UsageError(`${flag} ${min === 0 ? "must not be negative" : `must be at least ${min}`}, got ${given}`);
-  if (max !== undefined && value > max.value) throw new UsageError(`${flag} must be at most ${max.value}${max.why === undefined ? "" : ` (${max.why})`}, got ${given}`);
+  if (value > max.value) throw new UsageError(`${flag} must be at most ${max.value}${max.why === undefined ? "" : ` (${max.why})`}, got ${given}`);
   if (!plain) throw new UsageError(`${flag} must be a whole number in plain digits, got "${text}": write ${value}`);
   // -0 where 0 is allowed is 0.
   return value + 0;

@@ -509,6 +509,21 @@ describe("parseCommand: upper bounds of numbers", () => {
     expect(() => parseCommand(argv)).toThrow(new UsageError(message));
   });
 
+  // Past a double's range (over 308 digits, or 1e400) Number() reads ±Infinity: still a whole number, just out of range.
+  it("refuses a whole number too large for a double by the bound it breaks, not as no whole number", () => {
+    const huge = `1${"0".repeat(400)}`;
+    expect(() => parseCommand(["bench", "--transactions", huge])).toThrow(
+      new UsageError(`--transactions must be at most 200000 (the largest backlog the sandbox builds), got ${huge}`),
+    );
+    expect(() => parseCommand(["bench", "--transactions", "1e400"])).toThrow(
+      new UsageError("--transactions must be at most 200000 (the largest backlog the sandbox builds), got 1e400"),
+    );
+    expect(() => parseCommand(["bench", "--latency-ms", `-${huge}`])).toThrow(new UsageError(`--latency-ms must not be negative, got -${huge}`));
+    expect(() => parseCommand(["demo", "--seed", `+${huge}`])).toThrow(new UsageError(`--seed must be at most 4294967295 (seeds are 32-bit), got +${huge}`));
+    // Not a number in digits at all: Number() reads it as Infinity too, but it is no whole number.
+    expect(() => parseCommand(["bench", "--transactions", "Infinity"])).toThrow(new UsageError('--transactions must be a whole number, got "Infinity"'));
+  });
+
   it("accepts the bounds themselves", () => {
     expect(parseCommand(["bench", "--transactions", "200000", "--latency-ms", "5000"])).toMatchObject({ args: { transactions: 200_000, latencyMs: 5_000 } });
     expect(parseCommand(["demo", "--seed", "4294967295"])).toMatchObject({ args: { seed: 4_294_967_295 } });
