@@ -1,6 +1,8 @@
 /**
  * `bridge bench` in-process: what its drain measures.
  */
+import type * as childProcess from "node:child_process";
+import type { Serializable } from "node:child_process";
 import { describe, expect, it, vi } from "vitest";
 import type { BenchArgs } from "../../shared/cli/args.js";
 import { benchCommand } from "../../shared/cli/bench.js";
@@ -54,6 +56,25 @@ vi.mock("../../shared/bridge/index.js", async (importOriginal) => {
   return {
     ...real,
     totalPublished: (...args: Parameters<typeof real.totalPublished>) => real.totalPublished(...args) - (shortEvents.on ? 1 : 0),
+  };
+});
+
+/** Set by a test: the client secret the `--baseline` child is sent in place of the right one (its code exchange refused). */
+const baselineSecret = vi.hoisted(() => ({ wrong: undefined as string | undefined }));
+
+vi.mock("node:child_process", async (importOriginal) => {
+  const real = await importOriginal<typeof childProcess>();
+  return {
+    ...real,
+    fork: (...args: Parameters<typeof real.fork>) => {
+      const child = real.fork(...args);
+      const wrong = baselineSecret.wrong;
+      if (wrong !== undefined && String(args[0]).endsWith("bench-baseline.ts")) {
+        const send = child.send.bind(child) as (message: Serializable) => boolean;
+        child.send = ((message: Serializable) => send({ ...(message as object), clientSecret: wrong })) as typeof child.send;
+      }
+      return child;
+    },
   };
 });
 
@@ -172,6 +193,39 @@ describe("bridge bench's drain", () => {
     const confirming = new URL(afterStart.at(-1) ?? "http://x/").searchParams;
     expect([confirming.get("client_sync_status"), confirming.get("page_size")]).toEqual(["not_synced", "1"]);
     expect(json).toMatchObject({ provider_calls: afterStart.length - 1 });
+  }, 60_000);
+
+  it("with --baseline, exits 1 after the bridge's report when the minimal client fails, saying why on stderr: the JSON line stays stdout's last, no secret in sight", async () => {
+    const wrong = "wrong-baseline-secret-5f2c";
+    baselineSecret.wrong = wrong;
+    let stdout = "";
+    let stderr = "";
+    try {
+      const code = await benchCommand(
+        { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: true },
+        {
+          env: {},
+          cwd: ROOT,
+          stdout: { write: (chunk: string) => (stdout += chunk) },
+          stderr: { write: (chunk: string) => (stderr += chunk) },
+          signal: new AbortController().signal,
+        },
+      );
+      expect(code, stderr).toBe(EXIT.failed);
+    } finally {
+      baselineSecret.wrong = undefined;
+    }
+    const lines = stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    const json = JSON.parse(lines[0] ?? "") as Record<string, unknown>;
+    // The bridge's own numbers stand; the baseline's key is left out, not made up.
+    expect(json).toMatchObject({ transactions: 100, events: 100 });
+    expect(json).not.toHaveProperty("baseline_cpu_us_per_txn");
+    const failure = stderr.trim().split("\n").at(-1) ?? "";
+    expect(failure).toMatch(/^bench --baseline: the minimal client failed: /);
+    expect(stderr.indexOf("note: acknowledged 100;")).toBeLessThan(stderr.indexOf(failure));
+    expect(stderr).not.toContain(wrong);
+    expect(stderr).not.toMatch(/^CPU floor /m);
   }, 60_000);
 
   it("exits 1 for a drain whose events fall short of the backlog, saying so, whatever the budgets", async () => {
