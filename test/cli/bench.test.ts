@@ -11,6 +11,7 @@ import { CycleLeaseGuard } from "../../shared/cli/lease-guard.js";
 import type * as threadCpu from "../../shared/cli/thread-cpu.js";
 import type * as nodeTransport from "../../shared/qashio/node-transport.js";
 import type * as bridgeIndex from "../../shared/bridge/index.js";
+import type * as benchReport from "../../shared/cli/bench-report.js";
 import { ROOT } from "./helpers.js";
 
 /** Page faults the thread CPU meter's samples are counted as making (see the test of the page faults measured). */
@@ -56,6 +57,20 @@ vi.mock("../../shared/bridge/index.js", async (importOriginal) => {
   return {
     ...real,
     totalPublished: (...args: Parameters<typeof real.totalPublished>) => real.totalPublished(...args) - (shortEvents.on ? 1 : 0),
+  };
+});
+
+/** Set by a test: calls added to the floor, so a small run's calls and wall time fall inside their budgets. */
+const floorPadding = vi.hoisted(() => ({ calls: 0 }));
+
+vi.mock("../../shared/cli/bench-report.js", async (importOriginal) => {
+  const real = await importOriginal<typeof benchReport>();
+  return {
+    ...real,
+    floorOf: (...args: Parameters<typeof real.floorOf>) => {
+      const floor = real.floorOf(...args);
+      return { ...floor, calls: floor.calls + floorPadding.calls };
+    },
   };
 });
 
@@ -164,6 +179,26 @@ describe("bridge bench's drain", () => {
       expect(code, stderr).toBe(EXIT.failed);
       expect(stderr).toMatch(/^bench --check: budget missed: peak RSS 300 MB, budget < 200 MB$/m);
     } finally {
+      vi.restoreAllMocks();
+    }
+  }, 60_000);
+
+  it("with --check, exits 0 and prints no missed budget when every budget holds, the JSON line still stdout's last", async () => {
+    const cpuUsage = process.cpuUsage.bind(process);
+    const resourceUsage = process.resourceUsage.bind(process);
+    // The drain's CPU 5 ms (50 us a transaction), peak RSS 150 MB; a floor of 10,000 calls (10 s at 1 ms) that the
+    // drain's calls and wall time are well inside.
+    vi.spyOn(process, "cpuUsage").mockImplementation((previous) => (previous === undefined ? cpuUsage() : { user: 4_000, system: 1_000 }));
+    vi.spyOn(process, "resourceUsage").mockImplementation(() => ({ ...resourceUsage(), maxRSS: 150 * 1024 }));
+    floorPadding.calls = 10_000;
+    try {
+      const { code, stderr, json } = await runBench({ latencyMs: 1, check: true });
+      expect(code, stderr).toBe(EXIT.ok);
+      expect(json).toMatchObject({ transactions: 100, cpu_us_per_txn: 50, peak_rss_mb: 150 });
+      expect(stderr).not.toContain("budget missed");
+      expect(stderr).not.toMatch(/^ {2}MISS /m);
+    } finally {
+      floorPadding.calls = 0;
       vi.restoreAllMocks();
     }
   }, 60_000);
