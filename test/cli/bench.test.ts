@@ -94,7 +94,10 @@ vi.mock("node:child_process", async (importOriginal) => {
 });
 
 /** Runs the bench in-process (100 transactions, latency 0, --json unless told); `onStderr` sees each chunk as written. */
-async function runBench(args: Partial<BenchArgs>, onStderr: (chunk: string) => void = () => {}): Promise<{ code: number; stderr: string; json: Record<string, unknown> }> {
+async function runBench(
+  args: Partial<BenchArgs>,
+  onStderr: (chunk: string) => void = () => {},
+): Promise<{ code: number; stdout: string; stderr: string; json: Record<string, unknown> }> {
   let stdout = "";
   let stderr = "";
   const code = await benchCommand(
@@ -107,7 +110,7 @@ async function runBench(args: Partial<BenchArgs>, onStderr: (chunk: string) => v
       signal: new AbortController().signal,
     },
   );
-  return { code, stderr, json: JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown> };
+  return { code, stdout, stderr, json: JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown> };
 }
 
 describe("bridge bench's drain", () => {
@@ -233,26 +236,9 @@ describe("bridge bench's drain", () => {
   it("with --baseline, exits 1 after the bridge's report when the minimal client fails, saying why on stderr: the JSON line stays stdout's last, no secret in sight", async () => {
     const wrong = "wrong-baseline-secret-5f2c";
     baselineSecret.wrong = wrong;
-    let stdout = "";
-    let stderr = "";
-    try {
-      const code = await benchCommand(
-        { transactions: 100, latencyMs: 0, json: true, sink: "jsonl", check: false, baseline: true },
-        {
-          env: {},
-          cwd: ROOT,
-          stdout: { write: (chunk: string) => (stdout += chunk) },
-          stderr: { write: (chunk: string) => (stderr += chunk) },
-          signal: new AbortController().signal,
-        },
-      );
-      expect(code, stderr).toBe(EXIT.failed);
-    } finally {
-      baselineSecret.wrong = undefined;
-    }
-    const lines = stdout.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    const json = JSON.parse(lines[0] ?? "") as Record<string, unknown>;
+    const { code, stdout, stderr, json } = await runBench({ baseline: true }).finally(() => (baselineSecret.wrong = undefined));
+    expect(code, stderr).toBe(EXIT.failed);
+    expect(stdout.trim().split("\n")).toHaveLength(1);
     // The bridge's own numbers stand; the baseline's key is left out, not made up.
     expect(json).toMatchObject({ transactions: 100, events: 100 });
     expect(json).not.toHaveProperty("baseline_cpu_us_per_txn");
