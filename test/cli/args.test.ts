@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
+import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
+import { DEFAULT_INTERVAL_MS, MAX_BENCH_LATENCY_MS, parseCommand } from "../../shared/cli/args.js";
 import { COMMANDS, OPTIONS } from "../../shared/cli/command-options.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { EXIT, UsageError } from "../../shared/cli/errors.js";
@@ -522,6 +524,15 @@ describe("parseCommand: upper bounds of numbers", () => {
     expect(() => parseCommand(["demo", "--seed", `+${huge}`])).toThrow(new UsageError(`--seed must be at most 4294967295 (seeds are 32-bit), got +${huge}`));
     // Not a number in digits at all: Number() reads it as Infinity too, but it is no whole number.
     expect(() => parseCommand(["bench", "--transactions", "Infinity"])).toThrow(new UsageError('--transactions must be a whole number, got "Infinity"'));
+  });
+
+  it("README's Benchmark section gives bench's bounds as parseCommand holds them", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    const bound = (n: number) => n.toLocaleString("en-US");
+    expect(readme).toContain(`\`--transactions\` takes a whole number from 1 to ${bound(MAX_RESET_TRANSACTIONS)}`);
+    expect(readme).toContain(`\`--latency-ms\` one from 0 to ${bound(MAX_BENCH_LATENCY_MS)}`);
+    expect(() => parseCommand(["bench", "--transactions", String(MAX_RESET_TRANSACTIONS + 1)])).toThrow(UsageError);
+    expect(() => parseCommand(["bench", "--latency-ms", String(MAX_BENCH_LATENCY_MS + 1)])).toThrow(UsageError);
   });
 
   it("accepts the bounds themselves", () => {
