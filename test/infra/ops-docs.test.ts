@@ -140,3 +140,32 @@ describe("the runbook shows where the error of a dead-lettered tick or webhook e
     expect(runbookSection("Heartbeat")).toMatch(/Read the messages of the pollers' queue \([^)]*\[Dead letters\]\(#dead-letters\)/);
   });
 });
+
+describe("the runbook says which card walks a per-card failure can page for", () => {
+  /**
+   * The longest walk, in the alarm's periods, whose once-per-walk count of a card can still breach `datapointsToAlarm`
+   * of `evaluationPeriods`: counted every `w` periods, d counts span (d - 1) * w + 1 periods.
+   */
+  const longestPagingWalk = (alarm: AlarmProperties & { EvaluationPeriods: number; DatapointsToAlarm: number }) =>
+    Math.floor((alarm.EvaluationPeriods - 1) / (alarm.DatapointsToAlarm - 1));
+
+  it("names, in CardDetailsUnread and EventsFailed, the walk length from which a card failing every walk never pages", () => {
+    // A walk cut short by the cycle's budget resumes in the next cycle: each card is read, and its event sent, once
+    // per walk, so a lasting failure of one card is counted once every walk, not every period.
+    for (const [suffix, section] of [
+      ["CardDetailsUnread", "CardDetailsUnread"],
+      ["EventsFailed", "EventsFailed"],
+    ] as const) {
+      const alarm = [exampleStacks().acme.template, exampleStacks().globex.template, fastPathGlobex()]
+        .flatMap(alarmsOf)
+        .find((a) => suffixOf(a) === suffix) as AlarmProperties & {
+        EvaluationPeriods: number;
+        DatapointsToAlarm: number;
+      };
+      expect(alarm, suffix).toBeDefined();
+      const longest = longestPagingWalk(alarm);
+      expect(longest).toBeGreaterThanOrEqual(1);
+      expect(runbookSection(section), section).toContain(`a walk spanning ${longest + 1} or more of its periods`);
+    }
+  });
+});
