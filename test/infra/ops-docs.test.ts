@@ -169,3 +169,16 @@ describe("the runbook says which card walks a per-card failure can page for", ()
     }
   });
 });
+
+describe("README's Observability names every metric the runtime emits", () => {
+  it("lists each name of the MetricName union, which the alarms and dashboard read by that spelling", () => {
+    const ports = readFileSync(join(REPO_ROOT, "shared", "bridge", "ports.ts"), "utf8");
+    const union = /export type MetricName =([^;]*);/.exec(ports)?.[1] ?? "";
+    const names = [...union.matchAll(/\|\s*"(\w+)"/g)].map((m) => m[1] as string);
+    expect(names.length).toBeGreaterThan(15);
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const list = /EMF metrics in namespace `QashioBridge` with[^]*?\), X-Ray traces/.exec(readme)?.[0] ?? "";
+    const listed = new Set(list.match(/\b[A-Z]\w+\b/g));
+    expect(names.filter((name) => !listed.has(name))).toEqual([]);
+  });
+});
