@@ -16,6 +16,7 @@ import { SETTINGS } from "../../shared/cli/config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
 import { TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { reduceDetail } from "../../shared/aws/event-size.js";
+import { conformSnapshots } from "../../shared/bridge/conform.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { matchesPattern, subscriptionPatterns } from "../event-patterns.js";
 import { makeRig, type FakeTransaction } from "./fakes.js";
@@ -540,6 +541,30 @@ describe("docs/events.md", () => {
     // What to do: the object is the state; an event this large is trimmed.
     expect(bullet).toMatch(/upsert[^.]*`data\.object`/);
     expect(bullet).toContain("`_truncated`");
+  });
+
+  it("says that a PII mode switch makes an identical re-pull diffed against a hash-only snapshot publish that change, conform-pii or not", async () => {
+    const rig = makeRig();
+    const { putMany } = rig.snapshots;
+    // As the DynamoDB store keeps a transaction too large for an item; the conform pass's own record stays whole.
+    rig.deps.snapshots.putMany = (snapshots) =>
+      putMany.call(rig.snapshots, snapshots.map((s) => (s.key.startsWith("transaction:~") ? s : { ...s, object: TRUNCATED_SNAPSHOT_OBJECT })));
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    const redact = { ...rig.deps, pii: { mode: "redact" as const } };
+    // The pass has nothing to rewrite: the marker holds no personal field, and the hash of the old form stays.
+    expect(await conformSnapshots(redact)).toMatchObject({ outcome: "complete", rewritten: 0 });
+    // Listed again with nothing changed at the provider (an acknowledge lost, say): only the PII form differs.
+    txn.client_sync_status = "outdated";
+    await pollTransactions(redact);
+    const [changed] = rig.publisher.ofType("transaction.changed");
+    expect(changed!.detail.data.changes![0]).toEqual({ path: `/${Object.keys(TRUNCATED_SNAPSHOT_OBJECT)[0]}`, before: true, after: null });
+    const bullet = (await rareCases()).split(" - **").find((b) => b.includes(JSON.stringify(TRUNCATED_SNAPSHOT_OBJECT)));
+    expect(bullet).toMatch(/PII mode or salt switch[^.]*identical re-pull[^.]*publishes/);
+    expect(bullet).toContain("`conform-pii`");
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    const switching = catalog.slice(catalog.indexOf("### Changing the mode or the salt"), catalog.indexOf("### Upgrade notes"));
+    expect(switching).toMatch(/publishes nothing[^.]*except[^.]*hash-only/);
   });
 
   it("say which element ids become text: a line item's number id does, a card's custom_segments one is kept as sent", async () => {
