@@ -5,6 +5,7 @@ import { versionTime } from "../../shared/bridge/versions.js";
 import { CycleAbortedError, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { parseEventDetail } from "../../shared/bridge/events/schemas.js";
 import { contentHash, jsonOf, recordHash } from "../../shared/bridge/hash.js";
+import { HASH_PREFIX, REDACTED } from "../../shared/bridge/pii.js";
 import { requireObjectWithId, schemaValidator } from "../../shared/bridge/validate.js";
 import { MIN_PAGE_SIZE } from "../../shared/bridge/deps.js";
 import type { EventPublisher } from "../../shared/bridge/ports.js";
@@ -1199,6 +1200,24 @@ describe("pollTransactions", () => {
       expect(rig.provider.pending()).toHaveLength(0);
     },
   );
+
+  it("after a switch from hash to redact, publishes no event for pseudonyms that only became the marker, and keeps no pseudonym in snapshots", async () => {
+    const rig = makeRig({ pii: { mode: "hash", salt: "s3cret" } });
+    const edited = rig.provider.addTransaction();
+    const untouched = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    expect(JSON.stringify([...rig.snapshots.data.values()])).toContain(HASH_PREFIX);
+    rig.provider.changeTransaction(edited.id, { memo: "team lunch" });
+    untouched.client_sync_status = "outdated";
+    await pollTransactions({ ...rig.deps, pii: { mode: "redact" } });
+    const later = rig.publisher.events.slice(2);
+    expect(later.map((e) => [e.detail.type, e.detail.subject.id])).toEqual([["transaction.changed", edited.id]]);
+    expect(later[0]!.detail.data.changes!.map((c) => c.path)).toEqual(["/memo", "/updated_at"]);
+    // A pseudonym is no cleartext, but under redact the tenant asked for none: the marker replaces it.
+    expect(JSON.stringify([later, ...rig.snapshots.data.values()])).not.toContain(HASH_PREFIX);
+    expect(rig.snapshots.data.get(`transaction:${untouched.id}`)?.object["card_holder_name"]).toBe(REDACTED);
+    expect(rig.provider.pending()).toHaveLength(0);
+  });
 
   const approver = { user_external_id: "USR-APPROVER-1", name: "Vikram Al Mansoori" };
 
