@@ -167,6 +167,16 @@ describe("bridge redrive (in-process)", () => {
         message: "2 quarantine records kept; fix the cause (see the log) and run redrive again; 3 quarantine records not reached yet",
       });
     });
+
+    it("exits 1 for a record kept for a cause, also saying the rest of the quarantine was not looked at when the walk stopped short", () => {
+      // Exit 1 outranks exit 4: without this part the person fixes the cause and may not know a run is still owed.
+      const stopped = keptReport(kept(1, "its event was not published", "held"), 1, { notScanned: true });
+      expect(redriveOutcome(stopped).error).toMatchObject({
+        name: "RedriveIncompleteError",
+        exitCode: EXIT.failed,
+        message: "1 quarantine record kept; fix the cause (see the log) and run redrive again; the rest of the quarantine not looked at yet",
+      });
+    });
   });
 
   describe("records no re-drive can deliver", () => {
