@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
@@ -979,7 +980,11 @@ describe("poll-transactions handler", () => {
       }
       return { FailedEntryCount: 0, Entries: input.Entries.map(() => ({ EventId: "e" })) };
     });
-    expect(await poll({ action: "redrive" })).toMatchObject({ status: "completed", action: "redrive", outcome: "complete", published: 1, redriven: 1, kept: [] });
+    const delivered = await poll({ action: "redrive" });
+    expect(delivered).toMatchObject({ status: "completed", action: "redrive", outcome: "complete", published: 1, redriven: 1, kept: [] });
+    // Exactly the result docs/runbook.md shows for this invoke (Re-driving quarantined transactions), key order included.
+    const shown = /--payload '\{"action":"redrive"\}' \/dev\/stdout\n# (\{.*\})\n/.exec(readFileSync("docs/runbook.md", "utf8"))?.[1];
+    expect(JSON.stringify(delivered)).toBe(shown);
     expect(subjectIds(h.published, "transaction.created").has(refusedId ?? "")).toBe(true);
     const quarantine = new DynamoQuarantine({ doc: h.table.doc, tableName: h.table.tableName, tenant: TENANT });
     expect(await quarantine.size()).toBe(0);
