@@ -78,11 +78,12 @@ export const optBoolean = () => OPT_BOOLEAN;
 /** Optional string: string, `null` or absent. */
 export const optString = () => OPT_STRING;
 
-const TEXT_OR_NUMBER = "expected text or a number";
+/** A string, or a number turned into text by `decode`. */
+const textOrNumber = (decode: (n: number) => string) =>
+  z.union([z.string(), z.codec(z.number(), z.string(), { decode, encode: (s) => Number(s) })], { error: "expected text or a number" });
 
 /** A string, or a number normalised to its decimal string (e.g. account numbers). */
-export const stringish = () =>
-  z.union([z.string(), z.codec(z.number(), z.string(), { decode: (n) => String(n), encode: (s) => Number(s) })], { error: TEXT_OR_NUMBER });
+export const stringish = () => textOrNumber((n) => String(n));
 
 const OPT_STRINGISH = stringish().nullish();
 
@@ -98,9 +99,7 @@ function fourDigitText(n: number): string {
   return Number.isInteger(n) && n >= 0 && n < 10_000 ? String(n).padStart(4, "0") : String(n);
 }
 
-const OPT_FOUR_DIGIT_CODE = z
-  .union([z.string(), z.codec(z.number(), z.string(), { decode: fourDigitText, encode: (s) => Number(s) })], { error: TEXT_OR_NUMBER })
-  .nullish();
+const OPT_FOUR_DIGIT_CODE = textOrNumber(fourDigitText).nullish();
 
 /** Optional four-digit code (last four, MCC): text as sent, or a number read as its four digits (`42` → `"0042"`). */
 export const optFourDigitCode = () => OPT_FOUR_DIGIT_CODE;
