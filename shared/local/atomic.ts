@@ -357,9 +357,10 @@ const NO_HARD_LINKS: ReadonlySet<string> = new Set(["EPERM", "ENOTSUP", "EOPNOTS
 
 /**
  * Links `existing`, a file of this call's own, as `file`: true when it did, false when `file` exists already (any
- * other failure thrown; a file system that makes no hard links as HardLinksUnsupportedError). A failed link whose `existing` gained a second name took effect all the same: on NFS a
- * retransmitted call whose first reply was lost is answered EEXIST (or another error) with its own link in place, which
- * read as another's would be left held by nobody (open(2) gives this check for lock files on NFS).
+ * other failure thrown; a file system that makes no hard links as HardLinksUnsupportedError). A failed link whose
+ * `existing` gained a second name took effect all the same: on NFS a retransmitted call whose first reply was lost is
+ * answered EEXIST (or another error) with its own link in place, which read as another's would be left held by nobody
+ * (open(2) gives this check for lock files on NFS).
  */
 function linkUnlessExists(existing: string, file: string): boolean {
   try {
