@@ -353,8 +353,8 @@ export class OAuthTokenProvider implements TokenProvider {
   }
 
   /**
-   * The lease a re-save runs under: the one kept since the failed save, renewed, or, when it ran out or was taken since,
-   * a new one, waited for as a refresh waits. None without a lock. A renewal that fails (rather than finding the lease
+   * The lease a re-save runs under: the one kept since the failed save, renewed (also when it ran out while nobody took
+   * it), or, when another owner took it since, a new one, waited for as a refresh waits. None without a lock. A renewal that fails (rather than finding the lease
    * lost) rejects: the lease may still be this process's own, and waiting for it would only time out.
    */
   private async resaveLease(kept: RefreshLockHandle | undefined): Promise<RefreshLockHandle | undefined> {
