@@ -12,6 +12,9 @@ import { isAcknowledgeableId, optionalString } from "./transaction-ids.js";
 /** Parent references remembered as not found, at most (see `ParentLookup.parentsNotFound`). */
 const PARENTS_NOT_FOUND_LIMIT = 1_000;
 
+/** The warning of a parent read whose row the client's schema refused with an id that is no transaction UUID. */
+const INVALID_PARENT_ROW = "provider answered the parent read with a row refused as invalid provider data (its id is no transaction UUID); published without parent";
+
 /** Snapshot key of the alias `qashio_id -> id`, which lets a refund find its parent without a provider read. */
 export function transactionAliasKey(qashioId: string): SnapshotKey {
   return `transaction:qashio_id:${qashioId}`;
@@ -174,7 +177,10 @@ export class ParentLookup {
           resolved.set(qid, id);
           return;
         }
-        if (page) this.ports.logger.warn("parent transaction not found", { parentQashioId: qid });
+        // Found but unusable: a row the schema refused whose id is no UUID is invalid provider data, not a missing
+        // parent. Named by its field only; its body may hold personal data.
+        if (rowId !== undefined) this.ports.logger.warn(INVALID_PARENT_ROW, { parentQashioId: qid, field: "id" });
+        else if (page) this.ports.logger.warn("parent transaction not found", { parentQashioId: qid });
       }
       if (this.parentsNotFound.size >= PARENTS_NOT_FOUND_LIMIT) this.parentsNotFound.clear();
       this.parentsNotFound.add(qid);

@@ -134,6 +134,31 @@ describe("ParentLookup", () => {
     expect(reads).toEqual([{ qashio_id: "CT-gone-1", page: 1, page_size: 1 }]);
   });
 
+  it("says a parent row the client's schema refused for an id that is no transaction UUID is invalid provider data, naming the field, not the row", async () => {
+    const warnings: [string, unknown][] = [];
+    const reads: TransactionListQuery[] = [];
+    const lookup = new ParentLookup({
+      logger: { warn: (message, attributes) => void warnings.push([message, attributes]) },
+      clock: { now: () => NOW },
+      readSnapshots: async () => new Map(),
+      listTransactions: async (_step, query): Promise<ProviderPage> => {
+        reads.push(query);
+        // As QashioClient hands a row its schema rejected: raw, with the issue's path and message.
+        const raw = { id: "legacy-parent-7", qashio_id: query.qashio_id, cardholder_name: "Jane Holder" };
+        return { data: [], invalid: [{ index: 0, raw, issues: [{ path: "id", message: "Invalid UUID" }] }] };
+      },
+    });
+    const refund = { id: txnId(1), parentQashioId: "CT-7" };
+
+    expect((await lookup.resolve([refund], [refund])).parents.size).toBe(0);
+    await lookup.resolve([refund], [refund]);
+    expect(warnings).toEqual([
+      ["provider answered the parent read with a row refused as invalid provider data (its id is no transaction UUID); published without parent", { parentQashioId: "CT-7", field: "id" }],
+    ]);
+    expect(JSON.stringify(warnings)).not.toMatch(/Jane Holder|legacy-parent-7/);
+    expect(reads).toHaveLength(1);
+  });
+
   it("forgets the parents not found once it remembers 1,000 of them, so a backlog of unknown parents cannot grow its memory", async () => {
     const { reads, resolveOne } = lookupOver();
     for (let n = 0; n <= 1_000; n++) await resolveOne(n);
