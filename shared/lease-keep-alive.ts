@@ -4,7 +4,7 @@
  * its file lock (shared/cli/cycle-lease.ts). Structural types only, so every lock adapter fits.
  */
 import type { Clock } from "./clock.js";
-import { errorName } from "./error-name.js";
+import { errorLabel } from "./error-label.js";
 
 /** A held lease that can be extended (the bridge's `LockHandle`, the client's `RefreshLockHandle`). */
 export interface RenewableLease {
@@ -127,7 +127,7 @@ export async function whileHolding<T>(
     if (done.signal.aborted) return;
     try {
       if (error === undefined) logger?.warn(message);
-      else logger?.warn(message, { error: errorName(error) });
+      else logger?.warn(message, { error: errorLabel(error) });
     } catch {
       // A broken logger must not end the keep-alive.
     }

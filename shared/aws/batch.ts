@@ -6,7 +6,8 @@
 import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ReadDeadlineExceededError, WriteDeadlineExceededError } from "../bridge/errors.js";
 import type { Clock, Logger, StoreCallOptions } from "../bridge/ports.js";
-import { DynamoBatchIncompleteError, errorLabel } from "./errors.js";
+import { DynamoBatchIncompleteError } from "./errors.js";
+import { errorLabel } from "../error-label.js";
 import { systemClock } from "./clock.js";
 import { DEFAULT_BACKOFF, backoffDelay, withRetries, type BackoffOptions } from "./retry.js";
 

@@ -19,7 +19,8 @@ import {
 import type { CardCycleMode } from "../bridge/cards.js";
 import type { CycleReport } from "../bridge/report.js";
 import { isInvalidClient } from "../qashio/auth/token-provider.js";
-import { ProviderClientRejectedError, errorLabel, revokedFamilyMessage } from "./errors.js";
+import { ProviderClientRejectedError, revokedFamilyMessage } from "./errors.js";
+import { errorLabel } from "../error-label.js";
 import { leaseNames } from "./keys.js";
 import { holdsSnapshots } from "./pii-salt.js";
 import type { PollAction } from "./poll-event.js";

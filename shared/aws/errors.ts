@@ -281,17 +281,3 @@ export class PollEventError extends AwsRuntimeError {
 export function isConditionFailure(error: unknown): boolean {
   return error instanceof Error && error.name === "ConditionalCheckFailedException";
 }
-
-/**
- * What a failed AWS call is named by in messages and logs: the AWS error's name, or for a network failure (named plain
- * `Error` by Node and the SDK's HTTP handler) its system code, e.g. `ECONNREFUSED` or `ENOTFOUND`. Never the message,
- * which may quote an address.
- *
- * @example
- * logger.warn("call failed, retrying", { error: errorLabel(error) }); // "ThrottlingException", "ECONNREFUSED"
- */
-export function errorLabel(error: unknown): string {
-  const { name, code } = (typeof error === "object" && error !== null ? error : {}) as { name?: unknown; code?: unknown };
-  if (typeof code === "string" && code !== "" && (name === undefined || name === "Error")) return code;
-  return typeof name === "string" ? name : "unknown error";
-}

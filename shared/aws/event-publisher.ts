@@ -2,7 +2,8 @@ import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } 
 import type { BridgeEvent, Clock, EventPublisher, Logger, PublishFailure, PublishOptions } from "../bridge/ports.js";
 import { detailJson } from "../bridge/events/json.js";
 import { systemClock } from "./clock.js";
-import { PublishError, errorLabel } from "./errors.js";
+import { PublishError } from "./errors.js";
+import { errorLabel } from "../error-label.js";
 import { outOfRangeIntegerIn } from "./event-integers.js";
 import { MAX_ENTRY_BYTES, entrySize, reduceDetail, truncationsOf, type ReducedDetail } from "./event-size.js";
 import { mapLimit } from "../bridge/map-limit.js";

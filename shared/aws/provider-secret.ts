@@ -17,7 +17,8 @@ import type { Clock, Logger } from "../bridge/ports.js";
 import { piiSaltProblem } from "../bridge/pii.js";
 import { isJsonObject } from "../json-object.js";
 import { systemClock } from "./clock.js";
-import { SecretFormatError, SecretStoreError, errorLabel } from "./errors.js";
+import { SecretFormatError, SecretStoreError } from "./errors.js";
+import { errorLabel } from "../error-label.js";
 import { DEFAULT_BACKOFF, isAwsTimeout, isRetryableAwsError, withRetries, type BackoffOptions } from "./retry.js";
 import { withoutAnswerBody } from "./unparsed-answers.js";
 

@@ -30,7 +30,7 @@ import { DescribeSecretCommand, UpdateSecretVersionStageCommand, type SecretsMan
 import type { Clock, Lock, LockHandle, Logger, Metrics } from "../bridge/ports.js";
 import { DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, TOKEN_SAVE_MESSAGES, isInvalidClient, reauthorizationRequired, refreshDeadline, reloadAfterRefusal } from "../qashio/auth/token-provider.js";
 import { acquireTimed, whileHolding } from "../lease-keep-alive.js";
-import { errorName } from "../error-name.js";
+import { errorLabel } from "../error-label.js";
 import type { StoredTokens } from "../qashio/auth/token-store.js";
 import { DEFAULT_TIMEOUT_MS } from "../qashio/http.js";
 import { ForbiddenError, IncompleteTokenSetError, ReauthorizationRequiredError, UnauthorizedError, type QashioError } from "../qashio/errors.js";
@@ -293,7 +293,7 @@ async function refreshUnderLease(secretId: string, step: RotationStep, deps: Rot
     await lease.release().catch((error: unknown) =>
       deps.logger.warn(`${step}: releasing the token refresh lease failed; it runs out by itself`, {
         step,
-        error: errorName(error),
+        error: errorLabel(error),
       }),
     );
   }

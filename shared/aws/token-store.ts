@@ -4,10 +4,10 @@ import { causeMatching } from "../bridge/index.js";
 import type { Clock, Logger, Metrics } from "../bridge/ports.js";
 import { ReauthorizationRequiredError } from "../qashio/errors.js";
 import type { StoredTokens, TokenStore } from "../qashio/auth/token-store.js";
-import { errorName } from "../error-name.js";
+import { errorLabel } from "../error-label.js";
 import { systemClock } from "./clock.js";
 import { SDK_CALL_MAX_MS } from "./config.js";
-import { errorLabel, isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
+import { isConditionFailure, ProviderClientChangedError, SecretStoreError, SecretVersionQuotaError } from "./errors.js";
 import { accessTokenItemKey, revokedFamilyItemKey, ttlSeconds } from "./keys.js";
 import {
   isSecretNotFound,
@@ -312,7 +312,7 @@ export class SecretsManagerTokenStore implements TokenStore {
           // operator must put right) would be said nowhere.
           this.#options.logger?.warn("Secrets Manager refused the rotated refresh token and holding it in the table failed too: the save fails", {
             ...secretRefusalFields(error),
-            holdError: errorName(holdError),
+            holdError: errorLabel(holdError),
           });
           throw holdError;
         }
@@ -619,7 +619,7 @@ function holdsOver(item: Pick<AccessTokenItem, "heldOver" | "secretVersionId">, 
 /** How a refused secret write is named in a log line: the error's name and, for a SecretStoreError, its message. */
 function secretRefusalFields(error: unknown): Record<string, string> {
   // A SecretStoreError's message names the operation and the AWS error, never a value.
-  return { error: errorName(error), ...(error instanceof SecretStoreError ? { reason: error.message } : {}) };
+  return { error: errorLabel(error), ...(error instanceof SecretStoreError ? { reason: error.message } : {}) };
 }
 
 /** Fingerprint of the refresh token a secret holds (never its value). */

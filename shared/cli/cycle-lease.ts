@@ -8,7 +8,7 @@ import type { Stats } from "node:fs";
 import { join } from "node:path";
 import { piiSaltFingerprint, untilLaterSecond, type LockHandle } from "../bridge/index.js";
 import { whileHolding } from "../lease-keep-alive.js";
-import { errorName } from "../error-name.js";
+import { errorLabel } from "../error-label.js";
 import {
   HardLinksUnsupportedError,
   LeaseUnreadableError,
@@ -218,7 +218,7 @@ export async function withCycleLock<T>(bridge: LocalState, work: () => Promise<T
       unreleasedLeases.set(bridge, handle);
       bridge.transactions.logger.warn("releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", {
         // Not `code`: the loggers hide an attribute of that name (an OAuth authorization code, secret-attributes.ts).
-        error: systemErrorCode(error) ?? errorName(error),
+        error: systemErrorCode(error) ?? errorLabel(error),
       });
     });
   }

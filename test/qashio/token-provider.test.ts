@@ -885,6 +885,22 @@ describe("OAuthTokenProvider", () => {
     }
   });
 
+  it("names a failed save by the system's code (ENOSPC) when the store's error is a plain Error, never its message", async () => {
+    const { provider, store } = setup();
+    const save = store.save.bind(store);
+    let failed = false;
+    store.save = async (tokens) => {
+      if (!failed) {
+        failed = true;
+        throw Object.assign(new Error(`ENOSPC: no space left on device, write ${tokens.refreshToken}`), { code: "ENOSPC" });
+      }
+      await save(tokens);
+    };
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenUnavailableError);
+    expect((error as Error).message).toBe("rotated tokens could not be saved to the token store (ENOSPC); they will be saved again before use");
+  });
+
   it("holds the tokens a failed save left until saveHeldTokens saves them, and says false while the store still refuses", async () => {
     const { provider, store, fetch } = setup();
     expect(provider.holdsUnsavedTokens).toBe(false);

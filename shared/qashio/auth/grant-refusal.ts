@@ -5,7 +5,7 @@
  */
 import { BadRequestError, QashioError, ReauthorizationRequiredError, UnauthorizedError, clientMayBeRefused } from "../errors.js";
 import type { ClientLogger } from "../http.js";
-import { errorName } from "../../error-name.js";
+import { errorLabel } from "../../error-label.js";
 
 /**
  * The {@link ReauthorizationRequiredError} for a refresh of `refreshToken` the token endpoint refused (`error`, a
@@ -73,7 +73,7 @@ export async function reloadAfterRefusal<T>(refusal: QashioError, load: () => Pr
   } catch (error) {
     logger?.warn("the provider refused the refresh token, and reading the token store to tell a rotation by another process from a revoked family failed", {
       status: refusal.status,
-      reason: errorName(error),
+      reason: errorLabel(error),
     });
     throw error;
   }

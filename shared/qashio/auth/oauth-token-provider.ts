@@ -4,7 +4,7 @@
  */
 import { IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
-import { errorName } from "../../error-name.js";
+import { errorLabel } from "../../error-label.js";
 import { isRejectedGrant, reauthorizationRequired, reloadAfterRefusal } from "./grant-refusal.js";
 import { exchangeCode, refresh } from "./oauth.js";
 import type { OAuthTokenProviderOptions, TokenEvent } from "./oauth-token-provider-options.js";
@@ -366,7 +366,7 @@ export class OAuthTokenProvider implements TokenProvider {
       } catch (error) {
         // Still kept for the tokens until the next call: renewed again meanwhile, as before this try.
         if (!this.closed) this.leases.keepHeld(kept);
-        const reason = errorName(error);
+        const reason = errorLabel(error);
         // Chained (a lease's error names no token): a caller can tell why, such as a lease file it could not read.
         throw new TokenUnavailableError(`renewing the token refresh lease failed (${reason}); the unsaved tokens are saved again at the next call`, {}, { cause: error });
       }
@@ -429,7 +429,7 @@ export class OAuthTokenProvider implements TokenProvider {
     try {
       return await this.options.store.load();
     } catch (error) {
-      this.options.logger?.warn("reading the token store for a token another process stored failed", { reason: errorName(error) });
+      this.options.logger?.warn("reading the token store for a token another process stored failed", { reason: errorLabel(error) });
       return undefined;
     }
   }
@@ -535,7 +535,7 @@ export class OAuthTokenProvider implements TokenProvider {
       this.postponed = { accessToken, until };
       const file = refusedFile(error);
       this.options.logger?.warn("token refresh postponed: the token store cannot take a new token now; the current access token is used until it expires", {
-        reason: errorName(error),
+        reason: errorLabel(error),
         ...(file === undefined ? {} : { file }),
         expiresInSeconds: Math.round((until - this.clock.now()) / 1000),
       });
@@ -554,7 +554,7 @@ export class OAuthTokenProvider implements TokenProvider {
     } catch (error) {
       this.unsaved = { tokens, ...held };
       // Only the error's name travels: a store's message could quote the tokens it failed to write.
-      const reason = errorName(error);
+      const reason = errorLabel(error);
       throw new TokenUnavailableError(`rotated tokens could not be saved to the token store (${reason}); they will be saved again before use`);
     }
     this.unsaved = undefined;
