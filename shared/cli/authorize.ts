@@ -13,6 +13,7 @@ import type { FetchLike } from "../qashio/http.js";
 import type { TokenSet } from "../qashio/schemas/index.js";
 import { baseUrlHint } from "./base-url-hint.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
+import { formatDuration } from "./duration.js";
 import { AUTHORIZE_AGAIN, AuthorizeError, ClientCredentialsRejectedError, UsageError, type SignInAgain } from "./errors.js";
 
 /** Path of the loopback redirect URI. */
@@ -111,7 +112,7 @@ function awaitRedirect(server: Server, state: string, options: AuthorizeOptions)
     const onAbort = () => fail(new AuthorizeError("authorization cancelled"));
     const onTimeout = () => {
       const foreign = refused === 0 ? "" : ` (${refused === 1 ? "1 redirect with another state was" : `${refused} redirects with another state were`} refused)`;
-      fail(new AuthorizeError(`no redirect arrived within ${Math.round(timeoutMs / 1000)} s${foreign}${nextStep(signInAgain)}`));
+      fail(new AuthorizeError(`no redirect arrived within ${formatDuration(timeoutMs)}${foreign}${nextStep(signInAgain)}`));
     };
     // A server error after listening (an accept failing with EMFILE) with no listener would be thrown as an uncaught
     // exception, ending the process mid-sign-in. It ends the wait instead; once the wait is decided it is ignored: the

@@ -97,18 +97,23 @@ export function parseDuration(text: string): number {
 }
 
 /**
- * `ms` in the largest unit that divides it, as a user would write it.
+ * `ms` as a user would write it, in the form {@link readDuration} reads: each unit once, largest first, none rounded.
  *
  * @example
- * formatDuration(1_000); // "1s"
- * formatDuration(1_500); // "1500ms"
+ * formatDuration(3_600_000); // "1h"
+ * formatDuration(90_000); // "1m30s"
+ * formatDuration(1_500); // "1s500ms"
  */
-function formatDuration(ms: number): string {
-  for (const unit of ["h", "m", "s"]) {
+export function formatDuration(ms: number): string {
+  let rest = ms;
+  let text = "";
+  for (const unit of UNITS) {
     const size = UNIT_MS[unit] ?? 1;
-    if (ms % size === 0) return `${ms / size}${unit}`;
+    const count = unit === "ms" ? rest : Math.floor(rest / size);
+    if (count > 0) text += `${count}${unit}`;
+    rest -= count * size;
   }
-  return `${ms}ms`;
+  return text === "" ? "0s" : text;
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import type { RunArgs } from "./args.js";
 import { readLocalSettings, settingNameWarnings, type Env } from "./config.js";
+import { formatDuration } from "./duration.js";
 import { loadEnv } from "./env-file.js";
 import { streamLogger } from "./console-ports.js";
 import { CycleIncompleteError, EXIT, retriedNextCycle } from "./errors.js";
@@ -108,7 +109,7 @@ async function loop(
   wait: NonNullable<RunSeams["pause"]>,
 ): Promise<number> {
   const logger = bridge.transactions.logger;
-  line(io.stderr, `bridge: polling every ${intervalMs / 1000} s; Ctrl-C stops after the page in hand`);
+  line(io.stderr, `bridge: polling every ${formatDuration(intervalMs)}; Ctrl-C stops after the page in hand`);
   let cycle = 0;
   while (!io.signal.aborted) {
     cycle += 1;

@@ -432,7 +432,7 @@ describe("authorizeWithBrowser", () => {
     const authorize = new URL(await flow.url);
     for (let i = 0; i < refused; i += 1) expect((await flow.visit(redirectOf(authorize, { error: "access_denied", state: `forged-${i}` }))).status).toBe(400);
     expect(await flow.pending(), "a redirect with another state ended the wait").toBe(true);
-    await expect(run).rejects.toThrow(new AuthorizeError(`no redirect arrived within 1 s (${said}): run \`npm run bridge -- authorize\` again, with the same options`));
+    await expect(run).rejects.toThrow(new AuthorizeError(`no redirect arrived within 1s (${said}): run \`npm run bridge -- authorize\` again, with the same options`));
     expect(requests).toEqual([]);
     expect(store.saved).toBeUndefined();
   });
@@ -472,7 +472,12 @@ describe("authorizeWithBrowser", () => {
       await expect(run).rejects.toThrow(new AuthorizeError(`authorization was not granted (${error}): start a new demo with \`npm start\``));
     }
     const late = authorizeWithBrowser(options({ signInAgain: DEMO_AGAIN, timeoutMs: 1_000 }));
-    await expect(late).rejects.toThrow(new AuthorizeError("no redirect arrived within 1 s: start a new demo with `npm start`"));
+    await expect(late).rejects.toThrow(new AuthorizeError("no redirect arrived within 1s: start a new demo with `npm start`"));
+  });
+
+  it("names the timeout as given, not rounded to seconds (--timeout 1500ms said 2 s)", async () => {
+    const late = authorizeWithBrowser(options({ signInAgain: DEMO_AGAIN, timeoutMs: 1_500 }));
+    await expect(late).rejects.toThrow(new AuthorizeError("no redirect arrived within 1s500ms: start a new demo with `npm start`"));
   });
 
   it("echoes no error code that is not a plain OAuth word (it comes from whoever sent the redirect)", async () => {
@@ -602,7 +607,7 @@ describe("authorizeWithBrowser", () => {
       const run = authorizeWithBrowser(options({ timeoutMs: 600_000, onAuthorizeUrl: () => shown() }));
       await urlShown;
       vi.advanceTimersByTime(600_000);
-      await expect(run).rejects.toThrow(/no redirect arrived within 600 s/);
+      await expect(run).rejects.toThrow(/no redirect arrived within 10m: /);
       // README: "then exit 1".
       await expect(run).rejects.toMatchObject({ exitCode: EXIT.failed });
     } finally {

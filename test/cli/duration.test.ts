@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { durationRangeProblem, parseDuration } from "../../shared/cli/duration.js";
+import { durationRangeProblem, formatDuration, parseDuration } from "../../shared/cli/duration.js";
 import { UsageError } from "../../shared/cli/errors.js";
 
 describe("parseDuration", () => {
@@ -76,10 +76,25 @@ describe("durationRangeProblem", () => {
   it.each([
     [3_600_000, "must be at least 1h"],
     [120_000, "must be at least 2m"],
-    [90_000, "must be at least 90s"],
-    [1_500, "must be at least 1500ms"],
-  ])("names a minimum of %i ms in the largest unit that divides it", (minMs, problem) => {
+    [90_000, "must be at least 1m30s"],
+    [1_500, "must be at least 1s500ms"],
+  ])("names a minimum of %i ms as formatDuration writes it", (minMs, problem) => {
     expect(durationRangeProblem(minMs - 1, minMs)).toBe(problem);
     expect(durationRangeProblem(minMs, minMs)).toBeUndefined();
+  });
+});
+
+describe("formatDuration", () => {
+  it.each([
+    [3_600_000, "1h"],
+    [90_000, "1m30s"],
+    [3_600_500, "1h500ms"],
+    [1_500, "1s500ms"],
+    [600_000, "10m"],
+    [500, "500ms"],
+    [0, "0s"],
+  ])("writes %i ms as %s, each unit once and largest first, nothing rounded", (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+    expect(parseDuration(text)).toBe(ms);
   });
 });

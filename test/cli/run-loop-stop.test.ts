@@ -28,6 +28,19 @@ describe("bridge run (loop) stopped by a signal", () => {
     expect(idsWithStatus(h, "not_synced", "outdated")).toEqual(pending);
   });
 
+  it.each([
+    [3_600_000, "1h"],
+    [90_000, "1m30s"],
+  ])("says it polls every %i ms in the interval's own units (%s), not in seconds", async (intervalMs, said) => {
+    const h = await startHarness();
+    const controller = new AbortController();
+    controller.abort();
+    const { io, out } = capturedIo(h, controller.signal);
+
+    expect(await runCommand({ once: false, intervalMs }, io, { pause: async () => undefined })).toBe(EXIT.ok);
+    expect(out.stderr).toMatch(new RegExp(`^bridge: polling every ${said}; Ctrl-C stops after the page in hand$`, "m"));
+  });
+
   it("stops a cycle in progress after the page in hand, exits 0 with no second cycle, and the next run delivers the rest", async () => {
     const h = await startHarness({ transactions: 1_000 });
     const pending = idsWithStatus(h, "not_synced", "outdated");
