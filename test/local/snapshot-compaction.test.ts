@@ -282,15 +282,22 @@ describe("FileSnapshotStore compaction", () => {
     expect(counts[11]).toBe(2);
   });
 
-  it("compacts the sparsest segment first: the one whose copy frees the most per byte copied", async () => {
+  // Written newer too: the sparsest is chosen by how live it is, not found first because it is the oldest.
+  it.each([
+    ["older", false],
+    ["newer", true],
+  ])("compacts the sparsest segment first, though it is the %s: the one whose copy frees the most per byte copied", async (_, sparsestNewer) => {
     // A batch of 3 KiB holds the live entry of either old segment, not both; copying either brings the dead bytes
     // under the floor, so one batch runs.
     const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 10 * 1024, compactBatchBytes: 3 * 1024, mergeBelowBytes: 0 });
-    // The first segment is about a tenth live once its 9 KB snapshot is rewritten, the second about 45 %.
-    await store.putMany([snap("transaction:x", 1, 5000), snap("transaction:p", 1, 520)]);
-    const [sparsest] = await segmentFiles();
-    await store.putMany([snap("transaction:y", 2, 1650), snap("transaction:q", 2, 1370)]);
-    const denser = (await segmentFiles()).find((name) => name !== sparsest);
+    // One segment is about a tenth live once its 9 KB snapshot is rewritten, the other about 45 %.
+    const sparse = [snap("transaction:x", 1, 5000), snap("transaction:p", 1, 520)];
+    const dense = [snap("transaction:y", 2, 1650), snap("transaction:q", 2, 1370)];
+    await store.putMany(sparsestNewer ? dense : sparse);
+    const [first] = await segmentFiles();
+    await store.putMany(sparsestNewer ? sparse : dense);
+    const second = (await segmentFiles()).find((name) => name !== first);
+    const [sparsest, denser] = sparsestNewer ? [second, first] : [first, second];
     await store.putMany([snap("transaction:x", 3, 0), snap("transaction:y", 3, 0)]);
     const files = await segmentFiles();
     expect(files).not.toContain(sparsest);
@@ -348,6 +355,23 @@ describe("FileSnapshotStore compaction", () => {
     await store.putMany([first, snap("transaction:cold-1", 1, 0)]);
     const [sparse] = await segmentFiles();
     await store.putMany([snap("transaction:hot", 2, 0), snap("transaction:cold-2", 2, 0)]);
+    expect((await segmentFiles()).includes(sparse as string)).toBe(!compacted);
+  });
+  it.each([
+    { dead: "exactly the live bytes", over: 0, compacted: false },
+    { dead: "a byte over the live bytes", over: 1, compacted: true },
+  ])("compacts once dead bytes outweigh the live ones, not when they equal them ($dead)", async ({ over, compacted }) => {
+    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
+    // One dead line, the first version of a hot snapshot; a cold key's name pads the live bytes to the byte.
+    const first = snap("transaction:hot", 1, 4000);
+    const rest = [snap("transaction:cold-1", 1, 0), snap("transaction:hot", 2, 400)];
+    const short = lineBytes(first) - rest.reduce((sum, s) => sum + lineBytes(s), 0) - lineBytes(snap("transaction:", 2, 0));
+    const padded = snap(`transaction:${"k".repeat(short - over)}`, 2, 0);
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: 1024, compactBatchBytes: BATCH, mergeBelowBytes: 0 });
+    await store.putMany([first, rest[0] as Snapshot]);
+    const [sparse] = await segmentFiles();
+    await store.putMany([rest[1] as Snapshot, padded]);
+    expect([...rest, padded].reduce((sum, s) => sum + lineBytes(s), 0)).toBe(lineBytes(first) - over);
     expect((await segmentFiles()).includes(sparse as string)).toBe(!compacted);
   });
   it.each([
