@@ -268,6 +268,21 @@ describe("FileSnapshotStore compaction", () => {
     expect(counts).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 1]);
   });
 
+  it.each([
+    { live: "a byte under 128 KiB", under: 1, merged: true },
+    { live: "128 KiB", under: 0, merged: false },
+  ])("with the default tuning, counts a segment as small only under 128 KiB live (nine of $live)", async ({ under, merged }) => {
+    // A backlog drain's full pages are above it: they are never merged.
+    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
+    const target = 128 * 1024 - under;
+    const pad = target - lineBytes(snap("transaction:0", 0, 70_000));
+    const page = (call: number) => [snap(`transaction:${call}${"k".repeat(pad)}`, call, 70_000)];
+    expect(lineBytes(page(8)[0] as Snapshot)).toBe(target);
+    const store = new FileSnapshotStore(dir);
+    for (let call = 0; call < 9; call++) await store.putMany(page(call));
+    expect((await segmentFiles()).length < 9).toBe(merged);
+  });
+
   it("with the default floor, does not compact until dead bytes pass 4 MiB, and then does", async () => {
     // Each page rewrites a hot snapshot of about 400 KB and adds a small one that stays live, so no segment is ever
     // wholly superseded: only compaction removes them. Merges are off, so they remove none either.
