@@ -110,7 +110,11 @@ describe("PiiSaltGuard, what it records and says", () => {
   it("records the salt's fingerprint at the clock's time, saying so, and never the salt in the item or the log", async () => {
     const { tenant, optionsOf } = setup();
     const options = optionsOf(SALT);
+    const send = vi.spyOn(table.doc, "send");
     await new PiiSaltGuard(options).check(async () => false);
+    // A put that took is not read back: one read and one write, on every container's first cycle.
+    expect(send.mock.calls.map(([command]) => command.constructor.name)).toEqual(["GetCommand", "PutCommand"]);
+    send.mockRestore();
     const item = (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: piiSaltItemKey(tenant), ConsistentRead: true }))).Item;
     expect(item).toEqual({ ...piiSaltItemKey(tenant), fingerprint: piiSaltFingerprint(SALT), recordedAt: "2026-03-01T12:00:00.000Z" });
     const logger = options.logger as RecordingLogger;
