@@ -23,6 +23,16 @@ describe("HeldTokens", () => {
     expect(logger.lines[0]?.message).toContain(`were not saved: ${named} (stored meanwhile by another process or \`authorize\`), used instead`);
   });
 
+  it("lets go of the provider (untracks it) once its held tokens are saved, on a later try too", async () => {
+    const { held } = heldTokens(true);
+    const answers = [false, true];
+    const provider = { close: () => undefined, saveHeldTokens: async () => answers.shift() ?? true, heldTokensFailure: undefined };
+    let untracked = 0;
+    await held.settle(provider, () => (untracked += 1));
+    expect(answers).toEqual([]);
+    expect(untracked).toBe(1);
+  });
+
   it("calls held tokens it could not save lost with why the last try failed, so the loss names what must be fixed first", async () => {
     const { held } = heldTokens(true);
     const failure = new LeaseUnreadableError("/state/locks/token-refresh.lock", "EMFILE");
