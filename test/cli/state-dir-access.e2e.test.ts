@@ -78,6 +78,9 @@ describe("a state directory whose permissions change under a `run --interval` lo
     expect((outcome as ConfigError).exitCode).toBe(EXIT.usage);
     expect((outcome as ConfigError).message).toContain(`is writable by its group (mode 0775): ${state}`);
     expect((outcome as ConfigError).message).toContain(`chmod 700 ${state}`);
+    // Told apart from a refusal at the start: the loop had run, and this cycle did nothing.
+    expect((outcome as ConfigError).message).toContain("The state directory's permissions changed while the bridge ran");
+    expect((outcome as ConfigError).message).toContain("; nothing was done in this cycle");
     expect(stdout).toMatch(/cycle 1:/);
     expect(stdout).not.toMatch(/cycle 2:/);
   });
