@@ -3,7 +3,7 @@
  * salt's fingerprint at once (the handler-level behaviour is in test/functions/pii-salt.test.ts).
  */
 import { randomUUID } from "node:crypto";
-import { BatchWriteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CorruptItemError, PiiSaltChangedError } from "../../shared/aws/errors.js";
 import { piiSaltItemKey } from "../../shared/aws/keys.js";
@@ -69,6 +69,25 @@ describe("PiiSaltGuard", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PiiSaltChangedError);
     expect(await recorded()).toBe(piiSaltFingerprint(THIRD));
+  });
+
+  it("refuses, recording nothing and saying nothing of a record, when the fingerprint item is deleted between its read and its write", async () => {
+    const { tenant, optionsOf, guard, record, recorded } = setup();
+    await record(OTHER);
+    const options = optionsOf(SALT);
+    // An operator taking a new salt on purpose deletes the item: the conditional put on OTHER's fingerprint then fails.
+    const error = await new PiiSaltGuard(options)
+      .check(async () => {
+        await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: piiSaltItemKey(tenant) }));
+        return false;
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PiiSaltChangedError);
+    expect(await recorded()).toBeUndefined();
+    expect((options.logger as RecordingLogger).lines).toEqual([]);
+    // Not passed: the next check records the salt before anything is hashed with it.
+    await guard(SALT).check(async () => false);
+    expect(await recorded()).toBe(piiSaltFingerprint(SALT));
   });
 
   it("refuses a first salt when another container records its own first between this one's read and write", async () => {
