@@ -100,7 +100,7 @@ export class Compaction {
     const tiers = new Map<number, Segment[]>();
     for (const segment of this.index.all()) {
       if (segment.liveBytes >= this.mergeBelowBytes) continue;
-      const tier = Math.floor(Math.log(this.mergeBelowBytes / Math.max(1, segment.liveBytes)) / Math.log(this.mergeFanIn));
+      const tier = this.tierOf(segment.liveBytes);
       const members = tiers.get(tier);
       if (members) members.push(segment);
       else tiers.set(tier, [segment]);
@@ -108,6 +108,16 @@ export class Compaction {
     let dueTier = -1;
     for (const [tier, members] of tiers) if (members.length > this.mergeFanIn && tier > dueTier) dueTier = tier;
     return dueTier < 0 ? [] : (tiers.get(dueTier) as Segment[]).sort(segmentOrder);
+  }
+
+  /**
+   * The size tier of a small segment of `liveBytes` live. Bounds divided down, not a logarithm: the quotient of two
+   * logarithms put a segment exactly on a tier's lower bound (threshold / fanIn, say) in the tier below.
+   */
+  private tierOf(liveBytes: number): number {
+    let tier = 0;
+    for (let bound = this.mergeBelowBytes / this.mergeFanIn; liveBytes < bound; bound /= this.mergeFanIn) tier += 1;
+    return tier;
   }
 
   /** Whether dead bytes outweigh live ones and the floor (see COMPACT_LIVE_RATIO): a comparison, free while not due. */

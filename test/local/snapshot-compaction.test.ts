@@ -390,6 +390,27 @@ describe("FileSnapshotStore compaction", () => {
     expect((await segmentFiles()).includes(sparse as string)).toBe(!compacted);
   });
   it.each([
+    { live: "exactly mergeBelowBytes / mergeFanIn", under: 0, counts: [1, 2, 1] },
+    { live: "a byte under mergeBelowBytes / mergeFanIn", under: 1, counts: [1, 2, 3] },
+  ])("puts a segment of $live live in the tier it bounds from below, [threshold / fanIn, threshold)", async ({ under, counts }) => {
+    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
+    const threshold = 8 * 1024;
+    const store = new FileSnapshotStore(dir, { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: threshold, mergeFanIn: 2 });
+    const sized = (call: number, bytes: number) => {
+      const pad = bytes - lineBytes(snap(`transaction:${call}`, call, 2000));
+      return snap(`transaction:${call}${"k".repeat(pad)}`, call, 2000);
+    };
+    // Two segments well inside the top tier, then one on its lower bound (the tier's third: merged) or just under it.
+    const pages = [sized(0, 6000), sized(1, 6000), sized(2, threshold / 2 - under)];
+    expect(lineBytes(pages[2] as Snapshot)).toBe(threshold / 2 - under);
+    const seen: number[] = [];
+    for (const page of pages) {
+      await store.putMany([page]);
+      seen.push((await segmentFiles()).length);
+    }
+    expect(seen).toEqual(counts);
+  });
+  it.each([
     { live: "exactly mergeBelowBytes", over: 0, counts: [1, 2, 3] },
     { live: "a byte under mergeBelowBytes", over: 1, counts: [1, 2, 1] },
   ])("counts a segment as small only below mergeBelowBytes ($live live): one of exactly that many is never merged", async ({ over, counts }) => {
