@@ -24,10 +24,15 @@ const options: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compa
 let dir: string;
 tempDirPerTest("bridge-compaction-", (made) => (dir = made));
 
-/** Bytes of the lines the model's snapshots take in a segment body (the store writes each as this JSON plus a newline). */
+/** Bytes of the line a snapshot takes in a segment body: the store writes it as this JSON plus a newline. */
+function lineBytes(snapshot: Snapshot): number {
+  return Buffer.byteLength(JSON.stringify(snapshot)) + 1;
+}
+
+/** Bytes of the lines the model's snapshots take in a segment body. */
 function liveBytes(model: Map<SnapshotKey, Snapshot>): number {
   let total = 0;
-  for (const s of model.values()) total += Buffer.byteLength(JSON.stringify(s)) + 1;
+  for (const s of model.values()) total += lineBytes(s);
   return total;
 }
 
@@ -273,7 +278,6 @@ describe("FileSnapshotStore compaction", () => {
     { live: "128 KiB", under: 0, merged: false },
   ])("with the default tuning, counts a segment as small only under 128 KiB live (nine of $live)", async ({ under, merged }) => {
     // A backlog drain's full pages are above it: they are never merged.
-    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
     const target = 128 * 1024 - under;
     const pad = target - lineBytes(snap("transaction:0", 0, 70_000));
     const page = (call: number) => [snap(`transaction:${call}${"k".repeat(pad)}`, call, 70_000)];
@@ -376,7 +380,6 @@ describe("FileSnapshotStore compaction", () => {
     { dead: "exactly the live bytes", over: 0, compacted: false },
     { dead: "a byte over the live bytes", over: 1, compacted: true },
   ])("compacts once dead bytes outweigh the live ones, not when they equal them ($dead)", async ({ over, compacted }) => {
-    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
     // One dead line, the first version of a hot snapshot; a cold key's name pads the live bytes to the byte.
     const first = snap("transaction:hot", 1, 4000);
     const rest = [snap("transaction:cold-1", 1, 0), snap("transaction:hot", 2, 400)];
@@ -393,7 +396,6 @@ describe("FileSnapshotStore compaction", () => {
     { live: "exactly mergeBelowBytes / mergeFanIn", under: 0, counts: [1, 2, 1] },
     { live: "a byte under mergeBelowBytes / mergeFanIn", under: 1, counts: [1, 2, 3] },
   ])("puts a segment of $live live in the tier it bounds from below, [threshold / fanIn, threshold)", async ({ under, counts }) => {
-    const lineBytes = (s: Snapshot) => Buffer.byteLength(JSON.stringify(s)) + 1;
     const threshold = 8 * 1024;
     const store = new FileSnapshotStore(dir, { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: threshold, mergeFanIn: 2 });
     const sized = (call: number, bytes: number) => {
