@@ -429,6 +429,17 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-new-family" });
   });
 
+  it("hands out a held refresh token across an edit that keeps the spent one with its scope, not the access token recorded against the version before it", async () => {
+    const { store, secrets, make } = setup();
+    await store.load();
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    await store.save({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "transactions:read" });
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, pii_salt: "salt-fedcba9876543210" });
+    // The held token's own family, so its scope comes with it; its access token was recorded against the version before
+    // the edit, and such a token is not returned (the class's rule): the next call refreshes with the held token.
+    expect(await make().load()).toEqual({ refreshToken: "rt-2", scope: "transactions:read" });
+  });
+
   it.each([
     ["PutCommand", { refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000 }],
     // A refresh answered with no access token (a 200 that is not a token set): the item write is a delete.
