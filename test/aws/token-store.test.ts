@@ -537,12 +537,15 @@ describe("SecretsManagerTokenStore", () => {
     expect(secrets.current().refresh_token).toBe("rt-2");
   });
 
-  it("reads one secret version by id, and answers undefined for a version that does not exist", async () => {
-    const { store } = setup();
+  it("reads one secret version by id, answers undefined for a version that does not exist, and fails a read that failed", async () => {
+    const { store, secrets } = setup();
     const { versionId } = await store.readSecret();
     expect((await store.readVersion(versionId))?.secret.refresh_token).toBe("rt-1");
     // The rotation asks whether its own version was written yet: a missing one is an answer, not a failure.
     expect(await store.readVersion("no-such-version")).toBeUndefined();
+    // A read that failed is no answer: taken for a missing version, the rotation would refresh again, spending the token.
+    secrets.failNext("GetSecretValue", awsError("AccessDeniedException", 400));
+    await expect(store.readVersion(versionId)).rejects.toBeInstanceOf(SecretStoreError);
   });
 
   it("caches the credentials with an explicit expiry", async () => {
