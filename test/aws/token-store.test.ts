@@ -114,6 +114,17 @@ describe("SecretsManagerTokenStore", () => {
     expect(await store.revokedVersion()).toBeUndefined();
   });
 
+  it("checks a revoked marker against the secret read fresh: a warm container, its credentials cached, sees a re-onboarding at once", async () => {
+    const { store, secrets } = setup();
+    await store.load();
+    await store.markRevoked({ refusedRefreshToken: "rt-1" });
+    expect(await store.revokedVersion()).toBeDefined();
+    await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, refresh_token: "rt-new-family" });
+    // Against the cached (old) version, the marker would count until the cache expires: the new family's pollers would
+    // fail fast with "re-authorize" for minutes after the re-authorization.
+    expect(await store.revokedFamily()).toBeUndefined();
+  });
+
   it("records whether the client may be at fault with the revoked family, and reads a marker written without it as not", async () => {
     const { store, make, tenant } = setup();
     await store.load();
