@@ -192,11 +192,17 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().revokedVersion()).toBe(reauthorized);
   });
 
-  it("marks a refused held refresh token for the secret version it was loaded over", async () => {
+  // Also across an edit that kept the spent token (a new pii_salt): marked for the item's older version instead, the
+  // marker would be removed as stale at the next check, and the revoked family forgotten.
+  it.each([
+    { over: "the version the token was held over", edit: undefined },
+    { over: "a version an edit made since, keeping the spent token", edit: { pii_salt: "salt-fedcba9876543210" } },
+  ])("marks a refused held refresh token for the secret version it was loaded over: $over", async ({ edit }) => {
     const { store, make, secrets } = setup();
     await store.load();
     secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
     await store.save({ refreshToken: "rt-held", accessToken: "at-2" });
+    if (edit !== undefined) await new ProviderSecretClient({ secrets: secrets.client, secretId: secrets.secretId }).put({ ...SECRET, ...edit });
     const { versionId } = await make().readSecret();
     expect((await store.load())?.refreshToken).toBe("rt-held");
     // The secret's own (spent) token was not the one presented: nothing is marked for it.
