@@ -231,6 +231,41 @@ describe("TransactionsQuerySchema", () => {
   });
 });
 
+describe("enum filters (§2.2, §4.4-§4.7, §4.9)", () => {
+  // The values as the spec lists them, written out: a value dropped from a list would be refused before sending.
+  it.each([
+    ["transactions", TransactionsQuerySchema, "transaction_status", ["draft", "pushed", "synced", "failed"]],
+    [
+      "transactions",
+      TransactionsQuerySchema,
+      "transaction_category",
+      ["purchase", "refund", "reversal", "card_loading", "card_unloading", "cash_withdrawal", "deposit", "cashback", "account_transfer"],
+    ],
+    ["transactions", TransactionsQuerySchema, "erp_sync_status", ["draft", "pending", "validated", "not_validated", "success", "failed"]],
+    [
+      "transactions",
+      TransactionsQuerySchema,
+      "approval_status",
+      ["initiated", "pending", "approved", "rejected", "resolved", "review", "action_taken", "admin_approved", "external_dispute"],
+    ],
+    ["transactions", TransactionsQuerySchema, "client_sync_status", ["not_synced", "synced", "outdated"]],
+    ["ERP cards", ErpCardsQuerySchema, "status", ["active", "inactive", "suspended", "terminated", "draft", "cancelled"]],
+    ["ERP cards", ErpCardsQuerySchema, "card_type", ["virtual", "physical"]],
+    ["ERP cards", ErpCardsQuerySchema, "account_type", ["reloadable", "pool"]],
+    ["pool accounts", PoolAccountsQuerySchema, "status", ["active", "inactive", "terminated", "all"]],
+    ["master data", MasterDataQuerySchema, "status", ["draft", "active", "inactive"]],
+    ["statements", StatementsQuerySchema, "account_type", ["Card", "PoolAccount", "CompanyFundAccount", "Subsidiary"]],
+  ] as const)("%s take every listed %s", (_list, schema, field, values) => {
+    for (const value of values) expect(checkQuery(schema, { [field]: value })).toEqual({ ok: true, value: { [field]: value } });
+  });
+
+  it("card balance takes every core card status (the ERP card states, lowercase)", () => {
+    for (const status of ["active", "inactive", "suspended", "terminated", "draft", "cancelled"]) {
+      expect(checkQuery(CardBalanceQuerySchema, { last_four: "4821", status })).toEqual({ ok: true, value: { last_four: "4821", status } });
+    }
+  });
+});
+
 describe("ErpCardsQuerySchema", () => {
   it("accepts the documented filters", () => {
     const result = checkQuery(ErpCardsQuerySchema, {
