@@ -279,6 +279,22 @@ describe("ErpCardsQuerySchema", () => {
     expect(result.ok).toBe(true);
   });
 
+  it("keeps every filter it takes, none dropped as an unknown key (a dropped filter lists every card)", () => {
+    const filters = {
+      status: "suspended",
+      card_type: "physical",
+      account_type: "pool",
+      pool_account_id: "PA-1",
+      user_id: "usr_1",
+      last4: "4821",
+      issued_time_from: "2024-01-01",
+      issued_time_to: "2024-01-31",
+      created_time_from: "2023-01-01",
+      created_time_to: "2023-12-31",
+    };
+    expect(checkQuery(ErpCardsQuerySchema, new URLSearchParams(filters))).toEqual({ ok: true, value: filters });
+  });
+
   it.each([
     ["status", "Active"],
     ["card_type", "Virtual"],
