@@ -179,6 +179,17 @@ describe("TransactionsQuerySchema", () => {
     ]);
   });
 
+  it.each(["20240-01-01", "x2024-01-01", "124-01-01"])("refuses %j: a year of other than four digits", (value) => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { transaction_time_from: value, transaction_time_to: "2024-03-01" }))).toEqual([
+      ["transaction_time_from", "INVALID_FORMAT"],
+    ]);
+  });
+
+  it("leaves the order of a transaction time range unchecked: only ERP cards and pool accounts refuse an inverted one (§4.3, §8.2)", () => {
+    const inverted = { transaction_time_from: "2024-02-01", transaction_time_to: "2024-01-01" };
+    expect(checkQuery(TransactionsQuerySchema, inverted)).toEqual({ ok: true, value: inverted });
+  });
+
   it("accepts a leap day", () => {
     const result = checkQuery(TransactionsQuerySchema, { transaction_time_from: "2024-02-29", transaction_time_to: "2024-02-29" });
     expect(result.ok).toBe(true);
@@ -404,7 +415,7 @@ describe("StatementsQuerySchema", () => {
     expect(checkQuery(StatementsQuerySchema, query)).toEqual({ ok: true, value: query });
   });
 
-  it.each(["2024-4", "2024-13", "2024-00", "April 2024", "2024-04-01"])("rejects month %j", (month) => {
+  it.each(["2024-4", "2024-13", "2024-00", "April 2024", "2024-04-01", "24-04", "12024-04", "x2024-04"])("rejects month %j", (month) => {
     expect(offenders(checkQuery(StatementsQuerySchema, { month }))).toEqual([["month", "INVALID_FORMAT"]]);
   });
 
@@ -419,8 +430,9 @@ describe("StatementsByAccountQuerySchema", () => {
     expect(checkQuery(StatementsByAccountQuerySchema, { to_month: "2024-06" }).ok).toBe(true);
   });
 
-  it("rejects an unparseable month", () => {
+  it("rejects an unparseable month, at either end", () => {
     expect(offenders(checkQuery(StatementsByAccountQuerySchema, { from_month: "2024/01" }))).toEqual([["from_month", "INVALID_FORMAT"]]);
+    expect(offenders(checkQuery(StatementsByAccountQuerySchema, { to_month: "2024-13" }))).toEqual([["to_month", "INVALID_FORMAT"]]);
   });
 });
 
