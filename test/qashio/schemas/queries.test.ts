@@ -19,6 +19,7 @@ import {
   TransactionsQuerySchema,
   UpdateCardBodySchema,
   UpdateVelocityLimitBodySchema,
+  ERROR_CODES,
   checkBody,
   checkQuery,
   toSearchParams,
@@ -645,6 +646,14 @@ describe("checkBody with another schema", () => {
   it("reports one entry per field, the first issue's, however many checks it fails", () => {
     const digits = z.object({ code: z.string().min(3).regex(/^\d+$/) });
     expect(offenders(checkBody(digits, { code: "a" }))).toEqual([["code", "OUT_OF_RANGE"]]);
+  });
+});
+
+describe("ERROR_CODES", () => {
+  it("are the four codes §7 shows and the three the checks add", () => {
+    expect([...ERROR_CODES].sort()).toEqual(
+      ["NOT_FOUND", "INVALID_ENUM", "OUT_OF_RANGE", "UNAUTHORIZED", "INVALID_FORMAT", "REQUIRED", "INVALID_RANGE"].sort(),
+    );
   });
 });
 
