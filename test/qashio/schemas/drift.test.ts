@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import {
+  CoreCardSchema,
+  ErpCardSchema,
+  PoolAccountSchema,
+  StatementSummarySchema,
+  SupplierSchema,
   TRANSACTION_CATEGORIES,
+  TransactionDetailSchema,
   TransactionSchema,
   driftEnum,
   parseEach,
@@ -9,7 +15,16 @@ import {
   withDriftSink,
   type DriftWarning,
 } from "../../../shared/qashio/schemas/index.js";
-import { TRANSACTION_ID, transactionFixture } from "./fixtures.js";
+import {
+  TRANSACTION_ID,
+  coreCardFixture,
+  erpCardFixture,
+  poolAccountFixture,
+  statementSummaryFixture,
+  supplierFixture,
+  transactionDetailFixture,
+  transactionFixture,
+} from "./fixtures.js";
 
 const Status = driftEnum(["draft", "active"] as const, { schema: "Supplier", field: "status" });
 const CaseFree = driftEnum(["Active"] as const, { schema: "ErpCard", field: "status" }, { caseInsensitive: true });
@@ -279,4 +294,42 @@ describe("parseWithDrift key order in arrays", () => {
     const result = parseWithDrift(schema, [{ b: "1", a: "x" }, { a: "y", b: "2" }]);
     expect(result.success && JSON.stringify(result.data)).toBe('[{"b":1,"a":"x"},{"a":"y","b":2}]');
   });
+});
+
+describe("listed response values", () => {
+  // Each value the spec names, written out: one dropped from its list would be reported as drift on every record.
+  const rows: [string, z.ZodType, (overrides: Record<string, unknown>) => unknown, string, string[]][] = [
+    ["ERP card", ErpCardSchema, erpCardFixture, "status", ["Active", "Inactive", "Suspended", "Terminated", "Draft", "Cancelled"]],
+    ["ERP card", ErpCardSchema, erpCardFixture, "card_type", ["Virtual", "Physical"]],
+    ["ERP card", ErpCardSchema, erpCardFixture, "account_type", ["reloadable", "pool"]],
+    ["core card", CoreCardSchema, coreCardFixture, "status", ["active", "inactive", "suspended", "terminated", "draft", "cancelled"]],
+    ["core card", CoreCardSchema, coreCardFixture, "card_type", ["Virtual", "Physical"]],
+    ["pool account", PoolAccountSchema, poolAccountFixture, "status", ["Active", "Inactive", "Suspended", "Terminated"]],
+    ["supplier", SupplierSchema, supplierFixture, "status", ["draft", "active", "inactive"]],
+    ["statement", StatementSummarySchema, statementSummaryFixture, "account_type", ["Card", "PoolAccount", "CompanyFundAccount", "Subsidiary"]],
+    [
+      "transaction",
+      TransactionSchema,
+      transactionFixture,
+      "transaction_category",
+      ["purchase", "refund", "reversal", "card_loading", "card_unloading", "cash_withdrawal", "deposit", "cashback", "account_transfer"],
+    ],
+    ["transaction", TransactionSchema, transactionFixture, "client_sync_status", ["not_synced", "synced", "outdated"]],
+    ["transaction", TransactionSchema, transactionFixture, "erp_sync_status", ["draft", "pending", "validated", "not_validated", "success", "failed"]],
+    [
+      "transaction",
+      TransactionSchema,
+      transactionFixture,
+      "approval_status",
+      ["initiated", "pending", "approved", "rejected", "resolved", "review", "action_taken", "admin_approved", "external_dispute"],
+    ],
+    ["transaction read", TransactionDetailSchema, transactionDetailFixture, "transaction_status", ["draft", "pushed", "synced", "failed"]],
+  ];
+  for (const [resource, schema, fixture, field, values] of rows) {
+    it(`a ${resource} reads every listed ${field} without drift`, () => {
+      for (const value of values) {
+        expect(parseWithDrift(schema, fixture({ [field]: value }))).toMatchObject({ success: true, drift: [], data: { [field]: value } });
+      }
+    });
+  }
 });
