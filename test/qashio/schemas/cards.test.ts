@@ -86,6 +86,48 @@ describe("ErpCardSchema", () => {
   it("keeps unknown fields", () => {
     expect(ErpCardSchema.parse(erpCardFixture({ card_color: "black" }))).toMatchObject({ card_color: "black" });
   });
+
+  it("reports an unlisted card type as drift, as it does a status", () => {
+    const result = parseWithDrift(ErpCardSchema, erpCardFixture({ card_type: "Metal" }));
+    expect(result.drift).toEqual([{ schema: "ErpCard", field: "card_type", value: "Metal", count: 1 }]);
+  });
+
+  it("holds each §2.3 member to its type, null taken for every one", () => {
+    // The §2.3 table, written out: a member of the wrong type is a broken record, not kept as sent.
+    const wrongByType = { boolean: "yes", number: "lots", string: { text: "x" } };
+    const members = {
+      boolean: [
+        "float_management_enabled",
+        "card_replaced",
+        "purchase_limits_active",
+        "transaction_limits_active",
+        "country_limits_active",
+        "category_limits_active",
+        "atm_withdrawal_allowed",
+        "low_balance_notification_active",
+      ],
+      number: ["allowed_max_balance", "low_balance_notification_amount"],
+      string: [
+        "card_nickname",
+        "masked_card_number",
+        "company_name",
+        "account_external_id",
+        "card_currency",
+        "topup_type",
+        "issued_at",
+        "activated_at",
+        "terminated_at",
+        "created_at",
+      ],
+    } as const;
+    for (const [type, fields] of Object.entries(members) as [keyof typeof members, readonly string[]][]) {
+      for (const field of fields) {
+        expect(ErpCardSchema.parse(erpCardFixture({ [field]: null }))[field]).toBeNull();
+        const bad = ErpCardSchema.safeParse(erpCardFixture({ [field]: wrongByType[type] }));
+        expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual([field]);
+      }
+    }
+  });
 });
 
 describe("ErpCardDetailSchema", () => {
@@ -132,6 +174,13 @@ describe("ErpCardDetailSchema", () => {
     expect(card.merchant_category_limits?.categories).toEqual([{ name: "Gambling", mcc_codes: [7995, "7800"] }]);
     const bad = ErpCardDetailSchema.safeParse(erpCardDetailFixture({ merchant_category_limits: { categories: ["Gambling"] } }));
     expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["merchant_category_limits.categories.0"]);
+  });
+
+  it("refuses country lists that are no lists", () => {
+    for (const key of ["allowed_countries", "blocked_countries"]) {
+      const bad = ErpCardDetailSchema.safeParse(erpCardDetailFixture({ country_limits: { [key]: "ARE" } }));
+      expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual([`country_limits.${key}`]);
+    }
   });
 
   it("names the six configuration objects as the members the list view does not carry", () => {
