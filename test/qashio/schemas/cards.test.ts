@@ -304,6 +304,31 @@ describe("CoreCardSchema", () => {
 
   it("reads a last four sent as a number as its four digits, leading zeros kept", () => {
     expect(CoreCardSchema.parse(coreCardFixture({ last_four: 7 }))).toMatchObject({ last_four: "0007" });
+    // A card ending 0000 sent as the number 0.
+    expect(CoreCardSchema.parse(coreCardFixture({ last_four: 0 }))).toMatchObject({ last_four: "0000" });
+  });
+
+  it("keeps an identifier sent as empty text as that text, not a broken record", () => {
+    const card = CoreCardSchema.parse(coreCardFixture({ account_id: "", user_profile: { employee_id: "" } }));
+    expect(card).toMatchObject({ account_id: "", user_profile: { employee_id: "" } });
+  });
+
+  it("takes a card id of 256 characters and refuses a longer one (it becomes a storage key)", () => {
+    const longest = `CA${"7".repeat(254)}`;
+    expect(CoreCardSchema.safeParse(coreCardFixture({ id: longest })).success).toBe(true);
+    const result = CoreCardSchema.safeParse(coreCardFixture({ id: `${longest}7` }));
+    expect(result.success ? [] : result.error.issues.map((i) => i.path.join("."))).toEqual(["id"]);
+  });
+
+  it("reads null for an amount and a limit count sent as text as its number, and refuses a timestamp or an id list of another type", () => {
+    const card = CoreCardSchema.parse(
+      coreCardWriteFixture({ account_balance: null, spend_limit: { max_amount: 5000, num_of_days: "30" } }),
+    );
+    expect(card).toMatchObject({ account_balance: null, spend_limit: { num_of_days: 30 } });
+    for (const [field, value] of [["first_activated_at", 1704877920], ["advanced_velocity_limits", [{ expense_category_ids: "cat-4" }]]] as const) {
+      const result = CoreCardSchema.safeParse(coreCardFixture({ [field]: value }));
+      expect(result.success ? [] : result.error.issues.map((i) => i.path[0])).toEqual([field]);
+    }
   });
 
   it("reads a member documented only by name as a flag or an amount, on the card and in its limits", () => {
