@@ -2,7 +2,7 @@
 import * as z from "zod";
 import { driftEnumsFor } from "./drift.js";
 import { CARD_ACCOUNT_TYPES, CARD_TYPES, ERP_CARD_STATUSES } from "./enums.js";
-import { CardIdSchema, optArray, optBoolean, optNumber, optString, optStringish } from "./primitives.js";
+import { CardIdSchema, fourDigitCode, optArray, optBoolean, optNumber, optString, optStringish } from "./primitives.js";
 import { SegmentsSchema } from "./transaction.js";
 
 const drift = driftEnumsFor("ErpCard");
@@ -66,10 +66,13 @@ export const CountryLimitsSchema = z.looseObject({
 });
 export type CountryLimits = z.output<typeof CountryLimitsSchema>;
 
-/** One merchant category of `merchant_category_limits`: a name and MCC codes (key names not shown). */
+/**
+ * One merchant category of `merchant_category_limits`: a name and MCC codes (key names not shown). A code sent as a
+ * number reads as its four digits, as a transaction's `mcc_code` does, so `742` matches the merchant's `"0742"`.
+ */
 export const MerchantCategorySchema = z.looseObject({
   name: optString(),
-  mcc_codes: optArray(z.union([z.string(), z.number()])),
+  mcc_codes: optArray(fourDigitCode()),
 });
 export type MerchantCategory = z.output<typeof MerchantCategorySchema>;
 

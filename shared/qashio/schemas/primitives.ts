@@ -99,7 +99,11 @@ function fourDigitText(n: number): string {
   return Number.isInteger(n) && n >= 0 && n < 10_000 ? String(n).padStart(4, "0") : String(n);
 }
 
-const OPT_FOUR_DIGIT_CODE = textOrNumber(fourDigitText).nullish();
+const FOUR_DIGIT_CODE = textOrNumber(fourDigitText);
+const OPT_FOUR_DIGIT_CODE = FOUR_DIGIT_CODE.nullish();
+
+/** A four-digit code (an MCC of a list): text as sent, or a number read as its four digits (`742` → `"0742"`). */
+export const fourDigitCode = () => FOUR_DIGIT_CODE;
 
 /** Optional four-digit code (last four, MCC): text as sent, or a number read as its four digits (`42` → `"0042"`). */
 export const optFourDigitCode = () => OPT_FOUR_DIGIT_CODE;

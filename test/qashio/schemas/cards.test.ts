@@ -163,15 +163,15 @@ describe("ErpCardDetailSchema", () => {
     });
   });
 
-  it("takes MCC codes as text or numbers, null country lists, and refuses a category that is no object", () => {
+  it("takes MCC codes as text or numbers, a number read as its four digits as a transaction's mcc_code is, null country lists, and refuses a category that is no object", () => {
     const card = ErpCardDetailSchema.parse(
       erpCardDetailFixture({
         country_limits: { restriction_mode: "allow", allowed_countries: null, blocked_countries: null },
-        merchant_category_limits: { restriction_type: "block", categories: [{ name: "Gambling", mcc_codes: [7995, "7800"] }] },
+        merchant_category_limits: { restriction_type: "block", categories: [{ name: "Gambling", mcc_codes: [7995, "7800", 742] }] },
       }),
     );
     expect(card.country_limits).toMatchObject({ allowed_countries: null, blocked_countries: null });
-    expect(card.merchant_category_limits?.categories).toEqual([{ name: "Gambling", mcc_codes: [7995, "7800"] }]);
+    expect(card.merchant_category_limits?.categories).toEqual([{ name: "Gambling", mcc_codes: ["7995", "7800", "0742"] }]);
     const bad = ErpCardDetailSchema.safeParse(erpCardDetailFixture({ merchant_category_limits: { categories: ["Gambling"] } }));
     expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join("."))).toEqual(["merchant_category_limits.categories.0"]);
   });
