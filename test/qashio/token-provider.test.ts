@@ -732,6 +732,15 @@ describe("OAuthTokenProvider", () => {
     expect(store.saves).toEqual([]);
   });
 
+  it("keeps the token endpoint's request id and status on ReauthorizationRequiredError, for a support request to the provider", async () => {
+    const store = memoryStore({ refreshToken: "rt-reused" });
+    const fetch = scriptedFetch(json(401, { error: "invalid_grant" }, { "x-request-id": "req-refused-1" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock: fakeClock() });
+    const error = await provider.getAccessToken().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect(error).toMatchObject({ status: 401, requestId: "req-refused-1", method: "POST", path: "/oauth2/token" });
+  });
+
   it("says the provider refused the refresh token when the store cannot be read after it to tell a rotation elsewhere from a revoked family", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-refused" });
@@ -774,6 +783,8 @@ describe("OAuthTokenProvider", () => {
     expect((error as ReauthorizationRequiredError).clientMayBeRefused).toBe(true);
     expect((error as Error).message).toContain("without an OAuth error code");
     expect((error as Error).message).toContain("check client_id and client_secret");
+    // Both ways out are named: fixing the credentials first, else authorizing again.
+    expect((error as Error).message).toMatch(/check client_id and client_secret first .*, else re-authorize the integration$/);
     expect((error as Error).message).not.toContain("maybe-wrong");
     expect(fetch.calls).toHaveLength(1);
     expect(store.saves).toEqual([]);
