@@ -173,6 +173,11 @@ describe("jwtTimes", () => {
     expect(jwtTimes(`h.${claims}.s`)).toEqual({ expiresAt: 1_700_000_900_000, issuedAt: 1_700_000_000_000 });
     expect(jwtTimes(`h.${payload('{"exp":1e400,"iat":-1e400}')}.s`)).toEqual({});
   });
+
+  it("reads no claims from a JSON payload that is no object (null, a number, a string, an array), and throws nothing", () => {
+    const payload = (text: string) => Buffer.from(text).toString("base64url");
+    for (const json of ["null", "1700000900", '"exp"', "[1700000900]"]) expect(jwtTimes(`h.${payload(json)}.s`)).toEqual({});
+  });
 });
 
 describe("jwtExpiry", () => {
