@@ -345,6 +345,23 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("keeps refusing a postponed token through seven later 401s for older tokens, and counts a repeated 401 as the newest", async () => {
+    const { provider, fetch, clock, store } = setup();
+    const first = await provider.getAccessToken();
+    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+    store.beforeRefresh = () => Promise.reject(full);
+    clock.advance(14.5 * MINUTE);
+    await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
+    // Requests in flight with older tokens report their 401s late: the provider remembers eight refusals.
+    for (let i = 0; i < 7; i++) await expect(provider.refreshAfterUnauthorized(`at-older-${i}`)).rejects.toBe(full);
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    // Another 401 for it makes its refusal the newest again: one more late report does not push it out.
+    await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
+    await expect(provider.refreshAfterUnauthorized("at-older-7")).rejects.toBe(full);
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("uses a refused token string again once the provider issues it anew, without refreshing on every call", async () => {
     const clock = fakeClock();
     const store = memoryStore({ refreshToken: "rt-1" });
