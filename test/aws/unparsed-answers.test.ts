@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { inspect } from "node:util";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
-import { UNPARSED_ANSWER_MESSAGE, dropUnparsedAnswers } from "../../shared/aws/unparsed-answers.js";
+import { UNPARSED_ANSWER_MESSAGE, dropUnparsedAnswers, withoutAnswerBody } from "../../shared/aws/unparsed-answers.js";
 
 /** A DynamoDB client whose every call is answered `status` with `body`, counting the requests it sends. */
 function answering(status: number, body: string, headers: Record<string, string> = {}) {
@@ -83,5 +83,18 @@ describe("dropUnparsedAnswers", () => {
     const error = (await client.send(get).catch((e: unknown) => e)) as Error;
     expect(error.name).toBe("ResourceNotFoundException");
     expect(error.message).toBe("Requested resource not found");
+  });
+});
+
+describe("withoutAnswerBody", () => {
+  it("replaces an XML protocol's parse failure too: not a SyntaxError, but holding the whole body as $responseBodyText", () => {
+    // As the SDK's XML deserializer leaves it: the XML parser's own error, the body hung on it unenumerated.
+    const parseFailure = Object.assign(new Error(`Unexpected close tag at ...${TOKEN}...`), { $metadata: { httpStatusCode: 200, requestId: "req-2" } });
+    Object.defineProperty(parseFailure, "$responseBodyText", { value: `<Secret>${TOKEN}</Secret>` });
+    const kept = withoutAnswerBody(parseFailure) as SyntaxError & { $metadata?: unknown };
+    expect(kept).toBeInstanceOf(SyntaxError);
+    expect(kept.message).toBe(UNPARSED_ANSWER_MESSAGE);
+    expect(kept.$metadata).toEqual({ httpStatusCode: 200, requestId: "req-2" });
+    expect(inspect(kept, { showHidden: true, depth: 10 })).not.toContain(TOKEN.slice(3, 11));
   });
 });
