@@ -38,6 +38,8 @@ describe("dropUnparsedAnswers", () => {
     expect(error.message).toBe(UNPARSED_ANSWER_MESSAGE);
     expect(error.$metadata).toMatchObject({ httpStatusCode: 200, requestId: "req-1" });
     expect(inspect(error, { showHidden: true, depth: 10 })).not.toContain(TOKEN.slice(3, 11));
+    // The answer's head stays hidden, as on the SDK's own error: a log line that serializes the error shows no headers.
+    expect(JSON.stringify(error)).not.toContain("x-amzn-requestid");
   });
 
   it("leaves the SDK's retries as they were: a 5xx answered in HTML is tried again, its status kept", async () => {
