@@ -89,6 +89,11 @@ describe("dropUnparsedAnswers", () => {
 });
 
 describe("withoutAnswerBody", () => {
+  it("passes on any other thrown value as it is, null and strings included, rather than failing on it", () => {
+    const other = new Error("ResourceNotFoundException");
+    for (const thrown of [null, undefined, "a string", 42, other]) expect(withoutAnswerBody(thrown)).toBe(thrown);
+  });
+
   it("replaces an XML protocol's parse failure too: not a SyntaxError, but holding the whole body as $responseBodyText", () => {
     // As the SDK's XML deserializer leaves it: the XML parser's own error, the body hung on it unenumerated.
     const parseFailure = Object.assign(new Error(`Unexpected close tag at ...${TOKEN}...`), { $metadata: { httpStatusCode: 200, requestId: "req-2" } });
