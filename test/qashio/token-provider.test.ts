@@ -191,6 +191,19 @@ function setup(
   return { clock, events, store, fetch, provider, logger, tokenEvents };
 }
 
+/**
+ * A provider holding the token it got first (`first`), 30 s before that token expires, whose store turns every further
+ * refresh down (`full`): a refresh due, and postponed.
+ */
+async function postponedRefresh() {
+  const rig = setup();
+  const first = await rig.provider.getAccessToken();
+  const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
+  rig.store.beforeRefresh = () => Promise.reject(full);
+  rig.clock.advance(14.5 * MINUTE);
+  return { ...rig, first, full };
+}
+
 describe("OAuthTokenProvider", () => {
   it("refreshes an expired access token with the refresh_token grant", async () => {
     const { provider, fetch } = setup();
@@ -332,11 +345,7 @@ describe("OAuthTokenProvider", () => {
   });
 
   it("stops handing out a postponed token once the provider refused it", async () => {
-    const { provider, fetch, clock, store } = setup();
-    const first = await provider.getAccessToken();
-    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
-    store.beforeRefresh = () => Promise.reject(full);
-    clock.advance(14.5 * MINUTE);
+    const { provider, fetch, first, full } = await postponedRefresh();
     expect(await provider.getAccessToken()).toBe(first);
     // The provider answers 401 for it; the refresh is refused too, so the call fails ...
     await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
@@ -346,11 +355,7 @@ describe("OAuthTokenProvider", () => {
   });
 
   it("keeps refusing a postponed token through seven later 401s for older tokens, and counts a repeated 401 as the newest", async () => {
-    const { provider, fetch, clock, store } = setup();
-    const first = await provider.getAccessToken();
-    const full = Object.assign(new Error("secret at its version quota"), { name: "SecretVersionQuotaError" });
-    store.beforeRefresh = () => Promise.reject(full);
-    clock.advance(14.5 * MINUTE);
+    const { provider, fetch, first, full } = await postponedRefresh();
     await expect(provider.refreshAfterUnauthorized(first)).rejects.toBe(full);
     // Requests in flight with older tokens report their 401s late: the provider remembers eight refusals.
     for (let i = 0; i < 7; i++) await expect(provider.refreshAfterUnauthorized(`at-older-${i}`)).rejects.toBe(full);
