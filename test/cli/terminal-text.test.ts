@@ -15,6 +15,10 @@ describe("printable", () => {
 });
 
 describe("printable: the ends of the control ranges", () => {
+  it("escapes each embedding and override, U+202A to U+202E: the last, RLO, is the one that shows `gnp.exe` as `exe.png`", () => {
+    expect(printable("a\u202ab\u202bc\u202cd\u202de\u202ef")).toBe(String.raw`a\u202ab\u202bc\u202cd\u202de\u202ef`);
+  });
+
   it("escapes NUL, a tab, DEL and the first and last C1 controls, and leaves the printable characters next to them as they are", () => {
     expect(printable("\u0000a\tb\u001fc d~\u007fe\u0080f\u009f\u00a0g")).toBe(String.raw`\u0000a\tb\u001fc d~\u007fe\u0080f\u009f` + "\u00a0g");
   });
