@@ -81,6 +81,14 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     expect(await modeOf(state)).toBe(0o700);
   });
 
+  it("drops a directory's set-id and sticky bits too, as the bridge makes it (0700), telling the mode it had whole", async () => {
+    const state = path.join(dir, "state");
+    await mkdir(state);
+    await chmod(state, 0o3775);
+    expect(restrictToOwner(state, { directory: true })).toBe(0o3775);
+    expect(await modeOf(state)).toBe(0o700);
+  });
+
   it("follows a symbolic link to a directory (the state directory may be one), narrowing the directory it names", async () => {
     const real = path.join(dir, "real-state");
     await mkdir(real);
