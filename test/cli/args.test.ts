@@ -58,6 +58,10 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["run", "--onse"])).toThrow(/--onse/);
   });
 
+  it("counts an option given once as once when an unknown option starts with its name, and names the unknown one", () => {
+    expect(() => parseCommand(["run", "--once", "--onces"])).toThrow(/^run: Unknown option '--onces'/);
+  });
+
   it("joins only a string option to a value starting with a dash: after a flag, the dash is an unknown option", () => {
     expect(() => parseCommand(["run", "--once", "-5"])).toThrow(/^run: Unknown option '-5'/);
   });
