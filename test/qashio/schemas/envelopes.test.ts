@@ -52,6 +52,24 @@ describe("successEnvelope", () => {
   it("tolerates a missing meta block", () => {
     expect(successEnvelope(z.unknown()).safeParse({ status_code: 200, success: true, data: {} }).success).toBe(true);
   });
+
+  it("reads a meta block whose request_id or timestamp is absent or null", () => {
+    for (const meta of [{}, { request_id: null, timestamp: null }]) {
+      expect(successEnvelope(z.unknown()).parse(successEnvelopeFixture({}, { meta })).meta).toEqual(meta);
+    }
+  });
+
+  it("refuses a meta that is no object (§4.1: `{ request_id, timestamp }`)", () => {
+    expect(successEnvelope(z.unknown()).safeParse(successEnvelopeFixture({}, { meta: null })).success).toBe(false);
+  });
+
+  it("reads a null message (§4.1: present on writes only)", () => {
+    expect(successEnvelope(z.unknown()).parse(successEnvelopeFixture({}, { message: null })).message).toBeNull();
+  });
+
+  it("keeps top-level members the spec does not list", () => {
+    expect(successEnvelope(z.unknown()).parse(successEnvelopeFixture({}, { trace_id: "t-1" }))).toMatchObject({ trace_id: "t-1" });
+  });
 });
 
 describe("listEnvelope", () => {
@@ -80,11 +98,25 @@ describe("CoreCardListEnvelopeSchema", () => {
     expect(envelope.data.page_info).toMatchObject({ next_page: 2, previous_page: null });
     expect(envelope.data.cards[0]?.allow_atm).toBe(false);
   });
+
+  it("refuses data without cards rather than reading an empty card list", () => {
+    expect(CoreCardListEnvelopeSchema.safeParse(successEnvelopeFixture({ page_info: pageInfoFixture() })).success).toBe(false);
+  });
 });
 
 describe("CoreCardWriteDataSchema", () => {
   it("reads data.card of a write", () => {
     expect(CoreCardWriteDataSchema.parse({ card: coreCardWriteFixture() }).card.spend_limit).toMatchObject({ max_amount: 5000 });
+  });
+
+  it("refuses a write's data without the card", () => {
+    expect(CoreCardWriteDataSchema.safeParse({}).success).toBe(false);
+  });
+});
+
+describe("ChangeStatusDataSchema", () => {
+  it("reads data without a message (the caller falls back to the envelope's)", () => {
+    expect(ChangeStatusDataSchema.parse({})).toEqual({});
   });
 });
 
