@@ -186,6 +186,14 @@ describe("envelope errors[] field and code", () => {
     ]);
     expect(error.providerText?.errors).toEqual(["too big", ""]);
   });
+
+  it("reads an otherwise well-formed envelope's entry without a code as UNKNOWN, like a broken envelope's", async () => {
+    const body = { status_code: 400, message: "rejected", errors: [{ field: "page", message: "too big" }] };
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.errors).toEqual([{ field: "page", code: "UNKNOWN", message: "" }]);
+  });
 });
 
 describe("secretsOf", () => {
