@@ -3,6 +3,7 @@ import {
   BankAccountSchema,
   ChartOfAccountSchema,
   PoolAccountSchema,
+  StatementPeriodBalanceSchema,
   StatementSummarySchema,
   StatementsByAccountSchema,
   SupplierSchema,
@@ -34,6 +35,7 @@ describe("PoolAccountSchema", () => {
   it("rejects a pool account without an id", () => {
     expect(PoolAccountSchema.safeParse(poolAccountFixture({ id: "" })).success).toBe(false);
   });
+
 });
 
 describe.each([
@@ -88,6 +90,37 @@ describe("StatementSummarySchema", () => {
   it("rejects a statement without a period", () => {
     expect(StatementSummarySchema.safeParse(statementSummaryFixture({ statement_period: undefined })).success).toBe(false);
   });
+
+  it.each([
+    ["a period without a month", { statement_period: { from: "2024-04-01", to: "2024-04-30" } }],
+    ["an empty account_external_id", { account_external_id: "" }],
+  ])("rejects a statement with %s", (_name, overrides) => {
+    expect(StatementSummarySchema.safeParse(statementSummaryFixture(overrides)).success).toBe(false);
+  });
+
+  it("reads a null account type", () => {
+    expect(StatementSummarySchema.parse(statementSummaryFixture({ account_type: null })).account_type).toBeNull();
+  });
+
+  it("normalises balances sent as text and a company id sent as a number", () => {
+    const statement = StatementSummarySchema.parse(statementSummaryFixture({ opening_balance: "1200.00", closing_balance: "-3.5", company_id: 51 }));
+    expect(statement).toMatchObject({ opening_balance: 1200, closing_balance: -3.5, company_id: "51" });
+  });
+});
+
+describe("StatementPeriodBalanceSchema", () => {
+  const period = () => statementsByAccountFixture().data[0];
+
+  it("normalises balances sent as text", () => {
+    expect(StatementPeriodBalanceSchema.parse({ ...period(), opening_balance: "12.50", closing_balance: "" })).toMatchObject({
+      opening_balance: 12.5,
+      closing_balance: null,
+    });
+  });
+
+  it("rejects a period balance without its statement_period", () => {
+    expect(StatementPeriodBalanceSchema.safeParse({ ...period(), statement_period: undefined }).success).toBe(false);
+  });
 });
 
 describe("StatementsByAccountSchema", () => {
@@ -104,7 +137,12 @@ describe("StatementsByAccountSchema", () => {
     expect(data).toMatchObject({ account_type: null, data: [] });
   });
 
-  it("rejects a response without the inner pagination", () => {
-    expect(StatementsByAccountSchema.safeParse(statementsByAccountFixture({ total_pages: undefined })).success).toBe(false);
+  it.each(["page", "total_pages", "total", "data"])("rejects a response without %s", (member) => {
+    expect(StatementsByAccountSchema.safeParse(statementsByAccountFixture({ [member]: undefined })).success).toBe(false);
+  });
+
+  it("keeps an unlisted account type and reports it under its own schema name", () => {
+    const result = parseWithDrift(StatementsByAccountSchema, statementsByAccountFixture({ account_type: "CreditAccount" }));
+    expect(result.drift).toEqual([{ schema: "StatementsByAccount", field: "account_type", value: "CreditAccount", count: 1 }]);
   });
 });
