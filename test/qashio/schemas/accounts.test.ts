@@ -36,6 +36,22 @@ describe("PoolAccountSchema", () => {
     expect(PoolAccountSchema.safeParse(poolAccountFixture({ id: "" })).success).toBe(false);
   });
 
+  it("takes a status in any letter case as listed, keeping the case sent", () => {
+    const result = parseWithDrift(PoolAccountSchema, poolAccountFixture({ status: "ACTIVE" }));
+    expect(result.drift).toEqual([]);
+    expect(result.success && result.data.status).toBe("ACTIVE");
+  });
+
+  it("reads null status, creator and managers", () => {
+    const pool = PoolAccountSchema.parse(poolAccountFixture({ status: null, created_by: null, account_managers: null }));
+    expect(pool).toMatchObject({ status: null, created_by: null, account_managers: null });
+    expect(PoolAccountSchema.safeParse(poolAccountFixture({ account_managers: undefined })).success).toBe(true);
+  });
+
+  it("normalises a flag sent as text and a user id sent as a number", () => {
+    const pool = PoolAccountSchema.parse(poolAccountFixture({ low_balance_notification_active: "FALSE", created_by: { user_id: 42, name: "Omar Said" } }));
+    expect(pool).toMatchObject({ low_balance_notification_active: false, created_by: { user_id: "42" } });
+  });
 });
 
 describe.each([
