@@ -404,4 +404,22 @@ describe("CardBalanceSchema", () => {
   it("rejects a card entry without a CA id", () => {
     expect(CardBalanceSchema.safeParse(cardBalanceFixture({ cards: [{ card_id: "x" }] })).success).toBe(false);
   });
+
+  it("rejects data without cards rather than reading no balances", () => {
+    expect(CardBalanceSchema.safeParse(cardBalanceFixture({ cards: undefined })).success).toBe(false);
+  });
+
+  it("reads a null company balance, a company amount sent as text and a null card status", () => {
+    expect(CardBalanceSchema.parse(cardBalanceFixture({ company_balance: null })).company_balance).toBeNull();
+    const data = CardBalanceSchema.parse(
+      cardBalanceFixture({ company_balance: { amount: "125000.50", currency: "AED" }, cards: [{ card_id: CARD_ID, status: null }] }),
+    );
+    expect(data).toMatchObject({ company_balance: { amount: 125000.5 }, cards: [{ status: null }] });
+  });
+
+  it("takes a card status in any letter case as listed, and reports an unlisted one as cards.status", () => {
+    const statuses = (status: string) => parseWithDrift(CardBalanceSchema, cardBalanceFixture({ cards: [{ card_id: CARD_ID, status }] })).drift;
+    expect(statuses("ACTIVE")).toEqual([]);
+    expect(statuses("frozen")).toEqual([{ schema: "CardBalance", field: "cards.status", value: "frozen", count: 1 }]);
+  });
 });
