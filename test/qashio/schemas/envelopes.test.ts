@@ -181,6 +181,21 @@ describe("InvitationResultSchema", () => {
   it("reads a queued invitation without summary", () => {
     expect(InvitationResultSchema.parse({ message: "Invitations queued" }).summary).toBeUndefined();
   });
+
+  it("reads null members, and an email list without end_user as empty", () => {
+    expect(InvitationResultSchema.parse({ message: null, summary: null })).toEqual({ message: null, summary: null });
+    const summary = { success_emails: {}, failed_emails: null, total_processed: null };
+    expect(InvitationResultSchema.parse({ summary }).summary).toEqual({ ...summary, success_emails: { end_user: [] } });
+    const swapped = { success_emails: null, failed_emails: {} };
+    expect(InvitationResultSchema.parse({ summary: swapped }).summary).toEqual({ ...swapped, failed_emails: { end_user: [] } });
+  });
+
+  it.each([
+    ["an email that is no string", { success_emails: { end_user: [7] } }],
+    ["a total_processed without its total", { total_processed: { success: 1, failed: 0 } }],
+  ])("rejects a summary with %s", (_name, summary) => {
+    expect(InvitationResultSchema.safeParse(invitationResultFixture({ summary })).success).toBe(false);
+  });
 });
 
 describe("CompanySummarySchema", () => {
