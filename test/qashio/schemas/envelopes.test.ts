@@ -158,16 +158,29 @@ describe("TokenSetSchema", () => {
     expect(TokenSetSchema.safeParse(tokenSetFixture({ token_type: "bearer" })).success).toBe(true);
   });
 
+  it("reads a null scope, and expires_in sent as text, null or empty text", () => {
+    expect(TokenSetSchema.parse(tokenSetFixture({ scope: null })).scope).toBeNull();
+    expect(TokenSetSchema.parse(tokenSetFixture({ expires_in: "3600" })).expires_in).toBe(3600);
+    for (const expires_in of [null, ""]) expect(TokenSetSchema.parse(tokenSetFixture({ expires_in })).expires_in).toBeNull();
+  });
+
   it.each([
     ["a missing refresh token", { refresh_token: undefined }],
     ["an empty access token", { access_token: "" }],
     ["a non-Bearer type", { token_type: "MAC" }],
+    ["a type that only contains Bearer", { token_type: "DPoP-Bearer" }],
+    ["an expires_in that is no number", { expires_in: "soon" }],
   ])("rejects %s", (_name, overrides) => {
     expect(TokenSetSchema.safeParse(tokenSetFixture(overrides)).success).toBe(false);
   });
 
   it("reads the validate response", () => {
     expect(ValidateResponseSchema.parse({ active: true })).toEqual({ active: true });
+    expect(ValidateResponseSchema.parse({ active: false })).toEqual({ active: false });
+  });
+
+  it("rejects a validate response without a boolean active", () => {
+    for (const body of [{}, { active: "true" }]) expect(ValidateResponseSchema.safeParse(body).success).toBe(false);
   });
 });
 
