@@ -2532,4 +2532,14 @@ describe("StaticTokenProvider", () => {
     expect(await provider.refreshAfterUnauthorized("b")).toBe("b");
     expect(provider.refreshCount).toBe(2);
   });
+
+  it("hands out the token a refresh moved to on later calls too", async () => {
+    const provider = new StaticTokenProvider(["a", "b"]);
+    await provider.refreshAfterUnauthorized("a");
+    expect(await provider.getAccessToken()).toBe("b");
+  });
+
+  it("refuses an empty token list", () => {
+    expect(() => new StaticTokenProvider([])).toThrow(new TypeError("StaticTokenProvider needs at least one token"));
+  });
 });
