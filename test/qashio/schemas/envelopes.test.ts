@@ -126,8 +126,12 @@ describe("PaginationSchema and PageInfoSchema", () => {
     expect(PageInfoSchema.parse(pageInfoFixture())).toEqual(pageInfoFixture());
   });
 
-  it("reject a pagination without has_next", () => {
-    expect(PaginationSchema.safeParse(paginationFixture({ has_next: undefined })).success).toBe(false);
+  it.each(["page", "page_size", "total_records", "total_pages", "has_next", "has_previous"])("reject a pagination without %s", (member) => {
+    expect(PaginationSchema.safeParse(paginationFixture({ [member]: undefined })).success).toBe(false);
+  });
+
+  it("accept a page_info without offset, next_page or previous_page", () => {
+    expect(PageInfoSchema.safeParse(pageInfoFixture({ offset: undefined, next_page: undefined, previous_page: undefined })).success).toBe(true);
   });
 
   it("accept the last page_info page with next_page null", () => {
