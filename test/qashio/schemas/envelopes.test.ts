@@ -63,6 +63,12 @@ describe("successEnvelope", () => {
     expect(successEnvelope(z.unknown()).safeParse(successEnvelopeFixture({}, { meta: null })).success).toBe(false);
   });
 
+  it("refuses a status_code that is no integer (§4.1), though it may be absent", () => {
+    for (const status_code of [null, 200.5, "200"]) {
+      expect(successEnvelope(z.unknown()).safeParse(successEnvelopeFixture({}, { status_code })).success).toBe(false);
+    }
+  });
+
   it("reads a null message (§4.1: present on writes only)", () => {
     expect(successEnvelope(z.unknown()).parse(successEnvelopeFixture({}, { message: null })).message).toBeNull();
   });
