@@ -311,6 +311,18 @@ describe("pollCards", () => {
     expect(rig.publisher.events).toHaveLength(1);
   });
 
+  it("in suspended-only mode without card details diffs a card recorded suspended too: its nickname change is published on the next tick", async () => {
+    const rig = makeRig();
+    const id = rig.provider.addCard({ status: "Suspended" })["id"] as string;
+    await pollCards(rig.deps, { mode: "suspended-only" });
+    rig.provider.changeCard(id, { card_nickname: "Fraud hold" });
+    expect(await pollCards(rig.deps, { mode: "suspended-only" })).toMatchObject({ outcome: "complete", handled: 1, unchanged: 0 });
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.changes])).toEqual([
+      ["card.updated", id, [expect.objectContaining({ path: "/card_nickname", after: "Fraud hold" })]],
+    ]);
+    expect(rig.snapshots.data.get(`card:${id}`)?.object["card_nickname"]).toBe("Fraud hold");
+  });
+
   it("counts each full-walk cycle once in FullCardWalks, however it ends, and no suspended-only cycle (Heartbeat-PollCards of a fast-path tenant)", async () => {
     const rig = makeRig();
     for (let i = 0; i < 5; i++) rig.provider.addCard();
