@@ -803,6 +803,17 @@ describe("pollCards", () => {
     expect(rig.publisher.events.slice(events).map((e) => e.detail.subject.id).toSorted()).toEqual(issued.toSorted());
   });
 
+  it("fails the cycle at the 'read card walk cursor' step when the store refuses the cursor's read in time: an outage is no deadline", async () => {
+    const rig = makeRig();
+    rig.provider.addCard();
+    const down = Object.assign(new Error("table unavailable"), { name: "ResourceNotFoundException" });
+    rig.snapshots.getMany = () => Promise.reject(down);
+    const failure = await pollCards(rig.deps).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(CycleAbortedError);
+    expect(failure).toMatchObject({ step: "read card walk cursor", cause: down });
+    expect(rig.provider.count("listErpCards")).toBe(0);
+  });
+
   it("fails a fresh walk on a refused page like any other provider error", async () => {
     const rig = makeRig();
     for (let i = 0; i < 2; i++) rig.provider.addCard();
