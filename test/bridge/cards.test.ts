@@ -814,6 +814,18 @@ describe("pollCards", () => {
     expect(rig.provider.count("listErpCards")).toBe(0);
   });
 
+  it("fails the cycle at the 'write card walk cursor' step when the store refuses the cursor's write in time: an outage is no deadline", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addCard();
+    const putMany = rig.snapshots.putMany.bind(rig.snapshots);
+    const down = Object.assign(new Error("table unavailable"), { name: "ResourceNotFoundException" });
+    rig.snapshots.putMany = (snapshots) => (snapshots.some((s) => s.key === walkCursorKey("full")) ? Promise.reject(down) : putMany(snapshots));
+    const failure = await pollCards(rig.deps, { pageSize: 2, maxPages: 1 }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(CycleAbortedError);
+    expect(failure).toMatchObject({ step: "write card walk cursor", cause: down });
+    expect(rig.snapshots.data.has(walkCursorKey("full"))).toBe(false);
+  });
+
   it("fails a fresh walk on a refused page like any other provider error", async () => {
     const rig = makeRig();
     for (let i = 0; i < 2; i++) rig.provider.addCard();
