@@ -1612,15 +1612,17 @@ describe("pollCards with card details", () => {
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
   });
 
-  it("ends details for the rest of a walk once every read of a page smaller than the reads in flight failed", async () => {
+  // A page of one card: its one read failing is every read of the page.
+  it.each([2, 1])("ends details for the rest of a walk once every read of a page smaller than the reads in flight failed (pages of %i)", async (pageSize) => {
     const rig = await walked(6);
     const reads = rig.provider.count("readErpCard");
     rig.provider.beforeCall = (call) => {
       if (call.op === "readErpCard") throw Object.assign(new Error("503"), { name: "ProviderError", status: 503 });
     };
-    expect((await pollCards(rig.deps, { pageSize: 2 })).outcome).toBe("complete");
-    expect(rig.provider.count("readErpCard") - reads).toBe(2);
+    expect((await pollCards(rig.deps, { pageSize })).outcome).toBe("complete");
+    expect(rig.provider.count("readErpCard") - reads).toBe(pageSize);
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(6);
+    expect(rig.logger.lines.filter((l) => l.message.startsWith("card detail reads of a page all failed"))).toHaveLength(1);
   });
 
   it("goes on reading details after a page whose cards all went (404): a removed card is no fault of the endpoint", async () => {
