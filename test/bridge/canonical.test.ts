@@ -55,6 +55,15 @@ describe("canonicalCopy", () => {
     expect(contentHash(canonicalCopy(parsed))).toBe(contentHash(parsed));
   });
 
+  it("writes strings as sent, not normalised: an é composed and one decomposed are two texts with two hashes, on either path", () => {
+    const forms = ["\u00e9", "e\u0301", "\u00c5", "A\u030a", "\u212b", "\ud83d\ude00", "\u2028"];
+    for (const memo of forms) {
+      expect(canonicalJson({ memo, id: "t1" }), memo).toBe(JSON.stringify({ id: "t1", memo }));
+      expect(contentHash(canonicalCopy({ memo, id: "t1" })), memo).toBe(contentHash({ memo, id: "t1" }));
+    }
+    expect(new Set(forms.map((memo) => contentHash({ memo }))).size).toBe(forms.length);
+  });
+
   it("drops function and symbol members as JSON.stringify does, in canonicalJson and canonicalCopy alike", () => {
     const object = { b: () => 1, a: 1, c: Symbol("x"), d: [() => 1] };
     expect(canonicalJson(object)).toBe('{"a":1,"d":[null]}');
