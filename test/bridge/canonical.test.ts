@@ -55,6 +55,20 @@ describe("canonicalCopy", () => {
     expect(contentHash(canonicalCopy(parsed))).toBe(contentHash(parsed));
   });
 
+  it("writes a number as JSON.stringify does, so one value in any provider spelling (1e5, 100000.0, -0, 1E21) hashes alike", () => {
+    const spellings = [
+      ["100000", "1e5", "100000.0", "1E+5"],
+      ["0", "-0", "0.0", "-0e3"],
+      ["1e+21", "1E21", "1000000000000000000000"],
+      ["0.1", "1e-1", "0.10"],
+    ];
+    for (const texts of spellings) {
+      const objects = texts.map((text) => JSON.parse(`{"amount":${text}}`) as Record<string, unknown>);
+      for (const object of objects) expect(canonicalJson(object), JSON.stringify(texts)).toBe(JSON.stringify(object));
+      expect(new Set(objects.map((object) => contentHash(object))).size, JSON.stringify(texts)).toBe(1);
+    }
+  });
+
   it("writes strings as sent, not normalised: an é composed and one decomposed are two texts with two hashes, on either path", () => {
     const forms = ["\u00e9", "e\u0301", "\u00c5", "A\u030a", "\u212b", "\ud83d\ude00", "\u2028"];
     for (const memo of forms) {
