@@ -91,98 +91,6 @@ export function canonicalJson(value: unknown): string {
  */
 const serialised = new WeakMap<object, string>();
 
-/** Objects built by {@link canonicalCopy} whose `JSON.stringify` text equals their {@link canonicalJson}. */
-const canonicalObjects = new WeakSet<object>();
-
-/** A key list as an object came with it, and the same keys sorted. */
-interface KeyOrder {
-  readonly keys: readonly string[];
-  readonly sorted: readonly string[];
-  /** False when `JSON.stringify` would not follow `sorted` (array-index keys come first) or `__proto__` is a key. */
-  readonly stringifiable: boolean;
-}
-
-/** Sorted key lists by key count: provider objects repeat a handful of shapes, so each list is sorted once. */
-const keyOrders = new Map<number, KeyOrder[]>();
-const KEY_ORDER_LIMIT = 64;
-const ARRAY_INDEX = /^(?:0|[1-9]\d{0,9})$/;
-
-function keyOrderOf(record: object): KeyOrder {
-  const keys = Object.keys(record);
-  let known = keyOrders.get(keys.length);
-  if (known) {
-    for (const order of known) {
-      let same = true;
-      for (let i = 0; i < keys.length; i++) {
-        if (order.keys[i] !== keys[i]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return order;
-    }
-  } else {
-    keyOrders.set(keys.length, (known = []));
-  }
-  const stringifiable = keys.every((key) => key !== "__proto__" && !(ARRAY_INDEX.test(key) && Number(key) < 4294967295));
-  const order: KeyOrder = { keys, sorted: [...keys].sort(), stringifiable };
-  if (known.length >= KEY_ORDER_LIMIT) known.length = 0;
-  known.push(order);
-  return order;
-}
-
-/** Deep copy with object keys inserted in sorted order; `state.canonical` turns false if `JSON.stringify` would differ. */
-function sortedCopyOf(value: unknown, state: { canonical: boolean }): unknown {
-  if (typeof value !== "object" || value === null) {
-    if (typeof value === "bigint") state.canonical = false;
-    return value;
-  }
-  if (Array.isArray(value)) {
-    const out = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = sortedCopyOf(value[i], state);
-    return out;
-  }
-  return sortedRecordOf(value as Record<string, unknown>, undefined, state);
-}
-
-function sortedRecordOf(record: Readonly<Record<string, unknown>>, omit: ReadonlySet<string> | undefined, state: { canonical: boolean }): Record<string, unknown> {
-  const proto: unknown = Object.getPrototypeOf(record);
-  // Dates, Maps and the like serialise through toJSON or not at all: only plain objects take the fast path.
-  if (proto !== Object.prototype && proto !== null) state.canonical = false;
-  const order = keyOrderOf(record);
-  if (!order.stringifiable) state.canonical = false;
-  const out: Record<string, unknown> = {};
-  for (const key of order.sorted) {
-    if (omit?.has(key)) continue;
-    const member = record[key];
-    // Dropped as JSON (and canonicalJson) drop them.
-    if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
-    const copy = sortedCopyOf(member, state);
-    // An own `__proto__` member (JSON.parse makes one) must stay a member, not become the prototype.
-    if (key === "__proto__") Object.defineProperty(out, key, { value: copy, enumerable: true, writable: true, configurable: true });
-    else out[key] = copy;
-  }
-  return out;
-}
-
-/**
- * A deep copy of a JSON object with keys in sorted order at every level, leaving out the top-level keys in `omit`.
- * For such a copy `JSON.stringify` (native, one pass) yields the canonical text, so {@link contentHash} skips the
- * hand-rolled serialiser. Replacing member values later is fine; adding members is not (it breaks the order).
- *
- * @example
- * ```ts
- * const object = canonicalCopy({ b: 1, a: { d: 2, c: 3 } }); // { a: { c: 3, d: 2 }, b: 1 }
- * contentHash(object); // hashes '{"a":{"c":3,"d":2},"b":1}'
- * ```
- */
-export function canonicalCopy(record: Readonly<Record<string, unknown>>, omit?: ReadonlySet<string>): Record<string, unknown> {
-  const state = { canonical: true };
-  const out = sortedRecordOf(record, omit, state);
-  if (state.canonical) canonicalObjects.add(out);
-  return out;
-}
-
 /**
  * JSON text of `value`: the text it was hashed as (sorted keys by contentHash, its own order by recordHash), else
  * `JSON.stringify`.
@@ -232,9 +140,8 @@ export function sha256Hex(text: string): string {
  * ```
  */
 export function contentHash(value: unknown): string {
-  const isObject = typeof value === "object" && value !== null;
-  const text = isObject && canonicalObjects.has(value) ? JSON.stringify(value) : canonicalJson(value);
-  if (isObject) serialised.set(value, text);
+  const text = canonicalJson(value);
+  if (typeof value === "object" && value !== null) serialised.set(value, text);
   return sha256Hex(text);
 }
 
