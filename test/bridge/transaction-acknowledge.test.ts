@@ -46,6 +46,25 @@ describe("TransactionAcknowledger", () => {
     await expect(acknowledger.acknowledge(["t1", "t2"], undefined)).rejects.toBe(deferred);
     expect(logger.lines).toEqual([]);
   });
+  it("counts the ids of the calls the provider took in the report and Acknowledged when a later call of the same acknowledge fails", async () => {
+    const metrics = new RecordingMetrics();
+    const report = emptyReport("transactions");
+    const failure = new Error("socket hang up");
+    let calls = 0;
+    const acknowledger = new TransactionAcknowledger({
+      logger: new RecordingLogger(),
+      metrics,
+      report,
+      // Two calls of two ids: the provider takes the first, the second fails (the cycle then aborts with the report).
+      acknowledgeTransactions: () => (++calls === 1 ? Promise.resolve(undefined) : Promise.reject(failure)),
+      wait: () => Promise.resolve(),
+      pageSize: () => 2,
+    });
+    await expect(acknowledger.acknowledge(["t1", "t2", "t3", "t4"], { failedBefore: 0, readsPage: true })).rejects.toBe(failure);
+    expect(calls).toBe(2);
+    expect(report.acknowledged).toBe(2);
+    expect(metrics.sum("Acknowledged")).toBe(2);
+  });
 
   it("leaves a re-drive's acknowledge that fails for now to the next cycle, waiting for nothing, and says where its ids went", async () => {
     const rig = acknowledgerOver(() => Promise.reject(failedForNow()));
