@@ -320,4 +320,29 @@ describe("SyncLagSeconds and a delivered transaction the look at the end of the 
     expect(report.syncLagSeconds).toBeGreaterThan(3000);
     expect(report.syncLagSeconds).toBeLessThan(2 * 3600);
   });
+  it("counts such a transaction at the age of a change made since its delivery: its snapshot holds another version than the one listed", async () => {
+    const rig = makeRig();
+    const threeDaysAgo = rig.clock.now() - 3 * 24 * 3600 * 1000;
+    const stuck = rig.provider.addTransaction({ updated_at: new Date(threeDaysAgo).toISOString() }).id;
+    const refuseStuck = (call: ProviderCall): void => {
+      if (call.op === "acknowledgeTransactions" && call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+    };
+    rig.provider.beforeCall = refuseStuck;
+    await pollTransactions(rig.deps, { pageSize: PAGE_SIZE });
+    expect(rig.provider.pending().map((t) => t.id)).toEqual([stuck]);
+
+    // Changed a day ago, after the version delivered: still listed at the end, now with a change not delivered.
+    const twoDaysAgo = rig.clock.now() - 2 * 24 * 3600 * 1000;
+    Object.assign(rig.provider.transactions.find((t) => t.id === stuck)!, { memo: "corrected", updated_at: new Date(twoDaysAgo).toISOString() });
+    for (let i = 0; i < 100; i++) rig.provider.addTransaction();
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions") rig.clock.advance(1000);
+      refuseStuck(call);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: PAGE_SIZE, deadline: rig.clock.now() + BUDGET_MS });
+    expect(looksAtTheEnd(rig)).toEqual([5]);
+    // The walk did not reach it: its change is still undelivered, two days old.
+    expect(rig.publisher.ofType("transaction.changed")).toEqual([]);
+    expect(report.syncLagSeconds).toBeGreaterThanOrEqual(2 * 24 * 3600);
+  });
 });
