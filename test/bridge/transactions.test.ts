@@ -743,6 +743,30 @@ describe("pollTransactions", () => {
     const acked = rig.provider.calls.flatMap((c) => (c.op === "acknowledgeTransactions" ? c.ids : []));
     expect(acked.filter((id) => id === txn.id)).toHaveLength(1);
   });
+  it("publishes a transaction fixed while the walk goes on when a shifted page shows it valid after its invalid copy was quarantined, so the acknowledge of that copy does not lose the fix", async () => {
+    const rig = makeRig({}, { validators: { transaction: (raw) => ((raw as { memo?: string }).memo === "bad" ? { success: false, reason: "memo: rejected" } : { success: true, data: raw as Record<string, unknown> }) } });
+    // Two below the first page, so the walk reads the page after it ahead.
+    rig.provider.addTransaction();
+    rig.provider.addTransaction();
+    const other = rig.provider.addTransaction();
+    const fixed = rig.provider.addTransaction({ memo: "bad" });
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      if (call.op !== "listTransactions" || ++lists !== 2) return;
+      // Before the page after the first batch is read ahead: the provider fixes the invalid one, and two arrivals push
+      // the batch in hand (not acknowledged yet) down to that page.
+      Object.assign(rig.provider.transactions.find((t) => t.id === fixed.id)!, { memo: "fixed" });
+      rig.provider.addTransaction();
+      rig.provider.addTransaction();
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    expect([...rig.quarantine.records.values()].map((r) => r.entityId)).toEqual([fixed.id]);
+    const created = rig.publisher.ofType("transaction.created").filter((e) => e.detail.subject.id === fixed.id);
+    expect(created.map((e) => e.detail.data.object["memo"])).toEqual(["fixed"]);
+    expect(rig.snapshots.data.has(`transaction:${fixed.id}`)).toBe(true);
+    expect(rig.publisher.ofType("transaction.created").filter((e) => e.detail.subject.id === other.id)).toHaveLength(1);
+  });
 
   it("keeps no cardholder name or email in a quarantine record, even in a field of the wrong type", async () => {
     const validator = (raw: unknown) =>
