@@ -1538,6 +1538,22 @@ describe("pollTransactions", () => {
     expect(rig.publisher.events.map((e) => e.detail.subject.id)).not.toContain(older.id);
     expect(report.syncLagSeconds).toBe(130);
   });
+  it("counts no lag for the batch just delivered when the page read ahead at the deadline lists it again (arrivals pushed it down)", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const start = rig.clock.now();
+    let lists = 0;
+    rig.provider.beforeCall = (call) => {
+      // Two arrive just before the page after the first batch is read ahead: that read shows the batch in hand.
+      if (call.op === "listTransactions" && ++lists === 2) for (let i = 0; i < 2; i++) rig.provider.addTransaction();
+      // The batch's acknowledge takes the cycle an hour past its deadline.
+      if (call.op === "acknowledgeTransactions") rig.clock.ms = start + 3_600_000;
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2, deadline: start + 5_000 });
+    expect(report).toMatchObject({ outcome: "deadline", acknowledged: 2 });
+    // Both on the page left behind were delivered before the hour passed: only their age when published is lag.
+    expect(report.syncLagSeconds).toBeLessThan(3600);
+  });
 
   it("reports the lag of a page read ahead when a write refused past the deadline stops the batch before it", async () => {
     const { rig, older, newer, start } = olderOnSecondPage();
