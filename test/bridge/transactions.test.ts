@@ -603,6 +603,39 @@ describe("pollTransactions", () => {
       expect(listsOf(rig, "not_synced")).toBe(2);
       expect(report.published["transaction.created"]).toBe(2);
     });
+
+    it("does not go on with the not_synced pass stopped at its share when the outdated list stops for want of time: the cycle ends there, as deadline", async () => {
+      const rig = makeRig();
+      const changed = rig.provider.addTransaction();
+      await pollTransactions(rig.deps);
+      rig.provider.changeTransaction(changed.id, { memo: "corrected" });
+      rig.provider.addTransaction();
+      rig.provider.addTransaction();
+      rig.provider.calls.length = 0;
+      const deadline = rig.clock.now() + 100_000;
+      let first = true;
+      rig.provider.beforeCall = (call) => {
+        if (call.op !== "listTransactions") return;
+        // The first read of the new ones takes four fifths of the budget: the pass stops at its share after that page.
+        if (first && call.query.client_sync_status === "not_synced") rig.clock.advance(80_000);
+        first = false;
+        // What the client throws when the list's next attempt no longer fits before the cycle's deadline.
+        if (call.query.client_sync_status === "outdated") {
+          throw new DeadlineExceededError("GET /transactions was not retried: a whole attempt no longer fits before its deadline", {
+            method: "GET",
+            path: "/transactions",
+            deadline,
+          });
+        }
+      };
+      const report = await pollTransactions(rig.deps, { pageSize: 1, deadline });
+      expect(report.outcome).toBe("deadline");
+      expect(listsOf(rig, "outdated")).toBe(1);
+      // Time was left on the clock, but the cycle had stopped: no second not_synced read, one transaction published.
+      expect(listsOf(rig, "not_synced")).toBe(1);
+      expect(report.published["transaction.created"]).toBe(1);
+      expect(rig.provider.pending()).toHaveLength(2);
+    });
   });
 
   it("ends a pass on an empty page even when it says has_next (docs/spec-gaps.md), instead of walking to the page bound", async () => {
