@@ -762,6 +762,19 @@ describe("pollTransactions", () => {
     expect(warnings.map((w) => w.attributes?.["kept"])).toEqual(["earlier copy"]);
   });
 
+  it("names no id in the warning of two differing copies on one page when the id as sent has no transaction id's form (an email)", async () => {
+    const rig = makeRig();
+    const [one, two] = [rig.provider.addTransaction(), rig.provider.addTransaction()];
+    rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(one.id, { id: "ann@example.com", qashio_id: "CT-broken-1" });
+    rig.provider.rawOverrides.set(two.id, { id: "ann@example.com", qashio_id: "CT-broken-2" });
+    await pollTransactions(rig.deps);
+    const warnings = rig.logger.lines.filter((l) => l.message.startsWith("transaction listed twice on one page"));
+    expect(warnings.map((w) => w.attributes?.["kept"])).toEqual(["earlier copy"]);
+    expect(warnings.map((w) => w.attributes?.["id"])).toEqual([undefined]);
+    expect(JSON.stringify(rig.logger.lines)).not.toContain("ann@example.com");
+  });
+
   it("keeps one item per id when a plugged validator maps two raw ids of a page to one (a UUID lower-cased)", async () => {
     // Not reachable with the project's validators (the default passes the id through; the client's schema does not
     // rewrite it): only a validator plugged through deps.validators that rewrites ids can do this.
