@@ -737,6 +737,19 @@ describe("pollTransactions", () => {
     expect(warnings.map((w) => w.attributes?.["kept"])).toEqual([first === "bad" ? "later copy (the earlier is invalid)" : "earlier copy"]);
   });
 
+  it("publishes once an id listed twice on a page in differing copies that both stay listed (its acknowledge refused), not each copy in turn on every re-read", async () => {
+    const rig = makeRig();
+    const txn = rig.provider.addTransaction({ memo: "second" });
+    const stand = rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(stand.id, { ...structuredClone(txn), memo: "first", client_sync_status: "not_synced" });
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions" && call.ids.includes(txn.id)) throw refusal(call.ids, [txn.id]);
+    };
+    const report = await pollTransactions(rig.deps, { pageSize: 2 });
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => [e.detailType, e.detail.subject.id, e.detail.data.object["memo"]])).toEqual([["transaction.created", txn.id, "first"]]);
+  });
+
   it("keeps one copy of an id listed twice on a page in the same content, without warning: the provider does not contradict itself there", async () => {
     const rig = makeRig();
     const txn = rig.provider.addTransaction();
