@@ -107,6 +107,14 @@ describe("HttpCore requests", () => {
     expect((error as NotFoundError).requestId).toBe("hdr-404");
   });
 
+  it("prefers meta.request_id to an x-request-id header that differs (a proxy's own id), on a success and on an error", async () => {
+    const { http } = core(scriptedFetch(json(200, { success: true, data: [], meta: { request_id: "req-body-2" } }, { "x-request-id": "proxy-9" })));
+    expect((await http.request(read())).requestId).toBe("req-body-2");
+    const error = await core(scriptedFetch(fail(404, [], { "x-request-id": "proxy-9" }))).http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as NotFoundError).requestId).toBe(REQUEST_ID);
+  });
+
   it("sends no query parameter for a null value", async () => {
     const fetch = scriptedFetch(ok([]));
     const { http } = core(fetch);
