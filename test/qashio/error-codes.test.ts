@@ -64,6 +64,13 @@ describe("OAuth error codes", () => {
     }
   });
 
+  it("reads error before code when a body has both: a string code beside it, or a gateway's numeric one", async () => {
+    const both = await refreshAnswered(400, { error: "invalid_grant", code: "server_error" });
+    expect(both.message).toBe("POST /oauth2/token answered 400 (invalid_grant)");
+    expect(both.errors).toEqual([{ field: null, code: "invalid_grant", message: "" }]);
+    expect((await refreshAnswered(401, { error: "invalid_client", code: 401 })).message).toBe("POST /oauth2/token answered 401 (invalid_client)");
+  });
+
   it("reports no code for an empty one: the answer names none", async () => {
     const error = await refreshAnswered(400, { error: "" });
     expect(error.message).toBe("POST /oauth2/token answered 400");
