@@ -183,7 +183,7 @@ describe("envelope errors[] field and code", () => {
   });
 
   it("reads a broken envelope's errors[] entries that are objects only: a missing code as UNKNOWN, a missing message as empty text", async () => {
-    const body = { message: "rejected", errors: [{ field: "page", message: "too big" }, "oops", null, 7, { code: "OUT_OF_RANGE", message: 7 }] };
+    const body = { message: "rejected", errors: [{ field: "page", message: "too big" }, "oops", null, 7, ["NOT_FOUND"], { code: "OUT_OF_RANGE", message: 7 }] };
     const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
     const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
     expect(error).toBeInstanceOf(BadRequestError);
