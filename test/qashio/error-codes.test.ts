@@ -227,4 +227,11 @@ describe("codingNote", () => {
     expect(codingNote(headers("gzip, br, deflate, zstd"))).toContain("it came in Content-Encoding gzip, br, deflate, zstd, though");
     expect(codingNote(headers("gzip, br, deflate, zstd, gzip"))).toContain("it came in a Content-Encoding, though");
   });
+
+  it("quotes a coding name of up to 32 characters, and no longer one", () => {
+    const name = "x-coding.".padEnd(32, "z");
+    expect(codingNote(headers(name))).toContain(`it came in Content-Encoding ${name}, though`);
+    expect(codingNote(headers(`${name}z`))).toContain("it came in a Content-Encoding, though");
+    expect(codingNote(headers(`gzip, ${name}z`))).toContain("it came in a Content-Encoding, though");
+  });
 });
