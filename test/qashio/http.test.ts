@@ -129,6 +129,15 @@ describe("HttpCore requests", () => {
     expect(fetch.calls[0]!.url.href).toMatch(/^https:\/\/api\.example\.test\/public\/v1\/erp\/transactions\?/);
   });
 
+  it("takes the request id from the x-request-id header when meta.request_id is no string, on a success and on an error", async () => {
+    const body = { success: true, data: [], meta: { request_id: 42, timestamp: "2025-01-15T12:00:00Z" } };
+    expect((await core(scriptedFetch(json(200, body, { "x-request-id": "hdr-8" }))).http.request(read())).requestId).toBe("hdr-8");
+    const failure = { status_code: 404, message: "missing", errors: [], meta: { request_id: 42 } };
+    const error = await core(scriptedFetch(json(404, failure, { "x-request-id": "hdr-9" }))).http.request(read()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as NotFoundError).requestId).toBe("hdr-9");
+  });
+
   it("takes the request id from the x-request-id header when meta.request_id is empty", async () => {
     const body = { success: true, data: [], meta: { request_id: "", timestamp: "2025-01-15T12:00:00Z" } };
     const { http } = core(scriptedFetch(json(200, body, { "x-request-id": "hdr-7" })));
