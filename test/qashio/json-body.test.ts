@@ -81,6 +81,12 @@ describe("parseDataPiecewise", () => {
     expect(parseDataPiecewise([Buffer.from('{"\\"":1,"d\\u0061ta":[1,{"a":2}],"n\\n":[3]}')], 0)?.value).toStrictEqual({ '"': 1, data: [1, { a: 2 }], "n\n": [3] });
   });
 
+  it("takes a key written with escapes for data only when it decodes to data exactly, not to a key that starts with it", () => {
+    for (const text of ['{"d\\u0061tas":[1],"data":[2]}', '{"data":[2],"\\u0064atax":[1]}']) {
+      expect(parseDataPiecewise([Buffer.from(text)], 0)?.value, text).toStrictEqual(JSON.parse(text));
+    }
+  });
+
   it("leaves to the whole parse what it cannot split for sure: a second data member, data not an array, a byte order mark, not an object", () => {
     const cases = [
       '{"data":[1,2],"data":[3]}',
