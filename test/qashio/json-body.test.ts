@@ -169,6 +169,12 @@ describe("parseDataPiecewise", () => {
     }
   });
 
+  it("skips only the one byte a backslash ending a chunk escapes: later chunks are read from their first byte", () => {
+    // Read with the escape still pending, the third chunk's comma would be skipped and 1,2 read as one element.
+    const chunks = [Buffer.from('{"data":["a\\'), Buffer.from('"b",1'), Buffer.from(",2],"), Buffer.from('"n":3}')];
+    expect(parseDataPiecewise(chunks, 0)?.value).toStrictEqual({ data: ['a"b', 1, 2], n: 3 });
+  });
+
   it("keeps a pending escape across an empty chunk, so a quote it escapes never ends the key or hides one", () => {
     // Read with the escape lost, the key `x""data` would end early and `"data"` be taken for a second key of its own.
     const memo = "x".repeat(PIECEWISE_FROM_BYTES);
