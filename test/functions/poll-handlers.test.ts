@@ -69,6 +69,14 @@ describe("poll-transactions handler", () => {
     expect(h.pendingAtProvider()).toBe(0);
   });
 
+  it("publishes every event to the bus EVENT_BUS_NAME names, not another the runtime could build from the config", async () => {
+    const result = await h.poller("transactions")();
+    expect(result).toMatchObject({ status: "completed", published: expect.any(Number) });
+    const buses = h.eventBridge.commandCalls(PutEventsCommand).flatMap((call) => (call.args[0].input.Entries ?? []).map((entry) => entry.EventBusName));
+    expect(buses.length).toBeGreaterThan(0);
+    expect(new Set(buses)).toEqual(new Set([h.env["EVENT_BUS_NAME"]]));
+  });
+
   it("publishes transaction.changed with the changed path after the provider changes a transaction", async () => {
     const poll = h.poller("transactions");
     await poll();
