@@ -77,6 +77,14 @@ describe("poll-transactions handler", () => {
     expect(new Set(buses)).toEqual(new Set([h.env["EVENT_BUS_NAME"]]));
   });
 
+  it("counts each token refresh of a poller once in TokenRefreshes (the dashboard's refreshes line)", async () => {
+    const before = h.refreshTokensPresented.length;
+    expect((await h.poller("transactions")()).status).toBe("completed");
+    const refreshes = h.refreshTokensPresented.length - before;
+    expect(refreshes).toBeGreaterThan(0);
+    expect(emfValues(h.output, "TokenRefreshes").reduce((sum, n) => sum + n, 0)).toBe(refreshes);
+  });
+
   it("publishes transaction.changed with the changed path after the provider changes a transaction", async () => {
     const poll = h.poller("transactions");
     await poll();
