@@ -112,6 +112,12 @@ describe("TransactionStore", () => {
     expect(local.page({ clientSyncStatus: "outdated", predicate: () => true }, 0, 10).items.map((t) => t.id)).toEqual(["id-700"]);
   });
 
+  it("counts every match of a filtered page in its total, not only those up to the page's end", () => {
+    const page = store.page({ predicate: (t) => t.transaction_category === "refund" }, 0, 5);
+    expect(page.items.map((t) => t.id)).toEqual(expected(n, (i) => i % 7 === 0, 0, 5));
+    expect(page.total).toBe(expected(n, (i) => i % 7 === 0, 0, n).length);
+  });
+
   it("answers a sync-status page of a 100k store without visiting every record", () => {
     const big = new TransactionStore();
     let visited = 0;
