@@ -118,6 +118,14 @@ describe("TransactionStore", () => {
     expect(page.total).toBe(expected(n, (i) => i % 7 === 0, 0, n).length);
   });
 
+  it("lists a filtered page without client_sync_status over chunks that hold no acknowledged transaction", () => {
+    const local = new TransactionStore();
+    for (let i = 0; i < 600; i++) local.add(tx(i, "not_synced"));
+    const page = local.page({ predicate: (t) => t.transaction_category === "purchase" }, 0, 3);
+    expect(page.items.map((t) => t.id)).toEqual(["id-599", "id-598", "id-597"]);
+    expect(page.total).toBe(600 - Math.ceil(600 / 7));
+  });
+
   it("answers a sync-status page of a 100k store without visiting every record", () => {
     const big = new TransactionStore();
     let visited = 0;
