@@ -15,6 +15,7 @@ import {
   withDriftSink,
   type DriftWarning,
 } from "../../../shared/qashio/schemas/index.js";
+import { MAX_RECORD_DEPTH, nestedDeeperThan } from "../../../shared/bridge/validate.js";
 import {
   TRANSACTION_ID,
   coreCardFixture,
@@ -332,4 +333,32 @@ describe("listed response values", () => {
       }
     });
   }
+});
+
+describe("parseWithDrift key order at the edges", () => {
+  it("reorders an object at the deepest level a record the bridge accepts may have", () => {
+    // MAX_RECORD_DEPTH levels of objects, the root among them; the innermost sent in reverse order with a numeric string.
+    let schema: z.ZodType = z.object({ a: z.string(), b: z.coerce.number() });
+    let sent: Record<string, unknown> = { b: "5", a: "x" };
+    let expected: Record<string, unknown> = { b: 5, a: "x" };
+    for (let level = 1; level < MAX_RECORD_DEPTH; level += 1) {
+      schema = z.object({ inner: schema });
+      sent = { inner: sent };
+      expected = { inner: expected };
+    }
+    expect([nestedDeeperThan(sent), nestedDeeperThan({ inner: sent })]).toEqual([false, true]);
+    const result = parseWithDrift(schema, sent);
+    expect(result.success && JSON.stringify(result.data)).toBe(JSON.stringify(expected));
+  });
+
+  it("returns zod's object whole when what was sent was no plain object", () => {
+    const fromArray = z.array(z.string()).transform((names) => ({ length: names.length, first: names[0] }));
+    expect(parseWithDrift(fromArray, ["a", "b"])).toEqual({ success: true, data: { length: 2, first: "a" }, drift: [] });
+    const filled = z.object({ a: z.string().default("x") }).default({ a: "x" });
+    expect(parseWithDrift(z.object({ n: z.coerce.number(), inner: filled }), { n: "1", inner: undefined })).toEqual({
+      success: true,
+      data: { n: 1, inner: { a: "x" } },
+      drift: [],
+    });
+  });
 });
