@@ -54,12 +54,17 @@ describe("PoolAccountSchema", () => {
   });
 });
 
+/** §2.6: the fields every master-data record carries; each row below adds its resource's own. */
+const MASTER_DATA_FIELDS = ["id", "remote_id", "remote_name", "status", "is_deleted", "created_at", "updated_at"];
+
 describe.each([
-  ["BankAccount", BankAccountSchema, bankAccountFixture],
-  ["ChartOfAccount", ChartOfAccountSchema, chartOfAccountFixture],
-  ["TaxRate", TaxRateSchema, taxRateFixture],
-  ["Supplier", SupplierSchema, supplierFixture],
-] as const)("%s master-data record", (name, schema, fixture) => {
+  ["BankAccount", BankAccountSchema, bankAccountFixture, ["account_type", "account_number", "reconciliation_account"]],
+  ["ChartOfAccount", ChartOfAccountSchema, chartOfAccountFixture, ["qashio_external_id", "account_number", "account_type", "account_currency", "description"]],
+  ["TaxRate", TaxRateSchema, taxRateFixture, ["tax_rate_code", "total_tax_rate", "country_code"]],
+  ["Supplier", SupplierSchema, supplierFixture, ["qashio_external_id"]],
+] as const)("%s master-data record", (name, schema, fixture, additional) => {
+  const fields = [...MASTER_DATA_FIELDS, ...additional];
+
   it("reads a spec-shaped record unchanged", () => {
     const result = parseWithDrift(schema, fixture());
     expect(result.drift).toEqual([]);
@@ -79,6 +84,27 @@ describe.each([
     const result = schema.parse(fixture({ is_deleted: "true", source_system: "xero" }));
     expect(result).toMatchObject({ is_deleted: true, source_system: "xero" });
   });
+
+  it("declares each listed field, and no other", () => {
+    expect(Object.keys(schema.shape).sort()).toEqual([...fields].sort());
+  });
+
+  it.each(fields.filter((field) => field !== "id"))("reads %s sent as null or left out", (field) => {
+    const result = schema.safeParse(fixture({ [field]: null }));
+    expect(result.success && result.data[field as keyof typeof result.data]).toBeNull();
+    const without: Record<string, unknown> = fixture();
+    delete without[field];
+    expect(schema.safeParse(without).success).toBe(true);
+  });
+
+  it("takes a status in any letter case as listed, keeping the case sent", () => {
+    const result = parseWithDrift(schema, fixture({ status: "INACTIVE" }));
+    expect(result).toMatchObject({ success: true, drift: [], data: { status: "INACTIVE" } });
+  });
+
+  it("reads a remote_id sent as a number as its text", () => {
+    expect(schema.parse(fixture({ remote_id: 1002 })).remote_id).toBe("1002");
+  });
 });
 
 describe("master-data specifics", () => {
@@ -88,6 +114,15 @@ describe("master-data specifics", () => {
 
   it("reads an account number sent as a number as a string", () => {
     expect(ChartOfAccountSchema.parse(chartOfAccountFixture({ account_number: 6100 })).account_number).toBe("6100");
+  });
+
+  it("reads a bank account number and a tax rate code sent as numbers as their text", () => {
+    expect(BankAccountSchema.parse(bankAccountFixture({ account_number: 1012345678 })).account_number).toBe("1012345678");
+    expect(TaxRateSchema.parse(taxRateFixture({ tax_rate_code: 15 })).tax_rate_code).toBe("15");
+  });
+
+  it("keeps an account currency as sent, unchecked against ISO 4217", () => {
+    expect(ChartOfAccountSchema.parse(chartOfAccountFixture({ account_currency: "dirham" })).account_currency).toBe("dirham");
   });
 });
 
