@@ -1482,6 +1482,28 @@ describe("faults", () => {
     expect((await h.json(LIST)).status).toBe(200);
   });
 
+  it("spends the fault a request matched, not an earlier one armed for another path", async () => {
+    await control("/faults", { method: "GET", path_prefix: LIST, status: 503, count: 1 });
+    await control("/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 429, count: 1 });
+    expect((await h.json("/public/v1/erp/cards")).status).toBe(429);
+    expect((await control("/faults")).body.data).toEqual([{ method: "GET", path_prefix: LIST, status: 503, count: 1 }]);
+    expect((await h.json(LIST)).status).toBe(503);
+  });
+
+  // spec-gaps (Errors): an injected 5xx carries INTERNAL_ERROR, a 503 SERVICE_UNAVAILABLE, a status the sandbox has no
+  // code for INJECTED_FAULT, so a client's log of the §7 entry tells them apart.
+  it.each([
+    [500, "INTERNAL_ERROR"],
+    [502, "INTERNAL_ERROR"],
+    [503, "SERVICE_UNAVAILABLE"],
+    [409, "INJECTED_FAULT"],
+  ])("answers an injected %i with the §7 envelope naming %s", async (status, code) => {
+    await control("/faults", { method: "GET", path_prefix: LIST, status, count: 1 });
+    const injected = await h.json(LIST);
+    expect([injected.status, ErrorEnvelopeSchema.parse(injected.body).status_code]).toEqual([status, status]);
+    expect(errorCodes(injected.body)).toEqual([`null:${code}`]);
+  });
+
   it("matches on method and path prefix only", async () => {
     await control("/faults", { method: "POST", path_prefix: "/public/v1/erp/transactions/acknowledge", status: 500, count: 1 });
     expect((await h.json(LIST)).status).toBe(200);
