@@ -279,6 +279,15 @@ describe("activity generation", () => {
     expect((await h.json(`${LIST}/${tx.id}`)).body.data).toMatchObject({ visible: false, transaction_status: "failed", erp_sync_status: "failed" });
   });
 
+  // The lenient read schema lets both be null; the list's category filter, the summary and spend limits compute with them.
+  it("refuses a null transaction_category or billing_amount, which the filters, summary and spend limits compute with", async () => {
+    const tx = (await h.json(LIST)).body.data[0] as Row;
+    const path = `/companies/${h.companyId}/transactions/${tx.id}`;
+    const before = (await h.json(`${LIST}/${tx.id}`)).body.data as Row;
+    expect(await patchRefusal(path, { transaction_category: null, billing_amount: null })).toEqual([400, ["billing_amount:INVALID_FORMAT", "transaction_category:INVALID_FORMAT"]]);
+    expect((await h.json(`${LIST}/${tx.id}`)).body.data).toEqual(before);
+  });
+
   it("refuses values no read could serve, every offending field at once, and leaves the transaction as it was", async () => {
     const tx = (await h.json(LIST)).body.data[0] as Row;
     const path = `/companies/${h.companyId}/transactions/${tx.id}`;
