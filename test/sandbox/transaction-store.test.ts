@@ -197,6 +197,14 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
   });
 
+  it("keeps what a forgotten purchase consumed: forgetting gives no spend limit room back (spec-gaps, Spend limits)", () => {
+    const s = new TransactionStore();
+    s.add({ ...tx(1, "synced"), card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z", transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 });
+    s.add(tx(2, "synced"));
+    expect(forgotten(s, 1)).toEqual(["id-1"]);
+    expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 10_000, count: 1 });
+  });
+
   it("keeps a held purchase's whole spend when a forgotten refund, not a reversal, gave some back and it is counted again (§4.9 spend limit; spec-gaps, Spend limits)", () => {
     const { s, purchase } = reversedInPart("refund");
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 10_000, count: 1 });
