@@ -158,14 +158,20 @@ describe("suspension and clock", () => {
 });
 
 describe("suspension commit on a clock that follows real time", () => {
-  it("shows a suspension that became due while the request waited out the latency", async () => {
+  /** A real-time sandbox with an active card whose suspension falls due 100 ms from now, at `dueMs`. */
+  async function suspensionDueSoon(): Promise<{ rt: Harness; id: string; dueMs: number }> {
     const rt = await harness({ realTime: true });
     const { body } = await rt.json("/public/v1/erp/cards?status=active&page_size=1");
     const id = String((body.data as Row[])[0]?.id);
     expect((await rt.json(`/public/v1/core/cards/${id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
     const dueMs = rt.sandbox.control.now() + SUSPENSION_PROCESSING_SECONDS * 1000;
-    // Due 100 ms from now (sandbox time follows real time); every answer now waits 400 ms.
     rt.sandbox.control.advanceClock(SUSPENSION_PROCESSING_SECONDS - 0.1);
+    return { rt, id, dueMs };
+  }
+
+  it("shows a suspension that became due while the request waited out the latency", async () => {
+    const { rt, id, dueMs } = await suspensionDueSoon();
+    // Every answer now waits 400 ms.
     rt.sandbox.control.setLatency(400);
     const [card, list, summary] = await Promise.all([
       rt.json(`/public/v1/erp/cards/${id}`),
@@ -176,6 +182,12 @@ describe("suspension commit on a clock that follows real time", () => {
     expect(card.body.data.status).toBe("Suspended");
     expect((list.body.data as Row[]).map((c) => c.id)).toContain(id);
     expect(summary.body.data.cards.by_status.suspended).toBeGreaterThanOrEqual(1);
+  });
+
+  it("shows a suspension that became due while the request waited out an injected delay, after the latency's commit", async () => {
+    const { rt, id } = await suspensionDueSoon();
+    rt.sandbox.control.state.faults.add({ method: "GET", pathPrefix: `/public/v1/erp/cards/${id}`, delayMs: 400, count: 1 });
+    expect((await rt.json(`/public/v1/erp/cards/${id}`)).body.data.status).toBe("Suspended");
   });
 });
 
