@@ -6,6 +6,7 @@ import { MERCHANTS, MCC_DESCRIPTIONS } from "../../sandbox/data/catalog.js";
 import { TransactionDetailSchema } from "../../shared/qashio/schemas/index.js";
 import { coreCardView, transactionDetailView } from "../../sandbox/views.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
+import { homeOf } from "../../sandbox/data/home-country.js";
 import { round2 } from "../../sandbox/prng.js";
 
 const NOW = Date.parse("2025-03-15T12:00:00.000Z");
@@ -127,6 +128,13 @@ describe("seeded data", () => {
     }
     // Every stated rate is used, into both billing currencies.
     for (const pair of ["USD>AED", "EUR>AED", "GBP>AED", "SAR>AED", "USD>SAR", "AED>SAR", "SAR>SAR", "AED>AED"]) expect(pairs, pair).toContain(pair);
+  });
+
+  // No seeded company is in another country yet: one that is must get no city of another country's (as a Saudi
+  // company once got Dubai), only none.
+  it("names no city for the home places of a country it does not know", () => {
+    const home = homeOf("GB");
+    expect([home.atm.city, home.office.city]).toEqual([null, null]);
   });
 
   it("makes a company's cash withdrawals at, and ships its physical cards to, the home places docs/spec-gaps.md names for its country", () => {
