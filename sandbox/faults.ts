@@ -35,6 +35,8 @@ export class FaultQueue {
   private faults: ActiveFault[] = [];
 
   add(spec: FaultSpec): void {
+    // The control surface's schema already asks for count >= 1; in-process callers (tests) come here directly.
+    if (!Number.isInteger(spec.count) || spec.count < 1) throw new RangeError(`fault count must be a whole number of 1 or more, got ${spec.count}`);
     this.faults.push({ ...spec, method: spec.method?.toUpperCase(), remaining: spec.count });
   }
 
