@@ -300,6 +300,11 @@ describe("nodeHttpFetch", () => {
     expect(server.received.map((r) => r.url)).toEqual(["/next"]);
   });
 
+  it("rejects at once with the signal's own reason when it was aborted with one before the call", async () => {
+    const reason = new Error("deadline passed");
+    await expect(nodeHttpFetch("http://127.0.0.1:9/", { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+
   it("rejects the body with the AbortError when aborted while the body streams", async () => {
     const server = await loopback((_request, res) => {
       res.writeHead(200, { "content-length": 1000 });
@@ -440,6 +445,8 @@ describe("nodeHttpFetch", () => {
     expect(error).toBeInstanceOf(TransportError);
     // The message names the system call that failed, never the URL.
     expect(error).toMatchObject({ code: "ECONNREFUSED", message: "connect failed (ECONNREFUSED)" });
+    // Node's error is not kept as the cause: some quote the URL.
+    expect(error).not.toHaveProperty("cause");
     expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|${SECRET_PATH}`));
   });
 
