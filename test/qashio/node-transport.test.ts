@@ -450,6 +450,17 @@ describe("nodeHttpFetch", () => {
     expect(inspect(error)).not.toMatch(new RegExp(`${SECRET_QUERY}|${SECRET_TOKEN}|${SECRET_PATH}`));
   });
 
+  it("fails with a TransportError, not Node's TypeError, when Node refuses to send a header or method, quoting neither", async () => {
+    const server = await loopback((_request, res) => res.end());
+    const header = await nodeHttpFetch(server.url, { headers: { authorization: `Bearer ${SECRET_TOKEN}\r\nx-injected: 1` } }).catch((e: unknown) => e);
+    expect(header).toBeInstanceOf(TransportError);
+    expect(header).toMatchObject({ code: "ERR_INVALID_CHAR", message: "request failed (ERR_INVALID_CHAR)" });
+    const method = await nodeHttpFetch(server.url, { method: `GET ${SECRET_PATH}` }).catch((e: unknown) => e);
+    expect(method).toMatchObject({ name: "TransportError", code: "ERR_INVALID_HTTP_TOKEN" });
+    expect(inspect([header, method])).not.toMatch(new RegExp(`${SECRET_TOKEN}|${SECRET_PATH}`));
+    expect(server.received).toHaveLength(0);
+  });
+
   it("speaks TLS to an https URL: a plain HTTP server there fails the request with a TransportError, never answering it", async () => {
     const server = await loopback((_request, res) => res.end("{}"));
     const error = await nodeHttpFetch(server.url.replace("http:", "https:")).catch((e: unknown) => e);
