@@ -126,59 +126,57 @@ export function nodeHttpFetch(input: string, init: FetchInit = {}): Promise<Fetc
       request.destroy();
     };
 
+    const onResponse = (response: http.IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      const status = response.statusCode ?? 0;
+      const success = status >= 200 && status < 300;
+      const tooLarge = () => {
+        chunks.length = 0;
+        fail(new TransportError(RESPONSE_TOO_LARGE, "response body"));
+        request.destroy();
+      };
+      const complete = new Promise<void>((resolveBody, rejectComplete) => {
+        rejectBody = rejectComplete;
+        // An error answer's head is all its reader needs: the body ends there, settled before the connection goes.
+        const headKept = () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolveBody();
+          request.destroy();
+        };
+        response.on("data", (chunk: Buffer) => {
+          const before = length;
+          length += chunk.length;
+          if (success) {
+            if (length > MAX_RESPONSE_BODY_BYTES) tooLarge();
+            else chunks.push(chunk);
+          } else if (before < MAX_ERROR_BODY_BYTES) {
+            chunks.push(length > MAX_ERROR_BODY_BYTES ? chunk.subarray(0, MAX_ERROR_BODY_BYTES - before) : chunk);
+            if (length >= MAX_ERROR_BODY_BYTES) headKept();
+          }
+        });
+        response.on("end", () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolveBody();
+        });
+        response.on("error", (error) => fail(transportErrorOf(error)));
+      });
+      // A body nobody reads may fail without an unhandled rejection.
+      complete.catch(() => undefined);
+      resolve({
+        status,
+        headers: responseHeadersOf(response.headers),
+        text: () => complete.then(() => decodeUtf8(chunks)),
+        chunks: () => complete.then(() => chunks),
+      });
+      // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's). An
+      // error answer's is read up to its head whatever it announces.
+      if (success && Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();
+    };
+
     let request: http.ClientRequest;
     try {
-      request = transport.module.request(
-        url,
-        { method: init.method ?? "GET", headers: requestHeadersOf(init, body), agent: transport.agent },
-        (response) => {
-          const chunks: Buffer[] = [];
-          let length = 0;
-          const status = response.statusCode ?? 0;
-          const success = status >= 200 && status < 300;
-          const tooLarge = () => {
-            chunks.length = 0;
-            fail(new TransportError(RESPONSE_TOO_LARGE, "response body"));
-            request.destroy();
-          };
-          const complete = new Promise<void>((resolveBody, rejectComplete) => {
-            rejectBody = rejectComplete;
-            // An error answer's head is all its reader needs: the body ends there, settled before the connection goes.
-            const headKept = () => {
-              signal?.removeEventListener("abort", onAbort);
-              resolveBody();
-              request.destroy();
-            };
-            response.on("data", (chunk: Buffer) => {
-              const before = length;
-              length += chunk.length;
-              if (success) {
-                if (length > MAX_RESPONSE_BODY_BYTES) tooLarge();
-                else chunks.push(chunk);
-              } else if (before < MAX_ERROR_BODY_BYTES) {
-                chunks.push(length > MAX_ERROR_BODY_BYTES ? chunk.subarray(0, MAX_ERROR_BODY_BYTES - before) : chunk);
-                if (length >= MAX_ERROR_BODY_BYTES) headKept();
-              }
-            });
-            response.on("end", () => {
-              signal?.removeEventListener("abort", onAbort);
-              resolveBody();
-            });
-            response.on("error", (error) => fail(transportErrorOf(error)));
-          });
-          // A body nobody reads may fail without an unhandled rejection.
-          complete.catch(() => undefined);
-          resolve({
-            status,
-            headers: responseHeadersOf(response.headers),
-            text: () => complete.then(() => decodeUtf8(chunks)),
-            chunks: () => complete.then(() => chunks),
-          });
-          // Announced too large: the body fails at once, before a byte of it is read (the status is the caller's). An
-          // error answer's is read up to its head whatever it announces.
-          if (success && Number(response.headers["content-length"]) > MAX_RESPONSE_BODY_BYTES) tooLarge();
-        },
-      );
+      request = transport.module.request(url, { method: init.method ?? "GET", headers: requestHeadersOf(init, body), agent: transport.agent }, onResponse);
     } catch (error) {
       // Node checks the method and the headers before sending (ERR_INVALID_CHAR, ERR_INVALID_HTTP_TOKEN); its
       // TypeError would break the contract that a failure before a response is a TransportError.
