@@ -150,3 +150,28 @@ describe("holdSeeded (the seeded spend not yet cleared, held as new spend is)", 
     expect([card.pendingAuthorisations, spendableOf(card, data)]).toEqual([40, 60]);
   });
 });
+
+describe("followNew (spend made now)", () => {
+  it("lets spend made cleared fall on its account's balance at once, holding nothing; spend not yet cleared is held, the balance left as it was", () => {
+    const { control } = createSandbox({ seed: 7 });
+    const data = control.company(control.companies()[0]!.id)!;
+    const card = data.cards.find((c) => c.poolAccountId === null)!;
+    // Manual top-up: nothing comes back to blur what the spend moved.
+    Object.assign(card, { balance: 1000, pendingAuthorisations: 0, autoTopUpEnabled: false, autoTopUpAmount: 0 });
+    const spend = (id: string, clearing_status: string) =>
+      followNew(data, {
+        id,
+        card_external_id: card.id,
+        transaction_category: "purchase",
+        clearing_status,
+        approval_status: "pending",
+        billing_amount: 100,
+        transaction_fee_amount: 2,
+      } as unknown as TransactionRecord);
+
+    spend("CLEARED", "cleared");
+    expect([card.balance, card.pendingAuthorisations, data.holds.has("CLEARED")], "cleared").toEqual([898, 0, false]);
+    spend("PENDING", "pending");
+    expect([card.balance, card.pendingAuthorisations, data.holds.get("PENDING")?.amount], "pending").toEqual([898, 102, 102]);
+  });
+});
