@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { followNew, forgetGone, holdSeeded, spendableOf, type Hold } from "../../sandbox/data/balances.js";
+import { followNew, forgetGone, holdSeeded, shareOf, spendableOf, type Hold } from "../../sandbox/data/balances.js";
 import type { CardRecord, CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
 import { createSandbox } from "../../sandbox/index.js";
 
@@ -173,5 +173,17 @@ describe("followNew (spend made now)", () => {
     expect([card.balance, card.pendingAuthorisations, data.holds.has("CLEARED")], "cleared").toEqual([898, 0, false]);
     spend("PENDING", "pending");
     expect([card.balance, card.pendingAuthorisations, data.holds.get("PENDING")?.amount], "pending").toEqual([898, 102, 102]);
+  });
+});
+
+describe("shareOf (what part of a purchase an amount of its transaction_amount stands for)", () => {
+  const purchase = (transaction_amount: unknown) => ({ transaction_amount, billing_amount: 100, transaction_fee_amount: 2 }) as unknown as TransactionRecord;
+
+  it("stands for its part of the fee-inclusive purchase", () => {
+    expect(shareOf(purchase(50), 25)).toBe(51);
+  });
+
+  it("stands for nothing of a purchase whose transaction_amount is not above 0 (a control PATCH may store one)", () => {
+    expect([shareOf(purchase(0), 25), shareOf(purchase(-50), 25)]).toEqual([0, 0]);
   });
 });
