@@ -23,4 +23,14 @@ describe("DayTotals", () => {
     totals.set("a", "card-1", "2025-03-11T10:00:00.000Z", { cents: 200, count: 1 });
     expect(totals.sum("card-1", -Infinity)).toEqual({ cents: 700, count: 2 });
   });
+
+  it("keeps counting a day whose amounts net to 0 while transactions on it still count (a purchase made free counts as one)", () => {
+    const totals = new DayTotals();
+    totals.set("free", "card-1", "2025-03-10T10:00:00.000Z", { cents: 0, count: 1 });
+    totals.set("spent", "card-1", "2025-03-12T10:00:00.000Z", { cents: 300, count: 1 });
+    totals.set("back", "card-1", "2025-03-12T11:00:00.000Z", { cents: -300, count: 0 });
+    expect(totals.sum("card-1", ...MARCH)).toEqual({ cents: 0, count: 2 });
+    totals.remove("back");
+    expect(totals.sum("card-1", ...MARCH)).toEqual({ cents: 300, count: 2 });
+  });
 });
