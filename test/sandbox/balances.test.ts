@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { followNew, forgetGone, holdSeeded, shareOf, spendableOf, type Hold } from "../../sandbox/data/balances.js";
+import { followNew, forgetGone, holdSeeded, nextTopUpAfter, shareOf, spendableOf, type Hold } from "../../sandbox/data/balances.js";
 import type { CardRecord, CompanyData, TransactionRecord } from "../../sandbox/data/model.js";
 import { createSandbox } from "../../sandbox/index.js";
 
@@ -186,5 +186,17 @@ describe("shareOf (what part of a purchase an amount of its transaction_amount s
 
   it("stands for nothing of a purchase whose transaction_amount is not above 0 (a control PATCH may store one)", () => {
     expect([shareOf(purchase(0), 25), shareOf(purchase(-50), 25)]).toEqual([0, 0]);
+  });
+});
+
+describe("nextTopUpAfter (when a top-up per velocity_period falls due)", () => {
+  const now = Date.UTC(2025, 2, 10, 12);
+
+  it("falls due at the start of the next calendar period", () => {
+    expect(nextTopUpAfter("MONTHLY", now)).toBe(Date.UTC(2025, 3, 1));
+  });
+
+  it("never falls due for a period with no calendar window, rather than at once on every clock move", () => {
+    expect(nextTopUpAfter("FORTNIGHTLY", now)).toBe(Infinity);
   });
 });
