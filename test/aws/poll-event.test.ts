@@ -125,6 +125,9 @@ describe("a field that is none of the poll event's", () => {
     [{ regoin: "r" }, "regoin", "region"],
     // Of equally near ones, the poll event's own field comes first (detai starts both detail and detail-type).
     [{ detai: {} }, "detai", "detail"],
+    // A field name may hold a hyphen, as a rule event's own members do: the name is quoted, not taken for a value.
+    [{ "detail-typ": "Scheduled Event" }, "detail-typ", "detail-type"],
+    [{ "replay-nam": "r1" }, "replay-nam", "replay-name"],
   ])("is refused naming the nearest of all the fields an event may have (%o)", (event, field, meant) => {
     const error = thrown(() => cardModeOf(event as never));
     expect(error).toBeInstanceOf(PollEventError);
