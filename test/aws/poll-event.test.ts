@@ -167,6 +167,12 @@ describe("conformCursorOf", () => {
     expect(error).toMatchObject({ field: "cursor", message: 'Poll event field cursor goes only with action "conform-pii"' });
   });
 
+  it.each([7, "", "abc"])("refuses a cursor (%j) with the redrive action as one that goes with conform-pii only, whatever it holds", (cursor) => {
+    const error = thrown(() => conformCursorOf({ action: "redrive", cursor: cursor as never }, "redrive"));
+    expect(error).toBeInstanceOf(PollEventError);
+    expect(error).toMatchObject({ field: "cursor", message: 'Poll event field cursor goes only with action "conform-pii"' });
+  });
+
   it.each([
     ["an empty string", ""],
     ["a number", 7],
