@@ -219,6 +219,9 @@ describe("cardModeOf", () => {
     [{ detail: { mode: "FULL-SECRET" } }, "detail.mode"],
     [{ mode: 7 }, "mode"],
     [{ mode: "constructor" }, "mode"],
+    // An array whose text is a mode ("full") is no mode: a property lookup by it would find one.
+    [{ mode: ["full"] }, "mode"],
+    [{ detail: { mode: ["suspended-only"] } }, "detail.mode"],
     [{ mode: null }, "mode"],
     [{ detail: { mode: null } }, "detail.mode"],
     [{ mode: "suspended-only-SECRET", detail: { mode: "suspended-only" } }, "mode"],
