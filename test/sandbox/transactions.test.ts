@@ -373,7 +373,7 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     expect(body.data.erp_company).toMatchObject({ id: h.otherCompanyId, name: company.name, business_legal_name: company.legalName, company_country: company.country });
   });
 
-  it("lists clearing_amount with the clearing's own fee, and 0 while the clearing names no amount, a clearing fee alone included (§2.2 rule 1)", async () => {
+  it("lists clearing_amount with the clearing's own fee, and 0 while the clearing names no amount, a clearing fee alone included, both sums in cents (§2.2 rule 1)", async () => {
     const [tx] = (await h.json(LIST)).body.data as Row[];
     const patch = (fields: Row) => h.json(`/_sandbox/companies/${h.companyId}/transactions/${tx?.id}`, { method: "PATCH", body: fields, token: null });
     const listed = async () => ((await h.json(`${LIST}?qashio_id=${tx?.qashio_id}`)).body.data as Row[])[0];
@@ -382,6 +382,9 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     expect(await listed()).toMatchObject({ clearing_amount: 103.5 });
     expect((await patch({ clearing_amount: 0, clearing_fee: 2 })).status).toBe(200);
     expect(await listed()).toMatchObject({ clearing_amount: 0 });
+    // The sums are amounts in cents, not the float sums (0.1 + 0.2 is 0.30000000000000004).
+    expect((await patch({ billing_amount: 0.1, transaction_fee_amount: 0.2, clearing_amount: 0.1, clearing_fee: 0.2 })).status).toBe(200);
+    expect(await listed()).toMatchObject({ billing_amount: 0.3, clearing_amount: 0.3 });
   });
 
   it("answers 400 for a CT reference or another malformed id", async () => {
