@@ -965,21 +965,29 @@ describe("spend limits (§4.9: spend_limit_active says the limit is enforced, pe
 
   it("shows the count limit on, in the ERP and core views, only while it is enforced: not for a limit not enforced, without a count, or PER_TRANSACTION", async () => {
     const card = onlyPayer(1_000_000);
-    /** The count flag as every view shows it after `body` is written: core write and list, ERP list and read. */
+    /**
+     * The count flag and the spend-limit flag as every view shows them after `body` is written: core write and list,
+     * ERP list and read (the spend-limit flag follows `spend_limit_active` alone, whatever the count).
+     */
     const flagsAfter = async (body: Row) => {
       const written = (await h.json(`/public/v1/core/cards/${card.id}/update_velocity_limit`, { body })).body.data.card as Row;
       const listed = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((c) => c.id === card.id)!;
       const erp = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((c) => c.id === card.id)!;
       const detail = (await h.json(`/public/v1/erp/cards/${card.id}`)).body.data as Row;
-      return [written.transactions_limit_active, listed.transactions_limit_active, erp.transaction_limits_active, detail.transaction_limits_active].map(String);
+      return {
+        count: [written.transactions_limit_active, listed.transactions_limit_active, erp.transaction_limits_active, detail.transaction_limits_active].map(String),
+        spend: [written.spend_limit_active, listed.spend_limit_active, erp.purchase_limits_active, detail.purchase_limits_active, detail.purchase_limits.enabled].map(String),
+      };
     };
-    const cases: [Row, string][] = [
-      [{ spend_limit_active: false, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 }, "false"],
-      [{ spend_limit_active: true, spend_limit_frequency: 0 }, "false"],
-      [{ spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 1 }, "false"],
-      [{ spend_limit_period: "DAILY", spend_limit_frequency: 1_000 }, "true"],
+    const cases: [Row, string, string][] = [
+      [{ spend_limit_active: false, spend_limit_period: "DAILY", spend_limit_max_amount: 400_000, spend_limit_frequency: 1 }, "false", "false"],
+      [{ spend_limit_active: true, spend_limit_frequency: 0 }, "false", "true"],
+      [{ spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 1 }, "false", "true"],
+      [{ spend_limit_period: "DAILY", spend_limit_frequency: 1_000 }, "true", "true"],
     ];
-    for (const [body, on] of cases) expect(await flagsAfter(body), JSON.stringify(body)).toEqual([on, on, on, on]);
+    for (const [body, count, spend] of cases) {
+      expect(await flagsAfter(body), JSON.stringify(body)).toEqual({ count: Array(4).fill(count), spend: Array(5).fill(spend) });
+    }
     // What the flag says is what happens: a PER_TRANSACTION limit counts nothing, so its count of 1 stops no purchase.
     await limit(card.id, { spend_limit_period: "PER_TRANSACTION", spend_limit_frequency: 1 });
     expect(await purchases(3)).toHaveLength(3);
