@@ -33,8 +33,8 @@ describe("string-typed core card values", () => {
     expect(cards.map((c) => c.card_type)).toEqual(expect.arrayContaining(["Virtual", "VIRTUAL"]));
   });
 
-  it("appear in data.card of a write response", async () => {
-    const [card] = await rawCoreCards();
+  it("appear in data.card of a write response, of a card the list shows with real booleans too", async () => {
+    const card = (await rawCoreCards()).find((c) => typeof c.allow_atm === "boolean" && c.status === "active");
     const { body } = await h.json(`/public/v1/core/cards/${String(card?.id)}`, { method: "PUT", body: { nickname: "Strings" } });
     const written = body.data.card as Row;
     expect(typeof written.spend_limit_active).toBe("string");
