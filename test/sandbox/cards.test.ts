@@ -747,6 +747,17 @@ describe("POST /public/v1/core/cards/{cardId}/update_velocity_limit", () => {
     expect(res.body.message).toMatch(/created/i);
     const updated = successEnvelope(CoreCardWriteDataSchema).parse(res.body).data.card;
     expect(updated.spend_limit).toMatchObject({ active: true, period: "DAILY", max_amount: 2500, frequency: 10 });
+    // The members §2.4 gives no value, as spec-gaps (Cards and users) states them.
+    const cardId = String(card.id);
+    expect(res.body.data.card.spend_limit).toMatchObject({
+      id: `SL-${cardId}`,
+      external_id: `SL${cardId.slice(2)}`,
+      name: `${String(card.card_nickname)} spend limit`,
+      limit_type: "SPEND",
+      transaction_scope: "ALL",
+      min_amount: 0,
+    });
+    expect(res.body.data.card.card_product).toMatchObject({ id: "CP-SANDBOX-01", external_id: "CPSANDBOX01", name: `${String(card.card_type)} corporate card` });
     expect((await h.json(`${ERP}/${card.id}`)).body.data.purchase_limits).toMatchObject({ enabled: true, amount: 2500, frequency: "DAILY", number_of_purchases: 10 });
     // The period in any letter case, as velocity_period; the issuer's most (500000) itself is taken.
     const lower = await h.json(`${CORE}/${card.id}/update_velocity_limit`, { body: { spend_limit_period: "weekly", spend_limit_max_amount: 500_000 } });
@@ -843,6 +854,8 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(result.card?.card_usage_type_amount).toBe(3000);
     // Topped up per month and funded by its own account, as its spend limit's period below.
     expect([result.card?.velocity_period, result.card?.card_usage_type]).toEqual(["MONTHLY", "RELOADABLE"]);
+    // Issued with no segment, so no department or location is named (spec-gaps, Cards and users).
+    expect([result.card?.department, result.card?.location]).toEqual([null, null]);
     const listed = (await erpCards()).find((c) => c.id === result.card?.id);
     expect(listed).toMatchObject({ card_nickname: "Conference 2025", card_type: "Virtual", account_type: "reloadable" });
     // Funded by hand until an update turns auto top-up on; activated when issued; no ATM for a card without plastic.
