@@ -162,7 +162,7 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
     ]);
   });
 
-  it("shows a card's limits as the card holds them: the purchase limit in the card's currency, the countries allowed and blocked", async () => {
+  it("shows a card's limits as the card holds them: the purchase limit in the card's currency, the countries allowed and blocked, the category restriction's type", async () => {
     const records = h.sandbox.control.company(h.companyId)!.cards;
     const blocking = records.find((c) => c.blockedCountries.length > 0)!;
     for (const card of [blocking, ...records.filter((c) => c !== blocking).slice(0, 3)]) {
@@ -173,6 +173,11 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
         { restriction_mode: card.countryLimitsActive ? "allow_list" : "none", allowed_countries: card.allowedCountries, blocked_countries: card.blockedCountries },
       ]);
     }
+    // The category restriction's type (spec-gaps, Cards and users), seen both ways among the seeded cards.
+    const types = new Map<string, unknown>();
+    for (const card of records) types.set(card.id, ((await h.json(`${ERP}/${card.id}`)).body.data as Row).merchant_category_limits.restriction_type);
+    expect([...types]).toEqual(records.map((card) => [card.id, card.categoryLimitsActive ? "allow" : "none"]));
+    expect(new Set(types.values()).size).toBe(2);
   });
 
   it("names the cardholder and funding account its transactions name (§2.2 card and holder, §2.3 cardholder)", async () => {
