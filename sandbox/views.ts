@@ -41,7 +41,8 @@ export function transactionDetailView(tx: TransactionRecord, company: SandboxCom
       business_legal_name: company.legalName,
       company_country: company.country,
       parent_company_id: null,
-      status: company.apiAccessEnabled ? "active" : "api_disabled",
+      // A company whose API access is off is answered 403 before any read reaches here.
+      status: "active",
       is_deleted: false,
       updated_at: company.createdAt,
       created_at: company.createdAt,
