@@ -81,6 +81,18 @@ describe("card walk cursor", () => {
     expect(read).toEqual({ offset: 20, total: 90 });
   });
 
+  it("drops a stored member that is no whole count (a fraction, past a safe integer): a resumed walk asks no page between two", async () => {
+    const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"));
+    const key = walkCursorKey("full");
+    const object = { next_offset: 20, total_records: 90.5, page_size: 2.5, unsure: { next_offset: 10, page_size: 2 ** 53 } };
+    data.set(key, { key, hash: "stored", object, updatedAt: "2025-01-15T09:00:00.000Z" });
+    const { snapshot: _snapshot, ...read } = await store.read();
+    expect(read).toEqual({ offset: 20 });
+    data.set(key, { key, hash: "stored", object: { next_offset: 20.5, total_records: 90 }, updatedAt: "2025-01-15T09:00:00.000Z" });
+    const { snapshot: _again, ...fraction } = await store.read();
+    expect(fraction).toEqual({ offset: 0 });
+  });
+
   it("stores the cursor under the content hash of the object it stores, as every snapshot is (ports.ts)", async () => {
     const { store, data } = memoryCursors(Date.parse("2025-01-15T10:00:00.000Z"));
     await store.write(await store.read(), { offset: 40, total: 90, servedSize: 10 });
