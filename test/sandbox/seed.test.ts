@@ -108,6 +108,31 @@ describe("seeded data", () => {
     }
   });
 
+  it("names on every transaction a ledger account the company's chart of accounts serves, and on a merchant's the supplier, account and home tax rate its catalogue entry names", () => {
+    // §2.1: the erp_* remote ids cross-reference master-data records; a catalogue key that resolves to none leaves them null.
+    const merchants = new Set<string>();
+    for (const seed of [1, 7, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const tx of data.transactions.all()) {
+          const account = data.chartOfAccounts.find((a) => a.remote_id === tx.erp_chart_of_account_remote_id);
+          expect([tx.qashio_id, account?.extra.account_number]).toEqual([tx.qashio_id, tx.chart_of_account_number]);
+          const merchant = MERCHANTS.find((m) => m.name === tx.merchant_name);
+          if (merchant === undefined) continue;
+          const supplier = data.suppliers.find((s) => s.remote_id === tx.erp_supplier_remote_id);
+          expect([tx.qashio_id, supplier?.extra.key, supplier?.remote_name, tx.chart_of_account_number])
+            .toEqual([tx.qashio_id, merchant.supplier, tx.erp_supplier_name, merchant.account]);
+          // A purchase at home is taxed at a rate of the company's own country (§2.6 country_code).
+          const tax = data.taxRates.find((t) => t.remote_id === tx.erp_tax_rate_remote_id);
+          if (tx.transaction_category === "purchase" && merchant.country === data.company.country) {
+            expect([tx.qashio_id, tax?.extra.country_code]).toEqual([tx.qashio_id, data.company.country]);
+          }
+          merchants.add(merchant.name);
+        }
+      }
+    }
+    expect(MERCHANTS.filter((m) => !merchants.has(m.name)).map((m) => m.name)).toEqual([]);
+  });
+
   it("bills each transaction's amount in the company's currency at the fixed rates docs/spec-gaps.md states, to the cent", () => {
     const gaps = readFileSync(new URL("../../docs/spec-gaps.md", import.meta.url), "utf8").replace(/\s+/g, " ");
     const stated = /billing_amount` \(.*?\): the `transaction_amount` at fixed rates to the AED \((.*?)\)/.exec(gaps);
