@@ -133,6 +133,22 @@ describe("seeded data", () => {
     expect(MERCHANTS.filter((m) => !merchants.has(m.name)).map((m) => m.name)).toEqual([]);
   });
 
+  it("gives every merchant country as an ISO 3166-1 alpha-2 code and every currency as an ISO 4217 code", () => {
+    // A country written otherwise ("UAE") would also pass a home merchant off as one abroad, with its reverse charge.
+    const countries = new Set<string>();
+    for (const seed of [1, 7, 42]) {
+      for (const data of seedCompanies({ seed, nowMs: NOW })) {
+        for (const tx of data.transactions.all()) {
+          const country = tx.merchant_country as string | null;
+          if (country !== null) countries.add(country);
+          expect([tx.qashio_id, country === null || /^[A-Z]{2}$/.test(country), /^[A-Z]{3}$/.test(String(tx.transaction_currency)), /^[A-Z]{3}$/.test(String(tx.billing_currency))])
+            .toEqual([tx.qashio_id, true, true, true]);
+        }
+      }
+    }
+    expect(countries.size).toBeGreaterThan(2);
+  });
+
   it("bills each transaction's amount in the company's currency at the fixed rates docs/spec-gaps.md states, to the cent", () => {
     const gaps = readFileSync(new URL("../../docs/spec-gaps.md", import.meta.url), "utf8").replace(/\s+/g, " ");
     const stated = /billing_amount` \(.*?\): the `transaction_amount` at fixed rates to the AED \((.*?)\)/.exec(gaps);
