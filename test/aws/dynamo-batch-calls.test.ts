@@ -1,6 +1,7 @@
-import type { BatchWriteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { BatchGetCommand, BatchWriteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { describe, expect, it } from "vitest";
 import { DynamoBatchCalls, type WriteRequest } from "../../shared/aws/batch.js";
+import { ReadDeadlineExceededError, WriteDeadlineExceededError } from "../../shared/bridge/errors.js";
 import { RecordingLogger } from "../bridge/fakes.js";
 import { FakeClock } from "./support/clock.js";
 
@@ -48,6 +49,47 @@ describe("DynamoBatchCalls.write", () => {
     expect(sent).toHaveLength(2);
   });
 
+  it("gives up saying how many items are still left, not how many the call was given", async () => {
+    // The first round gets one of three through; the two left then stall.
+    const { doc, sent } = scriptedWrites([[put("b"), put("c")], [put("b"), put("c")], [put("b"), put("c")]]);
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock: new FakeClock(), backoff: { maxAttempts: 2, random: () => 0.5 } });
+    await expect(calls.write([put("a"), put("b"), put("c")])).rejects.toMatchObject({
+      name: "DynamoBatchIncompleteError",
+      message: "BatchWriteItem left 2 items unprocessed after 2 attempts in a row",
+      remaining: 2,
+    });
+    expect(sent).toHaveLength(3);
+  });
+
+  it("waits the backoff's first step after the first round without progress, and the next step after the second", async () => {
+    const clock = new FakeClock();
+    const { doc } = scriptedWrites([[put("a")], [put("a")]]);
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock, backoff: { baseDelayMs: 100, random: () => 0.5 } });
+    await calls.write([put("a")]);
+    // backoffDelay(1) then backoffDelay(2) with random() at 0.5: three quarters of 100 ms, then of 200 ms.
+    expect(clock.sleeps).toEqual([75, 150]);
+  });
+
+  it("stops a throttled retry past the deadline counting the items still unwritten, and warns of it", async () => {
+    const clock = new FakeClock();
+    const sent: WriteRequest[][] = [];
+    const send = async (command: unknown) => {
+      sent.push((command as BatchWriteCommand).input.RequestItems?.["t"] ?? []);
+      // The first round gets `a` through; the call re-sending `b` is throttled as a whole.
+      if (sent.length === 1) return { UnprocessedItems: { t: [put("b")] }, $metadata: {} };
+      throw Object.assign(new Error("throughput exceeded"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400 } });
+    };
+    const logger = new RecordingLogger();
+    const calls = new DynamoBatchCalls({ doc: { send } as unknown as DynamoDBDocumentClient, tableName: "t", clock, logger, backoff: { baseDelayMs: 100, random: () => 0.5 } });
+    // The round's backoff (75 ms) ends before the deadline, the throttled call's (75 ms more) after it.
+    const deadline = clock.now() + 100;
+    const error = await calls.write([put("a"), put("b")], { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(error).toMatchObject({ deadline, message: "BatchWriteItem on t not sent again: its deadline passed with 1 entries not written", cause: { name: "ProvisionedThroughputExceededException" } });
+    expect(sent).toEqual([[put("a"), put("b")], [put("b")]]);
+    expect(logger.lines.at(-1)).toEqual({ level: "warn", message: "DynamoDB batch call not sent again: past the call's deadline", attributes: { operation: "BatchWriteItem", remaining: 1 } });
+  });
+
   it("names a retried call's network failure by its system code, which Node and the SDK's HTTP handler name a plain Error", async () => {
     // A refused connection the SDK tried once (its retry quota empty): the adapter makes one more call, and says why.
     let calls = 0;
@@ -62,5 +104,28 @@ describe("DynamoBatchCalls.write", () => {
     expect(logger.lines).toEqual([
       { level: "warn", message: "DynamoDB batch call throttled or failed, retrying", attributes: { operation: "BatchWriteItem", attempt: 1, error: "ECONNREFUSED" } },
     ]);
+  });
+});
+
+/** A document client answering each BatchGetItem with every key unprocessed, recording the keys sent. */
+function unansweredGets() {
+  const sent: unknown[][] = [];
+  const send = async (command: unknown) => {
+    const keys = (command as BatchGetCommand).input.RequestItems?.["t"]?.Keys ?? [];
+    sent.push(keys);
+    return { Responses: { t: [] }, UnprocessedKeys: { t: { Keys: keys } }, $metadata: {} };
+  };
+  return { doc: { send } as unknown as DynamoDBDocumentClient, sent };
+}
+
+describe("DynamoBatchCalls.get", () => {
+  it("refuses a later read past its deadline as a read, saying how many keys it did not read", async () => {
+    const clock = new FakeClock();
+    const { doc, sent } = unansweredGets();
+    const calls = new DynamoBatchCalls({ doc, tableName: "t", clock });
+    const error = await calls.get([{ pk: "a" }, { pk: "b" }], { deadline: clock.now() - 1, later: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReadDeadlineExceededError);
+    expect(error).toMatchObject({ message: "BatchGetItem on t not sent again: its deadline passed with 2 entries not read" });
+    expect(sent).toEqual([]);
   });
 });
