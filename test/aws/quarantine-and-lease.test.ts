@@ -356,7 +356,7 @@ describe("DynamoQuarantine on DynamoDB Local", () => {
     return ids;
   }
 
-  it.each([1, 25, 26, 60])("deletes %i records with one BatchWriteItem per 25 (a re-drive's batch), not a DeleteItem each", async (n) => {
+  it.each([1, 25, 26, 60, 101])("deletes %i records with one BatchWriteItem per 25 (a re-drive's batch, past the first four calls too), not a DeleteItem each", async (n) => {
     const quarantine = make(`q-delete-${n}`);
     const ids = await putRecords(quarantine, n + 1);
     const deleted = ids.slice(0, n);
