@@ -308,7 +308,7 @@ describe("loadConfig", () => {
   });
 
   it("refuses a SECRET_ID that is neither a secret name nor a secret ARN, naming it, before every token read fails on it", () => {
-    for (const secret of ["acme token", "x".repeat(513), "arn:aws:secretsmanager:eu-west-1:123456789012:acme", "arn:aws:kms:eu-west-1:123456789012:secret:acme", "arn:aws:secretsmanager:eu-west-1:1234:secret:acme", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme token"]) {
+    for (const secret of ["acme token", "x".repeat(513), "arn:aws:secretsmanager:eu-west-1:123456789012:acme", "arn:aws:kms:eu-west-1:123456789012:secret:acme", "arn:aws:secretsmanager:eu-west-1:1234:secret:acme", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme token", "see arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme"]) {
       expect(() => loadConfig({ ...valid, SECRET_ID: secret })).toThrow(/^Invalid function environment: SECRET_ID must be a Secrets Manager secret name or ARN$/);
     }
     for (const secret of ["s", "x".repeat(512), "qashio/acme_token+1=a.b@c-d", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-AbCdEf"]) {
