@@ -130,6 +130,19 @@ describe("a record nested deeper than MAX_RECORD_DEPTH", () => {
   });
 });
 
+describe("a listed item that is no record at all", () => {
+  it.each([null, 7, "text"])("is quarantined, keyed by content hash, and the rest of the page is published (%j)", async (listed) => {
+    const rig = makeRig();
+    const good = rig.provider.addTransaction();
+    const bad = rig.provider.addTransaction();
+    rig.provider.rawOverrides.set(bad.id, listed);
+    const report = await pollTransactions(rig.deps);
+    expect(report.outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([good.id]);
+    expect([...rig.quarantine.records.values()].map((r) => r.raw)).toEqual([listed]);
+  });
+});
+
 describe("a quarantined body of an unexpected shape, under redact and hash", () => {
   const NAME = "Ann Holder";
   const EMAIL = "ann@example.com";
