@@ -383,6 +383,21 @@ describe("a transaction listed again in another version while the walk goes on",
     expect(ofX[1]!.detail.data.changes).toContainEqual({ path: "/memo", before: "v1", after: "v2" });
   });
 
+  it("publishes the second version as a change also when the first page listed another id twice", async () => {
+    const rig = makeRig();
+    const [a, x, b] = [rig.provider.addTransaction(), rig.provider.addTransaction({ memo: "v1" }), rig.provider.addTransaction()];
+    const v2 = { ...x, memo: "v2", transaction_amount: 999 };
+    // The copies of a are recorded with their versions: x's version of the batch must stay recorded beside them.
+    const provider = pagedProvider({ 1: [a, a, x], 2: [v2, b] });
+    const report = await pollTransactions({ ...rig.deps, provider }, { pageSize: 3 });
+    expect(report.outcome).toBe("complete");
+    const ofX = rig.publisher.events.filter((e) => e.detail.subject.id === x.id);
+    expect(ofX.map((e) => [e.detail.type, e.detail.data.object["memo"]])).toEqual([
+      ["transaction.created", "v1"],
+      ["transaction.changed", "v2"],
+    ]);
+  });
+
   it("keeps the first of two copies the provider lists side by side, and takes no copy again on re-reads or later cycles", async () => {
     const rig = makeRig();
     const x = rig.provider.addTransaction({ memo: "copy A" });
