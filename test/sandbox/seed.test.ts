@@ -23,6 +23,18 @@ function snapshot(data: CompanyData[]): unknown {
   }));
 }
 
+type SeededTransaction = ReturnType<CompanyData["transactions"]["all"]>[number];
+
+// The companies of three seeds: between them their histories reach every merchant of the catalogue (asserted below),
+// so a check walked over them leaves no merchant, MCC or currency unchecked.
+function* seededCompanies(): Generator<CompanyData> {
+  for (const seed of [1, 7, 42]) yield* seedCompanies({ seed, nowMs: NOW });
+}
+
+function* seededTransactions(): Generator<{ data: CompanyData; tx: SeededTransaction }> {
+  for (const data of seededCompanies()) for (const tx of data.transactions.all()) yield { data, tx };
+}
+
 describe("seeded data", () => {
   it("is identical for the same seed and time, and differs for another seed", () => {
     const a = seedCompanies({ seed: 42, nowMs: NOW });
@@ -111,24 +123,20 @@ describe("seeded data", () => {
   it("names on every transaction a ledger account the company's chart of accounts serves, and on a merchant's the supplier, account and home tax rate its catalogue entry names", () => {
     // §2.1: the erp_* remote ids cross-reference master-data records; a catalogue key that resolves to none leaves them null.
     const merchants = new Set<string>();
-    for (const seed of [1, 7, 42]) {
-      for (const data of seedCompanies({ seed, nowMs: NOW })) {
-        for (const tx of data.transactions.all()) {
-          const account = data.chartOfAccounts.find((a) => a.remote_id === tx.erp_chart_of_account_remote_id);
-          expect([tx.qashio_id, account?.extra.account_number]).toEqual([tx.qashio_id, tx.chart_of_account_number]);
-          const merchant = MERCHANTS.find((m) => m.name === tx.merchant_name);
-          if (merchant === undefined) continue;
-          const supplier = data.suppliers.find((s) => s.remote_id === tx.erp_supplier_remote_id);
-          expect([tx.qashio_id, supplier?.extra.key, supplier?.remote_name, tx.chart_of_account_number])
-            .toEqual([tx.qashio_id, merchant.supplier, tx.erp_supplier_name, merchant.account]);
-          // A purchase at home is taxed at a rate of the company's own country (§2.6 country_code).
-          const tax = data.taxRates.find((t) => t.remote_id === tx.erp_tax_rate_remote_id);
-          if (tx.transaction_category === "purchase" && merchant.country === data.company.country) {
-            expect([tx.qashio_id, tax?.extra.country_code]).toEqual([tx.qashio_id, data.company.country]);
-          }
-          merchants.add(merchant.name);
-        }
+    for (const { data, tx } of seededTransactions()) {
+      const account = data.chartOfAccounts.find((a) => a.remote_id === tx.erp_chart_of_account_remote_id);
+      expect([tx.qashio_id, account?.extra.account_number]).toEqual([tx.qashio_id, tx.chart_of_account_number]);
+      const merchant = MERCHANTS.find((m) => m.name === tx.merchant_name);
+      if (merchant === undefined) continue;
+      const supplier = data.suppliers.find((s) => s.remote_id === tx.erp_supplier_remote_id);
+      expect([tx.qashio_id, supplier?.extra.key, supplier?.remote_name, tx.chart_of_account_number])
+        .toEqual([tx.qashio_id, merchant.supplier, tx.erp_supplier_name, merchant.account]);
+      // A purchase at home is taxed at a rate of the company's own country (§2.6 country_code).
+      const tax = data.taxRates.find((t) => t.remote_id === tx.erp_tax_rate_remote_id);
+      if (tx.transaction_category === "purchase" && merchant.country === data.company.country) {
+        expect([tx.qashio_id, tax?.extra.country_code]).toEqual([tx.qashio_id, data.company.country]);
       }
+      merchants.add(merchant.name);
     }
     expect(MERCHANTS.filter((m) => !merchants.has(m.name)).map((m) => m.name)).toEqual([]);
   });
@@ -136,15 +144,11 @@ describe("seeded data", () => {
   it("gives every merchant country as an ISO 3166-1 alpha-2 code and every currency as an ISO 4217 code", () => {
     // A country written otherwise ("UAE") would also pass a home merchant off as one abroad, with its reverse charge.
     const countries = new Set<string>();
-    for (const seed of [1, 7, 42]) {
-      for (const data of seedCompanies({ seed, nowMs: NOW })) {
-        for (const tx of data.transactions.all()) {
-          const country = tx.merchant_country as string | null;
-          if (country !== null) countries.add(country);
-          expect([tx.qashio_id, country === null || /^[A-Z]{2}$/.test(country), /^[A-Z]{3}$/.test(String(tx.transaction_currency)), /^[A-Z]{3}$/.test(String(tx.billing_currency))])
-            .toEqual([tx.qashio_id, true, true, true]);
-        }
-      }
+    for (const { tx } of seededTransactions()) {
+      const country = tx.merchant_country as string | null;
+      if (country !== null) countries.add(country);
+      expect([tx.qashio_id, country === null || /^[A-Z]{2}$/.test(country), /^[A-Z]{3}$/.test(String(tx.transaction_currency)), /^[A-Z]{3}$/.test(String(tx.billing_currency))])
+        .toEqual([tx.qashio_id, true, true, true]);
     }
     expect(countries.size).toBeGreaterThan(2);
   });
@@ -157,15 +161,11 @@ describe("seeded data", () => {
     for (const [, currency, rate] of stated![1]!.matchAll(/1 ([A-Z]{3}) = ([\d.]+) AED/g)) aedPer[currency!] = Number(rate);
     expect(Object.keys(aedPer).sort()).toEqual(["AED", "EUR", "GBP", "SAR", "USD"]);
     const pairs = new Set<string>();
-    for (const seed of [1, 7, 42]) {
-      for (const data of seedCompanies({ seed, nowMs: NOW })) {
-        for (const tx of data.transactions.all()) {
-          const [from, to] = [String(tx.transaction_currency), String(tx.billing_currency)];
-          const billed = round2((Number(tx.transaction_amount) * aedPer[from]!) / aedPer[to]!);
-          expect([tx.qashio_id, from, to, tx.billing_amount]).toEqual([tx.qashio_id, from, data.company.currency, billed]);
-          pairs.add(`${from}>${to}`);
-        }
-      }
+    for (const { data, tx } of seededTransactions()) {
+      const [from, to] = [String(tx.transaction_currency), String(tx.billing_currency)];
+      const billed = round2((Number(tx.transaction_amount) * aedPer[from]!) / aedPer[to]!);
+      expect([tx.qashio_id, from, to, tx.billing_amount]).toEqual([tx.qashio_id, from, data.company.currency, billed]);
+      pairs.add(`${from}>${to}`);
     }
     // Every stated rate is used, into both billing currencies.
     for (const pair of ["USD>AED", "EUR>AED", "GBP>AED", "SAR>AED", "USD>SAR", "AED>SAR", "SAR>SAR", "AED>AED"]) expect(pairs, pair).toContain(pair);
@@ -189,17 +189,15 @@ describe("seeded data", () => {
       SA: { line1: office![3], city: office![4], country: "SA" },
     };
     const seen = new Set<string>();
-    for (const seed of [1, 7, 42]) {
-      for (const data of seedCompanies({ seed, nowMs: NOW })) {
-        const country = data.company.country;
-        for (const tx of data.transactions.all().filter((t) => t.transaction_category === "cash_withdrawal")) {
-          expect([tx.qashio_id, tx.merchant_name, tx.merchant_city]).toEqual([tx.qashio_id, ...atmOf[country]!]);
-          seen.add(`atm ${country}`);
-        }
-        for (const card of data.cards.filter((c) => c.cardType === "Physical")) {
-          expect([card.id, coreCardView(card, data).shipping_address]).toEqual([card.id, officeOf[country]]);
-          seen.add(`office ${country}`);
-        }
+    for (const data of seededCompanies()) {
+      const country = data.company.country;
+      for (const tx of data.transactions.all().filter((t) => t.transaction_category === "cash_withdrawal")) {
+        expect([tx.qashio_id, tx.merchant_name, tx.merchant_city]).toEqual([tx.qashio_id, ...atmOf[country]!]);
+        seen.add(`atm ${country}`);
+      }
+      for (const card of data.cards.filter((c) => c.cardType === "Physical")) {
+        expect([card.id, coreCardView(card, data).shipping_address]).toEqual([card.id, officeOf[country]]);
+        seen.add(`office ${country}`);
       }
     }
     expect([...seen].sort()).toEqual(["atm AE", "atm SA", "office AE", "office SA"]);
@@ -208,17 +206,14 @@ describe("seeded data", () => {
   it("describes every seeded transaction's MCC, and a merchant in the UAE or Saudi Arabia charges in its country's currency", () => {
     const homeCurrency: Record<string, string> = { AE: "AED", SA: "SAR" };
     const merchants = new Set<unknown>();
-    for (const seed of [1, 7, 42]) {
-      for (const data of seedCompanies({ seed, nowMs: NOW })) {
-        for (const tx of data.transactions.all().filter((t) => t.mcc_code !== null)) {
-          expect([tx.qashio_id, typeof tx.mcc_description, String(tx.mcc_description).length > 0]).toEqual([tx.qashio_id, "string", true]);
-          const home = homeCurrency[String(tx.merchant_country)];
-          if (tx.transaction_category === "purchase" && home !== undefined) {
-            expect([tx.qashio_id, tx.merchant_name, tx.transaction_currency]).toEqual([tx.qashio_id, tx.merchant_name, home]);
-          }
-          merchants.add(tx.merchant_name);
-        }
+    for (const { tx } of seededTransactions()) {
+      if (tx.mcc_code === null) continue;
+      expect([tx.qashio_id, typeof tx.mcc_description, String(tx.mcc_description).length > 0]).toEqual([tx.qashio_id, "string", true]);
+      const home = homeCurrency[String(tx.merchant_country)];
+      if (tx.transaction_category === "purchase" && home !== undefined) {
+        expect([tx.qashio_id, tx.merchant_name, tx.transaction_currency]).toEqual([tx.qashio_id, tx.merchant_name, home]);
       }
+      merchants.add(tx.merchant_name);
     }
     // The histories reach every merchant of the catalogue, so none of its MCCs or currencies goes unchecked.
     expect(MERCHANTS.filter((m) => !merchants.has(m.name)).map((m) => m.name)).toEqual([]);
