@@ -53,6 +53,14 @@ export function describeLockContract(name: string, factory: (clock: FakeClock) =
       expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeDefined();
     });
 
+    it("releases a lease that ran out while nobody took it (its holder stalled past it): a renew after answers false and the lock stays free", async () => {
+      const held = await fixture.lock.tryAcquire("refresh", 10_000);
+      clock.advance(15_000);
+      await held!.release();
+      expect(await held!.renew(10_000)).toBe(false);
+      expect(await fixture.peer.tryAcquire("refresh", 10_000)).toBeDefined();
+    });
+
     it("hands an expired lease to another owner; the old holder then fails to renew and cannot release it", async () => {
       const old = await fixture.lock.tryAcquire("refresh", 10_000);
       clock.advance(10_001);
