@@ -436,10 +436,10 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
     expect(await lockWith(clock).tryAcquire("acme#expiring", 5_000)).toBeUndefined();
   });
 
-  it("holds a lease until its expiresAt, and hands it over from that very millisecond", async () => {
+  it.each([1_000, 250])("holds a lease of %i ms until its expiresAt, and hands it over from that very millisecond", async (ttlMs) => {
     const clock = new FakeClock();
-    await lockWith(clock).tryAcquire("acme#edge", 1_000);
-    await handedOverIn(clock, "acme#edge", 1_000);
+    await lockWith(clock).tryAcquire(`acme#edge-${ttlMs}`, ttlMs);
+    await handedOverIn(clock, `acme#edge-${ttlMs}`, ttlMs);
   });
 
   it("gives up a renewal once its signal aborts, without extending the lease", async () => {
