@@ -507,8 +507,9 @@ describe("DynamoLeaseLock on DynamoDB Local", () => {
   it("keeps the item's ttl an hour past its expiresAt, on acquire and on renew, so DynamoDB never sweeps a live lease, even one longer than that", async () => {
     const clock = new FakeClock(Date.parse("2026-03-01T12:00:00.250Z"));
     const ttlMs = 2 * 3_600_000;
-    const lease = await lockWith(clock).tryAcquire("acme#long", ttlMs);
-    const stored = async () => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "LEASE#acme#long", sk: "LEASE" }, ConsistentRead: true }))).Item;
+    // A name in mixed case: the item is keyed by it as given, as the runbook reads it.
+    const lease = await lockWith(clock).tryAcquire("Acme#long", ttlMs);
+    const stored = async () => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: "LEASE#Acme#long", sk: "LEASE" }, ConsistentRead: true }))).Item;
     // DynamoDB's TTL runs on its own clock, and sweeps by the second: the hour covers a skewed clock here.
     const heldFor = () => ({ expiresAt: clock.now() + ttlMs, ttl: Math.ceil((clock.now() + ttlMs + 3_600_000) / 1000) });
     expect(await stored()).toMatchObject(heldFor());
