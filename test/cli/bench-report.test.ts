@@ -35,6 +35,10 @@ describe("floorOf", () => {
     // A last page and a last batch under half full still take a call each.
     expect(floorOf({ transactions: 120, pageSize: 100, ackBatchSize: 50 })).toEqual({ pages: 3, acknowledgeCalls: 3, calls: 6 });
   });
+
+  it("still reads the empty not_synced page and the empty outdated page of an empty backlog, and acknowledges nothing", () => {
+    expect(floorOf({ transactions: 0, pageSize: 100, ackBatchSize: 100 })).toEqual({ pages: 2, acknowledgeCalls: 0, calls: 2 });
+  });
 });
 
 describe("toBenchJson", () => {
@@ -63,6 +67,17 @@ describe("toBenchJson", () => {
     expect(Object.keys(json).at(-1)).toBe("baseline_cpu_us_per_txn");
     expect(json.baseline_cpu_us_per_txn).toBe(45);
     expect("baseline_cpu_us_per_txn" in toBenchJson(measurement)).toBe(false);
+  });
+
+  it("keeps the baseline's key at a measured 0 us, and gives a finite bridge ratio to it", () => {
+    const m = { ...measurement, baselineCpuUs: 0 };
+    expect(toBenchJson(m).baseline_cpu_us_per_txn).toBe(0);
+    // Ratios are taken against at least 0.1 us: 60 us / 0.1 us.
+    expect(formatBenchReport(m)).toContainEqual(expect.stringMatching(/^CPU floor {9}0 us \(--baseline: .*the bridge takes 600x of it\)$/));
+  });
+
+  it("divides the CPU of an empty backlog by one transaction, not by 0 (Infinity, null in JSON)", () => {
+    expect(toBenchJson({ ...measurement, transactions: 0, events: 0, baselineCpuUs: 1_000 })).toMatchObject({ cpu_us_per_txn: 600_000, baseline_cpu_us_per_txn: 1_000 });
   });
 });
 
