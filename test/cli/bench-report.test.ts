@@ -100,9 +100,10 @@ describe("checkBudgets", () => {
     expect(budgetVerdict(toBenchJson(measurement))).toEqual({ code: 0, lines: [] });
     const verdict = budgetVerdict(toBenchJson({ ...measurement, wallMs: 6_000, peakRssMb: 250 }));
     expect(verdict.code).toBe(1);
+    // Each line says the figure and the budget it missed.
     expect(verdict.lines).toEqual([
-      expect.stringMatching(/^bench --check: budget missed: wall time 6000 ms/),
-      expect.stringMatching(/^bench --check: budget missed: peak RSS 250 MB/),
+      "bench --check: budget missed: wall time 6000 ms (1.493x floor), budget <= 1.2x",
+      "bench --check: budget missed: peak RSS 250 MB, budget < 200 MB",
     ]);
   });
 
@@ -214,6 +215,12 @@ describe("formatBenchReport", () => {
       "transactions", "events", "provider_calls", "floor_calls", "wall_ms", "floor_ms", "cpu_us_per_txn", "peak_rss_mb", "latency_ms",
     ]);
     expect(budgetVerdict(toBenchJson({ ...measurement, latencyMs: 0 }))).toEqual({ code: 0, lines: [] });
+  });
+
+  it("sets the notes off from the budget rows by one blank line, and ends on the last row when there are none", () => {
+    const withNotes = formatBenchReport(measurement);
+    expect(withNotes.slice(-3)).toEqual([expect.stringMatching(/^ {2}ok {3}peak RSS /), "", "note: sandbox ran in a child process"]);
+    expect(formatBenchReport({ ...measurement, notes: [] }).at(-1)).toMatch(/^ {2}ok {3}peak RSS /);
   });
 
   it("says the budgets are set for a 10,000 backlog when the run is smaller", () => {
