@@ -208,4 +208,12 @@ describe("the bench's children", () => {
     expect(answer).toEqual({ ok: false, error: `GET ${PATHS.transactions} answered 429` });
     sandbox.disconnect();
   });
+
+  it("the --baseline child answers a failure when the list still holds transactions past the backlog's pages and the empty one", async () => {
+    // Told 100 of the sandbox's 250, it allows one page for them and one empty page; the second comes full, so no third.
+    const { child: sandbox, ready } = await startSandbox(sandboxRequest(250, 0));
+    const answer = await answerOf<BaselineResult>(forkChild("bench-baseline.ts"), baselineRequest(ready, 100));
+    expect(answer).toEqual({ ok: false, error: "the list still held transactions after 2 pages (200 acknowledged)" });
+    sandbox.disconnect();
+  });
 });
