@@ -3,12 +3,23 @@
  * webhook-forwarder) that hand mutation found no test watching: each test here fails on one such change (named in its
  * comment) and passes on the constructs as they are.
  */
-import { Duration } from "aws-cdk-lib";
-import { Match } from "aws-cdk-lib/assertions";
+import { Duration, Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import { describe, expect, it } from "vitest";
-import { exampleStacks } from "./helpers.js";
+import { TenantSecret } from "../../infra/constructs/tenant-secret.js";
+import { exampleStacks, testApp } from "./helpers.js";
 
 type Resource = { Properties: Record<string, unknown> };
+
+/** A TenantSecret alone in a stack pinned to account 111111111111. */
+function secretStack(): { stack: Stack; secret: TenantSecret } {
+  const stack = new Stack(testApp(), "Rotation", { env: { account: "111111111111", region: "eu-west-1" } });
+  const secret = new TenantSecret(stack, "Secret", { tenantId: "acme", leaseTableName: "table", encryptionKey: new kms.Key(stack, "Key") });
+  return { stack, secret };
+}
 
 describe("tenant construct settings an operator or a deploy relies on", () => {
   it("keeps every dead letter 14 days, the SQS maximum, the created bus's as the webhooks' and the pollers'", () => {
@@ -58,5 +69,24 @@ describe("tenant construct settings an operator or a deploy relies on", () => {
     const custom = forwarder?.metricInvocationsFailedToBeSentToDlq({ statistic: "Maximum", period: Duration.minutes(1) });
     expect(custom?.statistic).toBe("Maximum");
     expect(custom?.period.toMinutes()).toBe(1);
+  });
+
+  it("conditions only Secrets Manager's invoke of the rotation function on the account, not another permission the function has", () => {
+    // mutant: the filter on the Secrets Manager principal dropped, so every permission of the function gets SourceAccount
+    const { stack, secret } = secretStack();
+    const rotate = new lambda.Function(stack, "Rotate", { runtime: lambda.Runtime.NODEJS_20_X, handler: "index.handler", code: lambda.Code.fromInline("exports.handler = async () => {};") });
+    // a topic of another account: a SourceAccount of this stack's would refuse its invokes
+    rotate.addPermission("FromTopic", { principal: new iam.ServicePrincipal("sns.amazonaws.com"), sourceArn: "arn:aws:sns:eu-west-1:222222222222:alerts" });
+    secret.addTokenRotation(rotate);
+    const permissions = (Object.values(Template.fromStack(stack).findResources("AWS::Lambda::Permission")) as Resource[]).map((p) => p.Properties);
+    expect(permissions.find((p) => p["Principal"] === "secretsmanager.amazonaws.com")?.["SourceAccount"]).toEqual({ Ref: "AWS::AccountId" });
+    expect(permissions.find((p) => p["Principal"] === "sns.amazonaws.com")).not.toHaveProperty("SourceAccount");
+  });
+
+  it("fails synth rather than schedule the rotation through a function Secrets Manager gets no permission on (another account's)", () => {
+    // mutant: the check for a created Lambda permission dropped, so the rotation is scheduled without one
+    const { stack, secret } = secretStack();
+    const foreign = lambda.Function.fromFunctionArn(stack, "Foreign", "arn:aws:lambda:eu-west-1:222222222222:function:rotate");
+    expect(() => secret.addTokenRotation(foreign)).toThrow("RotationSchedule created no Lambda permission for Secrets Manager to condition");
   });
 });
