@@ -9,6 +9,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { describe, expect, it } from "vitest";
+import { TenantEventBus } from "../../infra/constructs/tenant-event-bus.js";
 import { TenantSecret } from "../../infra/constructs/tenant-secret.js";
 import { exampleStacks, testApp } from "./helpers.js";
 
@@ -88,5 +89,18 @@ describe("tenant construct settings an operator or a deploy relies on", () => {
     const { stack, secret } = secretStack();
     const foreign = lambda.Function.fromFunctionArn(stack, "Foreign", "arn:aws:lambda:eu-west-1:222222222222:function:rotate");
     expect(() => secret.addTokenRotation(foreign)).toThrow("RotationSchedule created no Lambda permission for Secrets Manager to condition");
+  });
+
+  it("archives and grants PutEvents on a bus imported by ARN under that ARN's exact text, which a deployed archive's SourceArn holds", () => {
+    // mutant: the ARN's bus imported by its name (fromEventBusName), whose ARN is rebuilt from the stack's partition token:
+    // a changed SourceArn replaces the archive and loses its events
+    const arn = "arn:aws:events:eu-west-1:111111111111:event-bus/shared";
+    const stack = new Stack(testApp(), "Imported", { env: { account: "111111111111", region: "eu-west-1" } });
+    const bus = new TenantEventBus(stack, "EventBus", { tenantId: "acme", bus: { mode: "import", arn }, eventSource: "qashio.bridge", encryptionKey: new kms.Key(stack, "Key") });
+    bus.grantPutEvents(new iam.Role(stack, "Publisher", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") }));
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties("AWS::Events::Archive", { SourceArn: arn });
+    template.hasResourceProperties("AWS::IAM::Policy", { PolicyDocument: { Statement: [Match.objectLike({ Action: "events:PutEvents", Resource: arn })] } });
+    expect(bus.busNameForPutEvents).toBe(arn);
   });
 });
