@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runbookSection } from "../runbook-section.js";
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../sandbox/index.js";
@@ -7,7 +8,7 @@ import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { ReauthorizationNeededError } from "../../shared/bridge/index.js";
 import { ReauthorizationRequiredError } from "../../shared/qashio/errors.js";
 import type { MetricName } from "../../shared/bridge/ports.js";
-import { createHarness, emfValues, revokeFamily, TENANT, type Harness } from "./support/harness.js";
+import { bare401For, createHarness, emfValues, revokeFamily, TENANT, type Harness } from "./support/harness.js";
 
 /** What each card heartbeat of a fast-path tenant counts (infra/tenant-stack.ts). */
 const CARD_HEARTBEATS: Readonly<Record<string, MetricName>> = {
@@ -65,6 +66,44 @@ describe("the runbook's TokenFamilyRevoked says when the alarm clears, as the me
     // What the window of the faster poller's schedule did: an OK while paused meant nothing.
     expect(revoked).not.toContain("no sign of re-authorization");
     expect(revoked).not.toMatch(/whole window/);
+  });
+});
+
+describe("the runbook's TokenFamilyRevoked quotes the words of a bare 401's errors", () => {
+  it("names words each of them says, the refused refresh's own (a poll's, a rotation's) and every later poll's and rotation's", async () => {
+    await h.poller("transactions")();
+    const right = h.secrets.current();
+    const putSecret = (value: Record<string, unknown>) =>
+      h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: JSON.stringify(value) }));
+    // A client secret mistyped into the secret: the token endpoint answers a 401 naming no OAuth code.
+    const bare401 = bare401For(h, "mistyped-client-secret");
+    const rotation = async (fetch?: Harness["fetch"]) => {
+      const token = randomUUID();
+      h.secrets.startRotation(token);
+      return h.rotator(fetch === undefined ? {} : { fetch })({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" }).catch((e: unknown) => e);
+    };
+    const messages: Record<string, unknown> = {};
+    await putSecret({ ...right, client_secret: "mistyped-client-secret" });
+    messages["the rotation's refused refresh"] = await rotation(bare401);
+    messages["a later poll"] = await h.poller("transactions")().catch((e: unknown) => e);
+    // The right ones back (a new version clears the mark), then mistyped again, now met by a poll's refresh.
+    await putSecret(right);
+    await putSecret({ ...right, client_secret: "mistyped-client-secret" });
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    messages["a poll's refused refresh"] = await h.poller("transactions", { fetch: bare401 })().catch((e: unknown) => e);
+    messages["a later rotation"] = await rotation();
+
+    const sentence = /the error of such a bare `401`[^]*?instead of re-authorizing/.exec(runbookSection("TokenFamilyRevoked").replace(/\s+/g, " "))?.[0] ?? "";
+    const quoted = [...sentence.matchAll(/"([^"]+)"/g)].map((m) => m[1] as string);
+    expect(quoted.length).toBeGreaterThan(0);
+    for (const [which, error] of Object.entries(messages)) {
+      expect(error, which).toBeInstanceOf(Error);
+      const message = (error as Error).message;
+      expect(quoted.some((words) => message.includes(words)), `${which}: ${message}`).toBe(true);
+    }
+    // Nor words none of them says.
+    const said = Object.values(messages).map((error) => (error as Error).message);
+    for (const words of quoted) expect(said.some((message) => message.includes(words)), words).toBe(true);
   });
 });
 
