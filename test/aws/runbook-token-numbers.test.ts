@@ -1,0 +1,44 @@
+/**
+ * The token numbers docs/runbook.md gives an operator are the code's: how long a refresh lease keeps others off and a
+ * tick waits for it, how long `authorize` waits before storing nothing, how soon a warm container sees a secret put
+ * by hand, and the version counts at which refreshes are postponed. Each is a constant the code's own tests count in,
+ * so only these hold them to the runbook an operator acts on.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { TOKEN_LEASE_TTL_MS } from "../../shared/aws/config.js";
+import { DEFAULT_SECRET_CACHE_TTL_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
+import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
+import { DEFAULT_LOCK_WAIT_MS } from "../../shared/qashio/auth/refresh-lease.js";
+
+/** The runbook, line breaks read as spaces. */
+const RUNBOOK = readFileSync(new URL("../../docs/runbook.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+
+/** Every number the runbook gives where `pattern` (its one group a number) matches, in order. */
+const numbersAt = (pattern: RegExp): number[] => [...RUNBOOK.matchAll(new RegExp(pattern, "g"))].map((match) => Number(match[1]));
+
+const seconds = (ms: number) => ms / 1000;
+
+describe("the runbook's token numbers are the code's", () => {
+  it("gives the refresh lease's life and a tick's wait for it as the pollers use them", () => {
+    expect(numbersAt(/refresh lease holds other containers off for only (\d+) s/)).toEqual([seconds(TOKEN_LEASE_TTL_MS)]);
+    expect(numbersAt(/a lease runs out (\d+) s after its holder last renewed it/)).toEqual([seconds(TOKEN_LEASE_TTL_MS)]);
+    expect(numbersAt(/kept it for the whole (\d+) s the tick may wait/)).toEqual([seconds(DEFAULT_LOCK_WAIT_MS)]);
+    expect(numbersAt(/still held by another process \(<holder>\) after (\d+) ms/)).toEqual([DEFAULT_LOCK_WAIT_MS]);
+  });
+
+  it("gives how long authorize --secret-id waits for the token lease before it stores nothing", () => {
+    expect(numbersAt(/if the lease stays held (\d+) s it says so and stores nothing/)).toEqual([seconds(AUTHORIZE_LEASE_WAIT_MS)]);
+  });
+
+  it("gives how soon a warm container reads a secret put by hand, wherever it says so", () => {
+    const minutes = numbersAt(/reads? the secret again within (\d+) minutes/);
+    expect(minutes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(minutes)).toEqual(new Set([DEFAULT_SECRET_CACHE_TTL_MS / 60_000]));
+  });
+
+  it("gives the secret version counts at which a refresh is postponed, and an early one", () => {
+    expect(numbersAt(/The bridge refreshes at all only below (\d+) such versions/)).toEqual([SECRET_VERSIONS_PER_DAY_LIMIT]);
+    expect(numbersAt(/From (\d+) on, it refreshes only tokens that have expired or that the provider refused/)).toEqual([SECRET_VERSIONS_EARLY_REFRESH_LIMIT]);
+  });
+});
