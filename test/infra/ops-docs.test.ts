@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
+import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
 import type { TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
@@ -180,5 +182,44 @@ describe("README's Observability names every metric the runtime emits", () => {
     const list = /EMF metrics in namespace `QashioBridge` with[^]*?\), X-Ray traces/.exec(readme)?.[0] ?? "";
     const listed = new Set(list.match(/\b[A-Z]\w+\b/g));
     expect(names.filter((name) => !listed.has(name))).toEqual([]);
+  });
+});
+
+describe("the runbook's stack outputs are the stack's", () => {
+  it("lists every output of a tenant's stack at the top, and `out` reads only those", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8");
+    const listed = /--query 'Stacks\[0\]\.Outputs\[\]\.\[OutputKey,OutputValue\]' --output table\n# ([^\n]+)/.exec(runbook)?.[1] ?? "";
+    const names = listed.replace(/\([^)]*\)/g, "").split(",").map((name) => name.trim());
+    for (const { template } of Object.values(exampleStacks())) {
+      expect(names.sort()).toEqual(Object.keys(template.toJSON().Outputs as object).sort());
+    }
+    const read = [...runbook.matchAll(/\$\(out (\w+)\)/g)].map((m) => m[1]);
+    expect(read.length).toBeGreaterThan(5);
+    expect(read.filter((name) => !names.includes(name as string))).toEqual([]);
+  });
+});
+
+describe("the runbook's daily rotation window is the secret's rotation schedule", () => {
+  it("gives the hours of the cron expression and its window, wherever it names them", () => {
+    // cron(<minute> <hour> * * ? *), a window of whole hours
+    const [, minute, hour] = /^cron\((\d+) (\d+) /.exec(TOKEN_ROTATION_SCHEDULE) ?? [];
+    const windowHours = Number(/^(\d+)h$/.exec(TOKEN_ROTATION_WINDOW)?.[1]);
+    const clock = (h: number) => `${String(h).padStart(2, "0")}:${String(minute).padStart(2, "0")}`;
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8").replace(/\s+/g, " ");
+    const windows = [...runbook.matchAll(/(\d\d:\d\d-\d\d:\d\d) UTC/g)].map((m) => m[1]);
+    expect(windows.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(windows)).toEqual(new Set([`${clock(Number(hour))}-${clock(Number(hour) + windowHours)}`]));
+  });
+});
+
+describe("the dashboard graphs the runbook sends an operator to", () => {
+  it("names each by its title, as the dashboard shows it (its unit aside)", () => {
+    const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8").replace(/\s+/g, " ");
+    // The graphs the runbook's sections read: the throughput and token lines, errors, provider errors, cycle times, the backlog.
+    const read = ["throughput", "tokens", "functions", "providerErrors", "cycleDuration", "backlog"] as const;
+    for (const graph of read) {
+      const title = DASHBOARD_WIDGETS[graph].replace(/ \(\w+\)$/, "");
+      expect(runbook.includes(`\`${title}\``), `${graph}: ${title}`).toBe(true);
+    }
   });
 });
