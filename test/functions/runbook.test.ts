@@ -107,6 +107,34 @@ describe("the runbook's TokenFamilyRevoked quotes the words of a bare 401's erro
   });
 });
 
+describe("the runbook's SyncLag shows a transaction cycle's result as the invoke returns it", () => {
+  it("gives its keys in the result's order, `...` standing for the keys left out, and ends where the result ends", async () => {
+    const result = (await h.poller("transactions")()) as unknown as Record<string, unknown>;
+    expect(result).toHaveProperty("backlog");
+    const shown = /returns e\.g\. `(\{[^`]*\})`/.exec(runbookSection("SyncLag").replace(/\s+/g, " "))?.[1] ?? "";
+    // The top-level keys as shown, "..." where some are left out.
+    const shownKeys = [...shown.slice(1, -1).matchAll(/(?:^|,)(?:"(\w+)":(?:\{[^}]*\}|[^,]*)|(\.\.\.))/g)].map((m) => m[1] ?? "...");
+    expect(shownKeys).toContain("backlog");
+    const keys = Object.keys(result);
+    let at = 0;
+    let skipping = false;
+    for (const key of shownKeys) {
+      if (key === "...") {
+        skipping = true;
+        continue;
+      }
+      const found = keys.indexOf(key, at);
+      const where = `${key} after ${keys[at - 1] ?? "the start"}`;
+      if (skipping) expect(found, where).toBeGreaterThanOrEqual(at);
+      else expect(found, where).toBe(at);
+      at = found + 1;
+      skipping = false;
+    }
+    // The result's last keys shown too, unless "..." ends the example.
+    if (!skipping) expect(keys.slice(at), "keys after the last one shown").toEqual([]);
+  });
+});
+
 describe("the runbook's Function errors explains the failures a held lease gives a tick", () => {
   it("quotes the error of a tick whose token refresh waited out the refresh lease another holder kept", async () => {
     await h.poller("transactions")();
