@@ -107,31 +107,45 @@ describe("the runbook's TokenFamilyRevoked quotes the words of a bare 401's erro
   });
 });
 
-describe("the runbook's SyncLag shows a transaction cycle's result as the invoke returns it", () => {
-  it("gives its keys in the result's order, `...` standing for the keys left out, and ends where the result ends", async () => {
-    const result = (await h.poller("transactions")()) as unknown as Record<string, unknown>;
+/**
+ * Fails unless the top-level keys of `shown`, an invoke's result as the runbook shows it (`...` for keys left out), are
+ * the keys of `result` in their order, with nothing left out where no `...` says so.
+ */
+function expectShownKeys(shown: string, result: object): void {
+  const shownKeys = [...shown.slice(1, -1).matchAll(/(?:^|,)(?:"(\w+)":(?:\{[^}]*\}|[^,]*)|(\.\.\.))/g)].map((m) => m[1] ?? "...");
+  expect(shownKeys.length).toBeGreaterThan(2);
+  const keys = Object.keys(result);
+  let at = 0;
+  let skipping = false;
+  for (const key of shownKeys) {
+    if (key === "...") {
+      skipping = true;
+      continue;
+    }
+    const found = keys.indexOf(key, at);
+    const where = `${key} after ${keys[at - 1] ?? "the start"}`;
+    if (skipping) expect(found, where).toBeGreaterThanOrEqual(at);
+    else expect(found, where).toBe(at);
+    at = found + 1;
+    skipping = false;
+  }
+  // The result's last keys shown too, unless "..." ends the example.
+  if (!skipping) expect(keys.slice(at), "keys after the last one shown").toEqual([]);
+}
+
+describe("the runbook shows a poller's results as the invoke returns them", () => {
+  it("SyncLag: a transaction cycle's, with its backlog", async () => {
+    const result = await h.poller("transactions")();
     expect(result).toHaveProperty("backlog");
     const shown = /returns e\.g\. `(\{[^`]*\})`/.exec(runbookSection("SyncLag").replace(/\s+/g, " "))?.[1] ?? "";
-    // The top-level keys as shown, "..." where some are left out.
-    const shownKeys = [...shown.slice(1, -1).matchAll(/(?:^|,)(?:"(\w+)":(?:\{[^}]*\}|[^,]*)|(\.\.\.))/g)].map((m) => m[1] ?? "...");
-    expect(shownKeys).toContain("backlog");
-    const keys = Object.keys(result);
-    let at = 0;
-    let skipping = false;
-    for (const key of shownKeys) {
-      if (key === "...") {
-        skipping = true;
-        continue;
-      }
-      const found = keys.indexOf(key, at);
-      const where = `${key} after ${keys[at - 1] ?? "the start"}`;
-      if (skipping) expect(found, where).toBeGreaterThanOrEqual(at);
-      else expect(found, where).toBe(at);
-      at = found + 1;
-      skipping = false;
-    }
-    // The result's last keys shown too, unless "..." ends the example.
-    if (!skipping) expect(keys.slice(at), "keys after the last one shown").toEqual([]);
+    expectShownKeys(shown, result);
+  });
+
+  it("Switching the PII mode: a conform-pii pass's that completed", async () => {
+    const result = await h.poller("transactions")({ action: "conform-pii" });
+    expect(result).toMatchObject({ outcome: "complete" });
+    const shown = /--payload '\{"action":"conform-pii"\}' \/dev\/stdout\n# (\{.*\})\n/.exec(runbookSection("Switching the PII mode"))?.[1] ?? "";
+    expectShownKeys(shown, result);
   });
 });
 
