@@ -25,6 +25,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { fillAccounts } from "../sandbox/helpers.js";
+import { runbookSection } from "../runbook-section.js";
 import { bare401For, createHarness, emfValues, lambdaContext, levelsLogged, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
@@ -918,7 +919,9 @@ describe("poll-transactions handler", () => {
       const [directive] = (doc._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] }).CloudWatchMetrics;
       expect(directive).toMatchObject({ Namespace: "QashioBridge", Dimensions: [["service", "tenant"]] });
     }
-    const warnings = docs.filter((doc) => doc["message"] === "provider refused to acknowledge some transactions; they stay listed");
+    // The runbook's filter-log-events (AcknowledgeRefused) matches the message exactly: it finds each refusal's warning.
+    const filtered = /--filter-pattern '\{ \$\.message = "([^"]+)" \}'/.exec(runbookSection("AcknowledgeRefused"))?.[1];
+    const warnings = docs.filter((doc) => doc["message"] === filtered);
     expect(warnings).toHaveLength(2);
     for (const w of warnings) expect(w).toMatchObject({ level: "WARN", ids: [stuck], codes: ["NOT_FOUND"], requestId: expect.any(String) });
   });
