@@ -821,6 +821,10 @@ describe("poll-transactions handler", () => {
     expect(error).toMatchObject({ name: "ResourceNotFoundException" });
     const failed = h.output.map((line) => JSON.parse(line) as Record<string, unknown>).find((doc) => doc["message"] === "Cycle failed");
     expect(failed?.["error"]).toMatchObject({ name: "ResourceNotFoundException", awsCall: expect.stringMatching(/^DynamoDB \w+$/), table: missing });
+    // The runbook names the two fields by their path in the line, as a Logs Insights query must write them.
+    const named = /the log line's `([\w.]+)` a `DynamoDB` call\s+and `([\w.]+)` the table it asked for/.exec(runbookSection("Function errors"));
+    const at = (path: string): unknown => path.split(".").reduce<unknown>((doc, key) => (doc as Record<string, unknown> | undefined)?.[key], failed);
+    expect(named?.slice(1).map(at)).toEqual([(failed?.["error"] as { awsCall: string }).awsCall, missing]);
   });
 
   it("names the AWS call and the table in the failure log line for a DynamoDB error inside a cycle too (wrapped in CycleAbortedError)", async () => {
