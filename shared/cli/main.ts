@@ -26,7 +26,7 @@ function settingsHelp(command?: string): string {
   return `\n\n${heading}\n${lines.join("\n")}`;
 }
 
-/** What `command` (any, when undefined) needs of `setting`: "required", "required <when>", or its default. */
+/** What `command` (any, when undefined) needs of `setting`: "required", "required <when>", its default, or "optional". */
 function needOf(setting: SettingDoc, command: string | undefined): string {
   // `unless \`authorize --secret-id\` has it`: so for authorize, and in the whole list (which names the commands
   // beside); required outright for the commands without that option.
@@ -36,7 +36,9 @@ function needOf(setting: SettingDoc, command: string | undefined): string {
   const except = /^except for `(.+)`$/.exec(setting.required)?.[1];
   const required = except === undefined || command === undefined ? setting.required : except === command ? "no" : "yes";
   if (required === "yes") return "required";
-  return required === "no" ? `default ${setting.default || "-"}` : `required ${required.replaceAll("`", "")}`;
+  // Optional without a default (BRIDGE_TENANT for authorize): "default -" would read as the value "-".
+  if (required === "no") return setting.default === "" ? "optional" : `default ${setting.default}`;
+  return `required ${required.replaceAll("`", "")}`;
 }
 
 /** For `command`'s own list, the option with which it leaves `setting` unused (`; unused with --secret-id`), else "". */

@@ -42,8 +42,10 @@ describe("bridge.ts main", () => {
     // Each with what this command needs of it.
     if (command !== "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+required\n/);
     // With --secret-id the tokens go into the secret: authorize reads no state directory and no tenant.
-    if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+default -; unused with --secret-id\n {2}BRIDGE_STATE_DIR\s+default \.state; unused with --secret-id\n/);
+    // A setting optional for this command and without a default says so, not "default -", which reads as a value.
+    if (command === "authorize") expect(block).toMatch(/\n {2}BRIDGE_TENANT\s+optional; unused with --secret-id\n {2}BRIDGE_STATE_DIR\s+default \.state; unused with --secret-id\n/);
     else expect(block).not.toContain("unused with");
+    expect(block).not.toMatch(/default -/);
     // run and redrive refuse to start without it while the state directory holds no token.
     if (names.includes("QASHIO_REFRESH_TOKEN")) expect(block).toMatch(/\n {2}QASHIO_REFRESH_TOKEN\s+required while no token is stored\n/);
     // --secret-id, which supplies the client settings from its secret, is authorize's alone.
