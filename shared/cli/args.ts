@@ -360,7 +360,8 @@ function commandLeftOut(argv: readonly string[]): UsageError {
   const takers = Object.entries(OPTIONS)
     .filter(([, options]) => flag.startsWith("--") && Object.hasOwn(options, flag.slice(2)))
     .map(([command]) => command);
-  if (takers.length === 0) return new UsageError(`no command given before ${flag}. Commands: ${COMMANDS.join(", ")}`);
+  // Taken by no command: maybe a mistyped --version or --help, the two options that stand in for a command.
+  if (takers.length === 0) return new UsageError(`no command given before ${flag}${didYouMean(nearest(flag, ["--version", "--help"]))}. Commands: ${COMMANDS.join(", ")}`);
   return new UsageError(`no command given before ${flag}, an option of ${wordList(takers)}: put the command first, as in \`npm run bridge -- ${[takers[0], ...argv].join(" ")}\``);
 }
 

@@ -266,6 +266,11 @@ describe("parseCommand", () => {
     [["--interval", "5m"], "no command given before --interval, an option of run and demo: put the command first, as in `npm run bridge -- run --interval 5m`"],
     [["--cycles=3"], "no command given before --cycles, an option of demo: put the command first, as in `npm run bridge -- demo --cycles=3`"],
     [["--bogus"], "no command given before --bogus. Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    // A mistyped --version or --help gets its suggestion, as a mistyped command or option of a command does (README).
+    [["--versoin"], "no command given before --versoin (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    [["--Version"], "no command given before --Version (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    [["-version"], "no command given before -version (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    [["--hlep"], "no command given before --hlep (did you mean --help?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
   ])("refuses %j, an option where the command goes, naming the commands that take it", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(new UsageError(message));
   });
