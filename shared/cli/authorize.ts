@@ -112,7 +112,9 @@ function awaitRedirect(server: Server, state: string, options: AuthorizeOptions)
     const onAbort = () => fail(new AuthorizeError("authorization cancelled"));
     const onTimeout = () => {
       const foreign = refused === 0 ? "" : ` (${refused === 1 ? "1 redirect with another state was" : `${refused} redirects with another state were`} refused)`;
-      fail(new AuthorizeError(`no redirect arrived within ${formatDuration(timeoutMs)}${foreign}${nextStep(signInAgain)}`));
+      // The same --timeout would end a slow sign-in the same way, so the step names the one option to change.
+      const longer = signInAgain.sameState ? `, the --timeout longer if the sign-in takes more than ${formatDuration(timeoutMs)}` : "";
+      fail(new AuthorizeError(`no redirect arrived within ${formatDuration(timeoutMs)}${foreign}${nextStep(signInAgain)}${longer}`));
     };
     // A server error after listening (an accept failing with EMFILE) with no listener would be thrown as an uncaught
     // exception, ending the process mid-sign-in. It ends the wait instead; once the wait is decided it is ignored: the
