@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { joinDashValues, repeatedOption } from "../shared/cli/args.js";
 import { keptByNpm } from "../shared/cli/npm-options.js";
+import { portRefusal } from "../shared/cli/port-refusal.js";
 import { StopSignals, stopAtOnce } from "../shared/cli/stop-at-once.js";
 import { isEntry } from "../shared/entry.js";
 import { closeServer } from "./close-server.js";
@@ -123,8 +124,10 @@ async function main(): Promise<void> {
   try {
     listening = await sandbox.listen(options.port);
   } catch (error) {
-    console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${error instanceof Error ? error.message : String(error)}`);
-    process.exitCode = 1;
+    // A port in use or not this user's is mended by another --port (exit 2, as a bad argument); anything else is not.
+    const refusal = portRefusal(error, options.port);
+    console.error(`sandbox: cannot listen on 127.0.0.1:${options.port}: ${refusal ?? (error instanceof Error ? error.message : String(error))}`);
+    process.exitCode = refusal === undefined ? 1 : 2;
     return;
   }
   running.server = listening;

@@ -15,6 +15,7 @@ import { baseUrlHint } from "./base-url-hint.js";
 import { DEFAULT_SCOPES } from "./cycle-scopes.js";
 import { formatDuration } from "./duration.js";
 import { AUTHORIZE_AGAIN, AuthorizeError, ClientCredentialsRejectedError, UsageError, type SignInAgain } from "./errors.js";
+import { portRefusal } from "./port-refusal.js";
 
 /** Path of the loopback redirect URI. */
 export const CALLBACK_PATH = "/callback";
@@ -250,15 +251,9 @@ export async function authorizeWithBrowser(options: AuthorizeOptions): Promise<A
     port = await listen(server, options.port);
   } catch (error) {
     const where = `cannot listen on 127.0.0.1:${options.port} for the redirect`;
-    const code = (error as NodeJS.ErrnoException).code;
-    // Both are about the port asked for, so another --port is the fix (exit 2), not a failed sign-in.
-    const why =
-      code === "EADDRINUSE"
-        ? "the port is in use"
-        : code === "EACCES"
-          ? `this user may not listen on that port${options.port > 0 && options.port < 1024 ? " (ports below 1024 need root on most systems)" : ""}`
-          : undefined;
-    if (why !== undefined) throw new UsageError(`${where}: ${why}; pass another --port, or --port 0 for any free one`, { cause: error });
+    // About the port asked for, so another --port is the fix (exit 2), not a failed sign-in.
+    const refusal = portRefusal(error, options.port);
+    if (refusal !== undefined) throw new UsageError(`${where}: ${refusal}`, { cause: error });
     throw new AuthorizeError(`${where}: ${(error as Error).message}`, { cause: error });
   }
   const redirectUri = `http://127.0.0.1:${port}${CALLBACK_PATH}`;

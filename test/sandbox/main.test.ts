@@ -301,7 +301,7 @@ describe("npm run sandbox", () => {
     expect(err).toBe("");
   });
 
-  it("exits 1 naming the address when its port is taken", async () => {
+  it("exits 2 naming the address and the fix when its port is taken, as the bridge's authorize --port does", async () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     try {
@@ -309,8 +309,8 @@ describe("npm run sandbox", () => {
       const child = start(["--port", String(port)]);
       let err = "";
       child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-      expect(await exitOf(child)).toBe(1);
-      expect(err).toMatch(new RegExp(`^sandbox: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+      expect(await exitOf(child)).toBe(2);
+      expect(err).toBe(`sandbox: cannot listen on 127.0.0.1:${port}: the port is in use; pass another --port, or --port 0 for any free one\n`);
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }
