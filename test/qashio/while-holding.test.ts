@@ -132,6 +132,20 @@ describe("whileHolding", () => {
     expect(await pending).toBe("ok");
   });
 
+  // A renewal extends the lease from about when it was sent (the DynamoDB lease sets the expiry before its put): counting
+  // the next one from when a slow answer came back would leave the lease that much closer to running out.
+  it("counts the next renewal from when a slow renewal began, not from when it was answered", async () => {
+    const clock = manualClock();
+    const start = clock.now();
+    const lease = recordingLease(clock, (signal) => clock.sleep(6_000, signal).then(() => true));
+    const { work, resolve } = gated<string>();
+    const pending = whileHolding(lease, TTL, clock, work, undefined, MESSAGES);
+    await clock.advance(35_000);
+    expect(lease.renewals.map((at) => at - start)).toEqual([10_000, 20_000, 30_000]);
+    resolve("ok");
+    expect(await pending).toBe("ok");
+  });
+
   it("keeps work's result when the logger, renew or the clock throws, with no unhandled rejection", async () => {
     const brokenLogger = {
       warn: () => {
