@@ -33,6 +33,20 @@ describe("CycleLeaseGuard", () => {
     await guard.check();
     expect(publishes).toBe(1);
   });
+
+  it("checks a write the cycle makes after it first waited, and says a lost lease stops the cycle with exit 1", async () => {
+    const guard = new CycleLeaseGuard("/state", 30_000);
+    const publisher = guard.publisher({ publish: async () => ({ failed: [] }) });
+    const handle: LockHandle = { renew: async () => true, release: async () => undefined, confirm: async () => false };
+    const error = await guard
+      .during(handle, async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        return publisher.publish([]);
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleLeaseLostError);
+    expect((error as CycleLeaseLostError).exitCode).toBe(EXIT.failed);
+  });
 });
 
 describe("CycleLeaseGuard's adapters", () => {
