@@ -133,6 +133,7 @@ describe("CycleLeaseGuard's adapters", () => {
     const error = await unreadable.run(unreadable.writes["publish"]!).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleLeaseUnreadableError);
     expect((error as CycleLeaseUnreadableError).exitCode).toBe(EXIT.failed);
+    expect((error as Error).cause).toBeInstanceOf(LeaseUnreadableError);
     expect((error as Error).message).toBe(
       "whether this process still holds the cycle lease of this state directory (/state) is unknown: the lease file /state/locks/cycle.lock could not be read (EMFILE), " +
         "so the cycle stopped before its next write; what it did before stands, nothing is lost, the next run resumes",
