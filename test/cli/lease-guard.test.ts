@@ -53,16 +53,18 @@ describe("CycleLeaseGuard's adapters", () => {
   /** A stand-in for every adapter method, each recording its name when called. */
   function recorder() {
     const calls: string[] = [];
-    const method = (name: string) => async () => {
+    const args: Record<string, unknown[]> = {};
+    const method = (name: string) => async (...given: unknown[]) => {
       calls.push(name);
+      args[name] = given;
       return undefined as never;
     };
-    return { calls, method };
+    return { calls, args, method };
   }
 
   /** The guard's wrappers of adapters whose every method is recorded, their writes checked by `confirm`. */
   function guarded(confirm: LockHandle["confirm"]) {
-    const { calls, method } = recorder();
+    const { calls, args, method } = recorder();
     const guard = new CycleLeaseGuard("/state", 30_000);
     const snapshots = guard.snapshots({ getMany: method("getMany"), scan: method("scan"), putMany: method("putMany"), vacuum: method("vacuum") } as unknown as SnapshotStore);
     const provider = guard.provider({
@@ -75,13 +77,14 @@ describe("CycleLeaseGuard's adapters", () => {
     const publisher = guard.publisher({ publish: method("publish") } as unknown as EventPublisher);
     const handle: LockHandle = { renew: async () => true, release: async () => undefined, ...(confirm && { confirm }) };
     const run = (work: () => Promise<unknown>) => guard.during(handle, work);
+    const options = { deadline: 1_736_942_400_000 };
     const writes: Record<string, () => Promise<unknown>> = {
-      publish: () => publisher.publish([]),
-      putMany: () => snapshots.putMany([]),
+      publish: () => publisher.publish([], options),
+      putMany: () => snapshots.putMany([], options),
       vacuum: () => snapshots.vacuum(),
-      acknowledgeTransactions: () => provider.acknowledgeTransactions([]),
+      acknowledgeTransactions: () => provider.acknowledgeTransactions([], options),
       put: () => quarantine.put({} as never),
-      deleteMany: () => quarantine.deleteMany([]),
+      deleteMany: () => quarantine.deleteMany([], options),
     };
     const reads: Record<string, () => Promise<unknown>> = {
       getMany: () => snapshots.getMany([]),
@@ -93,7 +96,7 @@ describe("CycleLeaseGuard's adapters", () => {
       pages: () => Promise.resolve(quarantine.pages({} as never)),
       size: () => quarantine.size(),
     };
-    return { calls, run, writes, reads };
+    return { calls, args, run, writes, reads, options };
   }
 
   it("stops every write (events, snapshots and their compaction, acknowledge, quarantine) once another process took the lease, before it reaches the adapter", async () => {
@@ -118,6 +121,13 @@ describe("CycleLeaseGuard's adapters", () => {
     for (const write of Object.values(writes)) await run(write);
     expect(calls).toEqual([...Object.keys(reads), ...Object.keys(writes)]);
     expect(asked).toEqual(Object.keys(writes).map(() => 30_000));
+  });
+
+  it("hands each write on to its adapter with the caller's arguments, its options (the deadline) included", async () => {
+    const { args, run, writes, options } = guarded(async () => true);
+    for (const write of Object.values(writes)) await run(write);
+    for (const name of ["publish", "putMany", "acknowledgeTransactions", "deleteMany"]) expect(args[name], name).toEqual([[], options]);
+    expect(args["put"]).toEqual([{}]);
   });
 
   it("lets writes through unchecked under a lock that cannot tell whether its lease is still held (no confirm)", async () => {
