@@ -117,7 +117,7 @@ export async function whileHolding<T>(
   work: () => Promise<T>,
   logger: KeepAliveLogger | undefined,
   messages: KeepAliveMessages,
-  since: number = clock.now(),
+  since?: number,
 ): Promise<T> {
   const every = Math.max(1, Math.floor(ttlMs / 3));
   const done = new AbortController();
@@ -133,7 +133,8 @@ export async function whileHolding<T>(
     }
   };
   const keepAlive = async (): Promise<void> => {
-    let due = since + every;
+    // Read here, not as the parameter's default: a clock throwing at its first reading must not keep `work` from running.
+    let due = (since ?? clock.now()) + every;
     for (;;) {
       // One event-loop turn per round: a fake clock whose sleep returns at once must not starve `work`.
       await new Promise((resolve) => setImmediate(resolve));

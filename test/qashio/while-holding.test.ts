@@ -196,6 +196,20 @@ describe("whileHolding", () => {
     expect(unhandled).toEqual([]);
   });
 
+  it("runs work and keeps its result when the clock throws at its very first reading, logging one failed renewal", async () => {
+    const logger = captureLogger();
+    const brokenClock: Clock = {
+      now: () => {
+        throw new Error("clock broke");
+      },
+      sleep: async () => undefined,
+    };
+    const lease = recordingLease(manualClock());
+    await expect(whileHolding(lease, TTL, brokenClock, async () => "ok", logger, MESSAGES)).resolves.toBe("ok");
+    expect(logger.lines).toEqual([{ level: "warn", message: MESSAGES.failed, attributes: { error: "Error" } }]);
+    expect(lease.renewals).toEqual([]);
+  });
+
   it("cuts a renewal in flight short when work settles, and returns only once it has ended, without a warning", async () => {
     const clock = manualClock();
     const logger = captureLogger();
