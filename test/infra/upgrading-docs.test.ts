@@ -5,9 +5,21 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import * as kms from "aws-cdk-lib/aws-kms";
 import { TABLE_ACCESS, type TableItemAction } from "../../infra/constructs/tenant-table.js";
-import type { PartitionKind, TableUser } from "../../shared/aws/keys.js";
-import { REPO_ROOT } from "./helpers.js";
+import { TenantSecret, TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
+import { MAX_CYCLE_BUDGET_MS, MIN_CONFORM_TIMEOUT_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
+import { LIVE_BY_TTL_INDEX, SECRET_TAGS, type PartitionKind, type TableUser } from "../../shared/aws/keys.js";
+import { DEFAULT_QUARANTINE_RETENTION_DAYS } from "../../shared/aws/quarantine.js";
+import { SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
+import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
+import { MAX_RECORD_DEPTH } from "../../shared/bridge/validate.js";
+import { SCHEMA_VERSION } from "../../shared/bridge/events/schemas.js";
+import { CYCLE_LEASE_MS } from "../../shared/cli/cycle-lease.js";
+import { MAX_REFERENCE_LENGTH } from "../../shared/qashio/schemas/primitives.js";
+import { REPO_ROOT, testApp } from "./helpers.js";
 
 const upgrading = readFileSync(join(REPO_ROOT, "docs", "upgrading.md"), "utf8");
 
@@ -93,5 +105,54 @@ describe("docs/upgrading.md, the per-partition table grants", () => {
     }
     // The bullet names the card poller, each poller and the rotation: a rewording this reader misses fails here.
     expect(new Set(claims.flatMap((claim) => claim.users))).toEqual(new Set(["pollCards", "pollTransactions", "rotateToken"]));
+  });
+});
+
+/** The numbers `pattern`'s groups capture in the notes (one match each, whitespace as one space). */
+function numbersIn(pattern: RegExp): number[] {
+  const match = pattern.exec(upgrading.replace(/\s+/g, " "));
+  expect(match, String(pattern)).not.toBeNull();
+  return (match ?? []).slice(1).map(Number);
+}
+
+describe("docs/upgrading.md, the limits and names a deployed tenant meets", () => {
+  it("gives the PII salt's minimum, and the length of the salt the stack generates", () => {
+    const stack = new Stack(testApp(), "Salt");
+    new TenantSecret(stack, "Secret", { tenantId: "acme", leaseTableName: "table", encryptionKey: new kms.Key(stack, "Key") });
+    const [secret] = Object.values(Template.fromStack(stack).findResources("AWS::SecretsManager::Secret")) as { Properties: { GenerateSecretString: { PasswordLength: number } } }[];
+    expect(numbersIn(/refuses a salt shorter than (\d+) characters[^(]*\(a generated one has (\d+)\)/)).toEqual([PII_SALT_MIN_LENGTH, secret?.Properties.GenerateSecretString.PasswordLength]);
+  });
+
+  it("names the secret's tags and the table's new index as the code does", () => {
+    expect(bullet("The tenant's secret gets two tags")).toContain(`\`${SECRET_TAGS.tenant}\` and \`${SECRET_TAGS.leaseTable}\``);
+    expect(bullet("The table gains a global secondary index")).toContain(`\`${LIVE_BY_TTL_INDEX}\``);
+  });
+
+  it("gives the secret version limits and the rotation's daily window", () => {
+    expect(numbersIn(/holds (\d+) versions created in the last day, and from (\d+) on/)).toEqual([SECRET_VERSIONS_PER_DAY_LIMIT, SECRET_VERSIONS_EARLY_REFRESH_LIMIT]);
+    const [start, end] = numbersIn(/runs daily, (\d\d):00-(\d\d):00 UTC/);
+    expect(TOKEN_ROTATION_SCHEDULE).toBe(`cron(0 ${start} * * ? *)`);
+    expect(TOKEN_ROTATION_WINDOW).toBe(`${(end ?? 0) - (start ?? 0)}h`);
+  });
+
+  it("gives the cycle budget and timeout bounds a poller now fails under", () => {
+    const [budget, timeoutSeconds, conformSeconds, maxBudget] = numbersIn(
+      /`CYCLE_BUDGET_MS` was set by hand under (\d+), or whose Lambda timeout was lowered by hand under (\d+) s,[^.]*a `conform-pii` pass under (\d+) s[^]*?set by hand over (\d+)/,
+    );
+    expect([budget, (timeoutSeconds ?? 0) * 1000, (conformSeconds ?? 0) * 1000, maxBudget]).toEqual([MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS, MIN_CONFORM_TIMEOUT_MS, MAX_CYCLE_BUDGET_MS]);
+  });
+
+  it("gives how long old quarantine records last, and the depth and reference length now quarantined", () => {
+    const expiries = [...upgrading.replace(/\s+/g, " ").matchAll(/expire (\d+) days after/g)].map((m) => Number(m[1]));
+    expect(expiries.length).toBeGreaterThan(0);
+    expect(new Set(expiries)).toEqual(new Set([DEFAULT_QUARANTINE_RETENTION_DAYS]));
+    expect(numbersIn(/Records nested (\d+) levels or more, references \(`qashio_id`, card ids\) over (\d+) characters/)).toEqual([MAX_RECORD_DEPTH, MAX_REFERENCE_LENGTH]);
+  });
+
+  it("names the events' schema version, and how long a local lock of an earlier version is waited for", () => {
+    const versions = [...upgrading.matchAll(/Events (?:are now|are) schema `([\d.]+)`/g)].map((m) => m[1]);
+    expect(versions.length).toBe(2);
+    expect(new Set(versions)).toEqual(new Set([SCHEMA_VERSION]));
+    expect(numbersIn(/waits for it to expire \((\d+) s after its last renewal\)/)).toEqual([CYCLE_LEASE_MS / 1000]);
   });
 });
