@@ -9,6 +9,8 @@ import { Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import * as kms from "aws-cdk-lib/aws-kms";
 import { TABLE_ACCESS, type TableItemAction } from "../../infra/constructs/tenant-table.js";
+import { TenantConfigError } from "../../infra/errors.js";
+import { parseTenantConfig } from "../../infra/tenant-config.js";
 import { TenantSecret, TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
 import { MAX_CYCLE_BUDGET_MS, MIN_CONFORM_TIMEOUT_MS, MIN_CYCLE_BUDGET_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { LIVE_BY_TTL_INDEX, SECRET_TAGS, type PartitionKind, type TableUser } from "../../shared/aws/keys.js";
@@ -19,6 +21,7 @@ import { MAX_RECORD_DEPTH } from "../../shared/bridge/validate.js";
 import { SCHEMA_VERSION } from "../../shared/bridge/events/schemas.js";
 import { CYCLE_LEASE_MS } from "../../shared/cli/cycle-lease.js";
 import { MAX_REFERENCE_LENGTH } from "../../shared/qashio/schemas/primitives.js";
+import { thrown } from "../thrown.js";
 import { REPO_ROOT, testApp } from "./helpers.js";
 
 const upgrading = readFileSync(join(REPO_ROOT, "docs", "upgrading.md"), "utf8");
@@ -154,5 +157,28 @@ describe("docs/upgrading.md, the limits and names a deployed tenant meets", () =
     expect(versions.length).toBe(2);
     expect(new Set(versions)).toEqual(new Set([SCHEMA_VERSION]));
     expect(numbersIn(/waits for it to expire \((\d+) s after its last renewal\)/)).toEqual([CYCLE_LEASE_MS / 1000]);
+  });
+});
+
+describe("docs/upgrading.md, webhook and token URLs checked harder", () => {
+  const text = bullet("Webhook and token URLs are checked a little harder");
+  /** The message of a tenant whose webhook URL (or OAuth token URL) is `url`. */
+  const messageFor = (url: string, where: "url" | "tokenUrl"): string => {
+    const secret = { secretArn: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/hooks-AbCdEf" };
+    const auth = where === "url" ? { type: "apiKey", headerName: "x-api-key", value: secret } : { type: "oauthClientCredentials", tokenUrl: url, clientId: "bridge", clientSecret: secret };
+    const hook = { name: "erp", url: where === "url" ? url : "https://erp.acme.example/hooks", eventTypes: ["transaction.created"], auth };
+    const tenant = { id: "acme", environment: "sandbox", account: "111111111111", region: "eu-west-1", alarms: { email: "ops@acme.test" }, webhooks: [hook] };
+    return thrown(() => parseTenantConfig(tenant), TenantConfigError).message;
+  };
+
+  it("refuses https:host without // with the one message it quotes, as it does a URL that does not parse", () => {
+    const [, quoted = ""] = /\("([^"]+)"\)/.exec(text) ?? [];
+    expect(quoted).not.toBe("");
+    for (const where of ["url", "tokenUrl"] as const) {
+      for (const url of ["https:erp.acme.example/hooks", "https://exa mple.test/hooks"]) {
+        const field = where === "url" ? "webhooks[0].url" : "webhooks[0].auth.tokenUrl";
+        expect(messageFor(url, where), `${where} ${url}`).toBe(`tenant "acme": field ${field}: ${quoted}`);
+      }
+    }
   });
 });
