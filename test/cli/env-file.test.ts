@@ -324,6 +324,18 @@ describe("loadEnv", () => {
     expect((await loadEnv({}, dir)).BRIDGE_TENANT).toBe("acme");
   });
 
+  it("reads a .env up to the size docs/local-mode.md gives, and refuses one a byte over it", async () => {
+    const text = (await readFile(join(ROOT, "docs/local-mode.md"), "utf8")).replace(/\s+/g, " ");
+    const mib = Number(/an unreadable `\.env` \(or one over (\d+) MiB, which is not read/.exec(text)?.[1]);
+    expect(mib).toBeGreaterThan(0);
+    const line = "BRIDGE_TENANT=acme\n";
+    const filler = (bytes: number) => `#${"x".repeat(bytes - line.length - 2)}\n`;
+    await writeFile(join(dir, ".env"), `${line}${filler(mib * 1024 * 1024)}`);
+    expect((await loadEnv({}, dir)).BRIDGE_TENANT).toBe("acme");
+    await writeFile(join(dir, ".env"), `${line}${filler(mib * 1024 * 1024 + 1)}`);
+    await expect(loadEnv({}, dir)).rejects.toBeInstanceOf(EnvFileError);
+  });
+
   it("names a .env that is a named pipe nothing writes to (a secrets manager's mount, not running) at its deadline, exit 2", async () => {
     // Opened blocking, it hung for ever, deaf to Ctrl-C and SIGTERM: not even process.exit ends a thread stuck in open().
     const fifo = join(dir, ".env");
