@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { EXIT } from "../../shared/cli/errors.js";
 import { StopSignals, stopAtOnce, type EndingProcess } from "../../shared/cli/stop-at-once.js";
+import { ROOT } from "./helpers.js";
 
 /** A process on `platform` that records how it was ended. */
 function fakeProcess(platform: NodeJS.Platform) {
@@ -67,6 +70,20 @@ describe("StopSignals (the one rule bridge.ts and npm run sandbox count stop sig
   it("counts a signal 50 ms or more after the first as a second stop, and each later one as the next", () => {
     expect(hear([1_000, 1_050, 1_051, 5_000])).toEqual([1, 2, 3, 4]);
     expect(hear([1_000, 1_010, 1_200, 1_201])).toEqual([1, 0, 2, 3]);
+  });
+
+  // Read as the docs word it: "N ms or more" makes a signal exactly N ms after the first a second stop, "more than N ms" the first again.
+  it.each([
+    ["docs/local-mode.md", /stopped at once by a second Ctrl-C, SIGTERM or SIGHUP, (more than (\d+) ms|(\d+) ms or more) after the first/],
+    ["README.md", /a second one, Ctrl-C or SIGTERM whichever came first, (more than (\d+) ms|(\d+) ms or more) after the first/],
+  ])("counts a second stop from the time after the first %s gives", (doc, pattern) => {
+    const match = pattern.exec(readFileSync(join(ROOT, doc), "utf8").replace(/\s+/g, " "));
+    expect(match, `${doc} no longer says when a second stop counts`).not.toBeNull();
+    const strictlyAfter = match?.[2] !== undefined;
+    const ms = Number(match?.[2] ?? match?.[3]);
+    expect(hear([1_000, 1_000 + ms - 0.1])).toEqual([1, 0]);
+    expect(hear([1_000, 1_000 + ms])).toEqual([1, strictlyAfter ? 0 : 2]);
+    expect(hear([1_000, 1_000 + ms + 0.1])).toEqual([1, 2]);
   });
 
   it("measures the 50 ms from the first signal, not from its last repeat: a stream of repeats does not hold off a second stop", () => {
