@@ -834,3 +834,108 @@ describe("docs/events.md, Subscribing", () => {
     }
   });
 });
+
+describe("docs/events.md, catalog table", () => {
+  /** The catalog's text before its first section, whitespace collapsed: the table and the paragraphs under it. */
+  async function catalogHead(): Promise<string> {
+    const catalog = await readFile(path.join(docs, "events.md"), "utf8");
+    return catalog.slice(0, catalog.indexOf("\n## ")).replace(/\s+/g, " ");
+  }
+  /** The `When` cell of the table's row for `type`. */
+  const whenOf = (head: string, type: EventType): string => head.split(`| \`${type}\` |`)[1]!.split("|")[0]!;
+
+  it("says what a card first seen comes as: nothing by default, card.created with its status when the tenant enables it, suspended or not", async () => {
+    const firstWalk = async (emitCardCreated: boolean): Promise<BridgeEvent[]> => {
+      const rig = makeRig({ emitCardCreated });
+      rig.provider.addCard();
+      rig.provider.addCard({ status: "Suspended" });
+      await pollCards(rig.deps);
+      return rig.publisher.events;
+    };
+    expect(await firstWalk(false)).toEqual([]);
+    const created = await firstWalk(true);
+    expect(created.map((e) => e.detail.type)).toEqual(["card.created", "card.created"]);
+    const head = await catalogHead();
+    expect(whenOf(head, "card.created")).toMatch(/only when the tenant enables it/);
+    // A card first seen suspended is no move: card.suspended's row sends fraud review to card.created for it.
+    const suspended = created.find((e) => e.detail.data.object["status"] !== "Active")!;
+    const row = whenOf(head, "card.suspended");
+    expect(row).toMatch(/first seen already suspended[^|]*recorded silently/);
+    expect(row).toContain(`arrives as \`card.created\` with \`status\` \`${suspended.detail.data.object["status"] as string}\``);
+  });
+
+  it("says a walk that sees a status move and other changes of a card publishes one status event holding them all", async () => {
+    const rig = makeRig();
+    const id = rig.provider.addCard()["id"] as string;
+    await pollCards(rig.deps);
+    const types: string[] = [];
+    for (const status of ["Suspended", "Active"]) {
+      rig.publisher.events.length = 0;
+      rig.provider.changeCard(id, { status, card_nickname: `Card ${status}`, allowed_max_balance: status === "Active" ? 2000 : 500 });
+      await pollCards(rig.deps);
+      const [event, ...others] = rig.publisher.events;
+      expect(others).toEqual([]);
+      expect(event!.detail.data.changes!.map((c) => c.path).sort()).toEqual(["/allowed_max_balance", "/card_nickname", "/status"]);
+      types.push(event!.detail.type);
+    }
+    const paragraph = (await catalogHead()).split("A card gets one event per walk")[1]!.split(" JSON Schemas")[0]!;
+    const named = paragraph.match(/come as one (.*?) whose `changes` hold them all, not as a `card\.updated` beside it/);
+    expect(named, "the paragraph names the status events a combined change comes as").not.toBeNull();
+    expect([...named![1]!.matchAll(/`([a-z_.]+)`/g)].map((m) => m[1]).sort()).toEqual([...new Set(types)].sort());
+  });
+
+  it("says no event tells that a card or transaction is gone: one the provider stops listing publishes nothing", async () => {
+    const rig = makeRig({ emitCardCreated: true });
+    rig.provider.addCard();
+    const txn = rig.provider.addTransaction();
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    const published = rig.publisher.events.length;
+    rig.provider.cards.length = 0;
+    // Edited after its pull, then deleted before the next: it is never listed again.
+    rig.provider.changeTransaction(txn.id, { memo: "edited" });
+    rig.provider.transactions.length = 0;
+    await pollTransactions(rig.deps);
+    await pollCards(rig.deps);
+    expect(rig.publisher.events.length).toBe(published);
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    expect(catalog).toMatch(/No event says a subject is gone[^.]*stops listing[^.]*publishes nothing\./);
+  });
+});
+
+describe("docs/events.md, occurred_at", () => {
+  /** The `occurred_at` a transaction first pulled with `updated_at` publishes, and the time the bridge detected it. */
+  async function occurredAt(updatedAt: string): Promise<{ occurred: string; detected: string }> {
+    const rig = makeRig();
+    rig.provider.addTransaction({ updated_at: updatedAt });
+    await pollTransactions(rig.deps);
+    const [event] = rig.publisher.events;
+    return { occurred: event!.detail.occurred_at, detected: new Date(rig.clock.now()).toISOString() };
+  }
+
+  it("takes none of the timestamps the catalog rules out, the detection time instead, and keeps those it keeps", async () => {
+    const catalog = (await readFile(path.join(docs, "events.md"), "utf8")).replace(/\s+/g, " ");
+    const start = catalog.indexOf("- `occurred_at`:");
+    const bullet = catalog.slice(start, catalog.indexOf(" - `data.object`", start));
+    // Each date the bullet gives as an example is one that is none (not ISO 8601, a day its month lacks, a placeholder).
+    const ruledOut = [...bullet.matchAll(/`(\d{4}[-/]\d{2}[-/]\d{2}[^`]*)`/g)].map((m) => m[1]!);
+    expect(ruledOut.length).toBeGreaterThanOrEqual(3);
+    for (const value of [...ruledOut, "1970-01-01T00:00:00Z"]) {
+      const { occurred, detected } = await occurredAt(value);
+      expect(occurred, value).toBe(detected);
+    }
+    // The bounds it names: before the year it gives is a placeholder, from it on a time; so is the year after the last kept.
+    const first = Number(/before (\d{4}),/.exec(bullet)![1]);
+    const last = Number(/up to year (\d{4})/.exec(bullet)![1]);
+    expect(bullet).toContain(`in year ${last + 1}`);
+    for (const [year, kept] of [[first - 1, false], [first, true], [last, true], [last + 1, false]] as const) {
+      const value = `${String(year).padStart(4, "0")}-06-01T12:00:00.000Z`;
+      const { occurred, detected } = await occurredAt(value);
+      expect(occurred, value).toBe(kept ? value : detected);
+    }
+    // Read as UTC without an offset; a leap second as the last millisecond before it.
+    expect((await occurredAt("2025-03-01T10:00:00")).occurred).toBe("2025-03-01T10:00:00.000Z");
+    const [, leap, as] = /a leap second `([\d:]+)` as `([\d:.]+)`/.exec(bullet)!;
+    expect((await occurredAt(`2016-12-31T${leap}Z`)).occurred).toBe(`2016-12-31T${as}Z`);
+  });
+});
