@@ -7,7 +7,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as qashio from "../../shared/qashio/index.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/index.js";
-import { captureLogger, ok, pagination, scriptedFetch } from "./helpers.js";
+import { captureLogger, ok, pagination, routedFetch, scriptedFetch } from "./helpers.js";
 import { TRANSACTION_ID, transactionFixture } from "./schemas/fixtures.js";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
@@ -79,5 +79,28 @@ describe("README's Using the client example", () => {
     expect(logger.lines.length).toBeGreaterThan(0);
     expect(unknownEnums.size).toBe(1);
     expect(logger.text()).not.toContain("ann.holder");
+  });
+});
+
+describe("README's Using the client, on pages", () => {
+  const CORE_CARDS_PAGE = { cards: [], page_info: { current_page: 1, per_page: 20, total_entries: 0, total_pages: 1, next_page: null, previous_page: null, offset: 0 } };
+
+  it("names where each list* method's page tells its position, beside data and invalid", async () => {
+    const pages = /^- \*\*Pages\*\*: `list\*` return one page \(([^]*?)\); `iterate\*`/m.exec(section)?.[1] ?? "";
+    expect(pages).toContain("`data`");
+    expect(pages).toContain("`invalid`");
+    // The provider's two list envelopes: core cards under data.cards with page_info, every other list under data.
+    const fetch = routedFetch((call) => (call.url.pathname.endsWith("/core/cards") ? ok(CORE_CARDS_PAGE) : ok([], { pagination: pagination(1, 1) })));
+    const client = new qashio.QashioClient({ baseUrl: "https://api.example.test", tokenProvider: new qashio.StaticTokenProvider("access-1"), fetch });
+    const prototype = qashio.QashioClient.prototype as unknown as Record<string, (...args: unknown[]) => Promise<object>>;
+    // The public lists take optional arguments only; the private page reader they share takes its path first.
+    const lists = Object.getOwnPropertyNames(prototype).filter((name) => /^list[A-Z]/.test(name) && prototype[name]!.length === 0);
+    expect(lists.length).toBeGreaterThan(5);
+    for (const name of lists) {
+      const page = (await prototype[name]!.call(client)) as Record<string, unknown>;
+      const position = Object.keys(page).filter((key) => !["data", "invalid", "requestId"].includes(key));
+      expect(position.length, name).toBeGreaterThan(0);
+      for (const key of position) expect(pages, `${name}: ${key}`).toContain(`\`${key}\``);
+    }
   });
 });
