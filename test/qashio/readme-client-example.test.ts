@@ -104,3 +104,26 @@ describe("README's Using the client, on pages", () => {
     }
   });
 });
+
+describe("README's Using the client, on errors and retries", () => {
+  const flat = section.replace(/\s+/g, " ");
+
+  it("lists, as typed errors, classes the client exports, each a QashioError carrying status, errors and requestId", () => {
+    const listed = /\*\*Errors are typed\*\* \(([^)]*)\)/.exec(flat)?.[1] ?? "";
+    const names = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1] as string);
+    expect(names.length).toBeGreaterThan(5);
+    for (const name of names) {
+      const ErrorClass = (qashio as Record<string, unknown>)[name] as (new (message: string, context: qashio.QashioErrorContext) => qashio.QashioError) | undefined;
+      expect(ErrorClass, name).toBeTypeOf("function");
+      const error = new ErrorClass!("x", { status: 400, errors: [{ field: "page", code: "invalid", message: "" }], requestId: "r-1" });
+      expect(error, name).toBeInstanceOf(qashio.QashioError);
+      expect({ name: error.name, status: error.status, codes: error.errors.map((e) => e.code), requestId: error.requestId }).toEqual({ name, status: 400, codes: ["invalid"], requestId: "r-1" });
+    }
+  });
+
+  it("gives the client's default attempts, longest Retry-After honoured and timeout per attempt", () => {
+    expect(flat).toContain(`**Retries** (${qashio.DEFAULT_RETRY.maxAttempts} attempts in total,`);
+    expect(flat).toContain(`\`Retry-After\` honoured on 429 and 5xx up to ${qashio.DEFAULT_RETRY.maxRetryAfterMs / 1000} s;`);
+    expect(flat).toContain(`(${qashio.DEFAULT_TIMEOUT_MS / 1000} s per attempt;`);
+  });
+});
