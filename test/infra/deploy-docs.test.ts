@@ -1,8 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
+import { heartbeatAlarmWindow } from "../../infra/constructs/alarm-window.js";
+import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
+import { MAX_WEBHOOKS_PER_TENANT } from "../../infra/tenant-config.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
-import { exampleStacks, REPO_ROOT } from "./helpers.js";
+import { exampleStacks, REPO_ROOT, testApp } from "./helpers.js";
 import type { PolicyStatement } from "./iam-evaluator.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
@@ -86,5 +90,40 @@ describe("README's Deploying a tenant, for the platform engineer handing a tenan
 
   it("says what the tenant's consumers subscribe to: its bus, its source, and the rule patterns in docs/events.md", () => {
     expect(section()).toMatch(/`EventBusName` output[^]*`eventSource`[^]*`detail\.tenant`[^]*\(docs\/events\.md#subscribing\)/);
+  });
+});
+
+describe("README's Deploying a tenant, on the numbers and names it gives", () => {
+  const flat = (): string => (/^## Deploying a tenant\n([^]*?)^## /m.exec(read("README.md"))?.[1] ?? "").replace(/\s+/g, " ");
+  const windowMinutes = (everyMinutes: number): number => {
+    const window = heartbeatAlarmWindow(everyMinutes);
+    return window.period.toMinutes() * window.evaluationPeriods;
+  };
+
+  it("gives the heartbeat windows of its examples as heartbeatAlarmWindow builds them", () => {
+    const [, minutes, every] = /so (\d+) minutes for a (\d+)-minute schedule/.exec(flat()) ?? [];
+    expect(windowMinutes(Number(every))).toBe(Number(minutes));
+    const [, hours] = /so (\d+) hours for a daily schedule/.exec(flat()) ?? [];
+    expect(windowMinutes(24 * 60)).toBe(Number(hours) * 60);
+  });
+
+  it("gives the hours of the token rotation's daily window", () => {
+    const [, minute, hour] = /^cron\((\d+) (\d+) /.exec(TOKEN_ROTATION_SCHEDULE) ?? [];
+    const windowHours = Number(/^(\d+)h$/.exec(TOKEN_ROTATION_WINDOW)?.[1]);
+    const clock = (h: number) => `${String(h).padStart(2, "0")}:${String(minute).padStart(2, "0")}`;
+    expect(flat()).toContain(`rotates the token daily between ${clock(Number(hour))} and ${clock(Number(hour) + windowHours)} UTC`);
+  });
+
+  it("gives the tenant's webhook cap", () => {
+    expect(flat()).toContain(`A tenant takes at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
+  });
+
+  it("names as the app's settings context keys the app reads: each, misspelt, fails synth naming it", () => {
+    const listed = /The app's settings are the context values ([^(]*)\(/.exec(flat())?.[1] ?? "";
+    const names = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1] as string);
+    expect(names.length).toBeGreaterThan(2);
+    for (const name of names) {
+      expect(() => bridgeAppOptionsFromContext(testApp({ [`${name}s`]: "x" }), {}), name).toThrow(`did you mean ${name}?`);
+    }
   });
 });
