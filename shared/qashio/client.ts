@@ -476,7 +476,8 @@ export class QashioClient {
     method: string,
     path: string,
   ): Readonly<Record<string, unknown>> {
-    const result = checkQuery(schema, query);
+    // Refused, not dropped: a mistyped filter of a plain-JS caller would otherwise list everything unfiltered.
+    const result = checkQuery(schema, query, "refuse");
     if (!result.ok) throw invalidRequest("query", result.errors, method, path);
     return result.value as Readonly<Record<string, unknown>>;
   }

@@ -213,20 +213,6 @@ describe("QashioClient reads", () => {
     expect(fetch.calls[1]!.url.searchParams.get("last_four")).toBe("4821");
   });
 
-  it("sends the card balance query as checked: a key the operation does not take (a plain-JS caller's) is not sent", async () => {
-    const fetch = scriptedFetch(ok(cardBalanceFixture()));
-    const { client } = clientWith(fetch);
-    await client.getCardBalance({ last_four: "4821", card_id: CARD_ID } as Parameters<QashioClient["getCardBalance"]>[0]);
-    expect([...fetch.calls[0]!.url.searchParams]).toEqual([["last_four", "4821"]]);
-  });
-
-  it("sends the statements-by-account and core cards queries as checked: a key the read does not take is not sent", async () => {
-    const fetch = scriptedFetch(ok(statementsByAccountFixture()), ok({ cards: [], page_info: { current_page: 1, per_page: 20, total_entries: 0, total_pages: 1, next_page: null, previous_page: null, offset: 0 } }));
-    const { client } = clientWith(fetch);
-    await client.getStatementsByAccount(CARD_ID, { from_month: "2024-01", month: "2024-02" } as Parameters<QashioClient["getStatementsByAccount"]>[1]);
-    await client.listCoreCards({ limit: 5, status: "active" } as Parameters<QashioClient["listCoreCards"]>[0]);
-    expect(fetch.calls.map((c) => [...c.url.searchParams])).toEqual([[["from_month", "2024-01"]], [["limit", "5"]]]);
-  });
 
   it("retries a read on a 5xx (spec §7 rule 2)", async () => {
     const fetch = scriptedFetch(fail(503), listOf([transactionFixture()]));
@@ -290,6 +276,20 @@ describe("QashioClient request checks (no network call on bad input)", () => {
     expect(error.fields).toEqual(expect.arrayContaining(["page", "card_last_four", "transaction_time_to", "client_sync_status"]));
     expect(error.message).toMatch(/card_last_four/);
     expect(error.status).toBeUndefined();
+  });
+
+  // A plain-JS caller's key the operation does not take (a mistyped filter, one of another read) would otherwise be
+  // dropped, and the read answered unfiltered: a list of every transaction where only the not-synced ones were meant.
+  it.each([
+    ["listTransactions", (c: QashioClient) => c.listTransactions({ client_sync_staus: "not_synced" } as never), "client_sync_staus"],
+    ["getCardBalance", (c: QashioClient) => c.getCardBalance({ last_four: "4821", card_id: CARD_ID } as never), "card_id"],
+    ["getStatementsByAccount", (c: QashioClient) => c.getStatementsByAccount(CARD_ID, { from_month: "2024-01", month: "2024-02" } as never), "month"],
+    ["listCoreCards", (c: QashioClient) => c.listCoreCards({ limit: 5, status: "active" } as never), "status"],
+    ["iterateTransactions", (c: QashioClient) => c.iterateTransactions({ client_sync_staus: "not_synced" } as never).next(), "client_sync_staus"],
+  ])("refuses a query key %s does not take, naming it, rather than send the read unfiltered", async (_name, run, key) => {
+    const error = await rejected(run);
+    expect([error.fields, error.errors.map((e) => e.code)]).toEqual([[key], ["INVALID_FORMAT"]]);
+    expect(error.message).toContain(`${key} is not a parameter of this query`);
   });
 
   it("rejects an unrecognised account_type, a bad last4 and an inverted date range on ERP cards", async () => {

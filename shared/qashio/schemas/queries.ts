@@ -431,7 +431,9 @@ export type RawQuery = URLSearchParams | Readonly<Record<string, unknown>>;
  * `INVALID_FORMAT` (malformed number, date, month, last four, id; or a repeated key),
  * `REQUIRED` (missing value, incomplete date range: `field` is the missing end;
  * neither `nickname` nor `last_four`: `field` is null), `INVALID_RANGE` (inverted range, on the `_to` field).
- * `null` and `undefined` values are treated as absent. Messages never echo values.
+ * `null` and `undefined` values are treated as absent. Messages never echo values. A key the query does not take is
+ * ignored, as the provider's server does (the sandbox's choice), unless `unknownKeys` is `"refuse"` (a client's choice:
+ * an `INVALID_FORMAT` naming the key, where dropping a mistyped filter would send the read unfiltered).
  *
  * @example
  * ```ts
@@ -441,7 +443,7 @@ export type RawQuery = URLSearchParams | Readonly<Record<string, unknown>>;
  * //   { field: "card_last_four", code: "INVALID_FORMAT", message: "card_last_four must be exactly four digits" } ] }
  * ```
  */
-export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): CheckResult<z.output<S>> {
+export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery, unknownKeys: "ignore" | "refuse" = "ignore"): CheckResult<z.output<S>> {
   const input: Record<string, unknown> = {};
   const errors: FieldError[] = [];
   const entries: [string, unknown][] =
@@ -449,8 +451,11 @@ export function checkQuery<S extends z.ZodType>(schema: S, raw: RawQuery): Check
   const known = queryKeys(schema);
   for (const [key, value] of entries) {
     if (value === undefined || value === null) continue;
-    // An unknown key is dropped however often it is sent: only a key the query takes is held to one value.
-    if (known !== undefined && !known.has(key)) continue;
+    // An unknown key is dropped (or refused once) however often it is sent: only a key the query takes is held to one value.
+    if (known !== undefined && !known.has(key)) {
+      if (unknownKeys === "refuse") errors.push({ field: key, code: "INVALID_FORMAT", message: `${key} is not a parameter of this query` });
+      continue;
+    }
     if (Array.isArray(value)) {
       if (value.length === 1) input[key] = value[0];
       else if (value.length > 1) {
