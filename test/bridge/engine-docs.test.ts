@@ -2,8 +2,6 @@
  * docs/spec-gaps.md's "Bridge engine" section held to the code: the bounds, sizes and times it gives a reader, and the
  * code it names for each choice. The behaviour tests count in the constants; these read the numbers the doc states.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BATCH_WRITE_LIMIT } from "../../shared/aws/batch.js";
 import {
@@ -28,26 +26,13 @@ import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../.
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import { DEFAULT_PAGE_SIZES } from "../../shared/qashio/schemas/queries.js";
+import { expectCitationsHold, numbersSaid, specGapsSection } from "../spec-gaps-section.js";
 
-const ROOT = join(import.meta.dirname, "../..");
-const SPEC_GAPS = readFileSync(join(ROOT, "docs/spec-gaps.md"), "utf8");
+/** The "Bridge engine" section, line breaks read as spaces. */
+const ENGINE = specGapsSection("Bridge engine");
 
-/** The "Bridge engine" section, up to the next section, line breaks read as spaces. */
-const ENGINE = (() => {
-  const start = SPEC_GAPS.indexOf("\n## Bridge engine\n");
-  const end = SPEC_GAPS.indexOf("\n## ", start + 1);
-  return SPEC_GAPS.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
-})();
-
-/** The groups of every match of `pattern` in the section, as numbers (commas dropped); fails when it matches nowhere. */
-function said(pattern: RegExp): number[][] {
-  const found = [...ENGINE.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((n) => Number((WORDS[n ?? ""] ?? n ?? "").toString().replace(/,/g, ""))));
-  expect(found, String(pattern)).not.toEqual([]);
-  return found;
-}
-
-/** Numbers the section spells out. */
-const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
+/** The groups of every match of `pattern` in the section, as numbers; fails when it matches nowhere. */
+const said = (pattern: RegExp): number[][] => numbersSaid(ENGINE, pattern);
 
 const seconds = (ms: number): number => ms / 1000;
 
@@ -163,18 +148,7 @@ describe("docs/spec-gaps.md, Bridge engine: time budget", () => {
 });
 
 describe("docs/spec-gaps.md, Bridge engine: the code it names", () => {
-  /** `(path.ts` `name`, `name`)` citations: a path under the repository (auth/ under shared/qashio/) and the names after it. */
-  const citations = [...ENGINE.matchAll(/`((?:shared|auth|sandbox)\/[\w/.-]+\.ts)`((?:,? (?:with )?`[\w.]+`)*)/g)].map((m) => ({
-    path: existsSync(join(ROOT, m[1] ?? "")) ? (m[1] ?? "") : `shared/qashio/${m[1] ?? ""}`,
-    names: [...(m[2] ?? "").matchAll(/`([\w.]+)`/g)].map((n) => n[1] ?? ""),
-  }));
-
   it("cites files that exist, holding each name it cites there", () => {
-    expect(citations.length).toBeGreaterThan(20);
-    for (const { path, names } of citations) {
-      expect(existsSync(join(ROOT, path)), path).toBe(true);
-      const source = readFileSync(join(ROOT, path), "utf8");
-      for (const name of names) for (const part of name.split(".")) expect(new RegExp(`\\b${part}\\b`).test(source), `${name} in ${path}`).toBe(true);
-    }
+    expect(expectCitationsHold(ENGINE)).toBeGreaterThan(20);
   });
 });

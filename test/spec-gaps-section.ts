@@ -1,0 +1,47 @@
+/** docs/spec-gaps.md by section, for tests that hold the numbers, names and code citations it gives to the code. */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+
+export const ROOT = join(import.meta.dirname, "..");
+const SPEC_GAPS = readFileSync(join(ROOT, "docs/spec-gaps.md"), "utf8");
+
+/** Numbers the doc spells out. */
+const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
+
+/**
+ * The section under `## <title>`, up to the next section, line breaks read as spaces.
+ *
+ * @example
+ * specGapsSection("Local mode"); // " ## Local mode Choices of the command line ..."
+ */
+export function specGapsSection(title: string): string {
+  const start = SPEC_GAPS.indexOf(`\n## ${title}\n`);
+  if (start < 0) throw new Error(`docs/spec-gaps.md has no section ${title}`);
+  const end = SPEC_GAPS.indexOf("\n## ", start + 1);
+  return SPEC_GAPS.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
+}
+
+/** The groups of every match of `pattern` in `section`, as numbers (commas dropped, words read); fails when it matches nowhere. */
+export function numbersSaid(section: string, pattern: RegExp): number[][] {
+  const found = [...section.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((n) => Number((WORDS[n ?? ""] ?? n ?? "").toString().replace(/,/g, ""))));
+  expect(found, String(pattern)).not.toEqual([]);
+  return found;
+}
+
+/**
+ * The `path.ts` `name`, `name` citations of `section` (paths under the repository, `auth/` under shared/qashio/),
+ * checked to name files that exist and hold each name cited there; returns how many it checked.
+ */
+export function expectCitationsHold(section: string): number {
+  const citations = [...section.matchAll(/`((?:shared|auth|sandbox)\/[\w/.-]+\.ts|bridge\.ts)`((?:,? (?:with )?`[\w.]+`)*)/g)].map((m) => ({
+    path: existsSync(join(ROOT, m[1] ?? "")) ? (m[1] ?? "") : `shared/qashio/${m[1] ?? ""}`,
+    names: [...(m[2] ?? "").matchAll(/`([\w.]+)`/g)].map((n) => n[1] ?? ""),
+  }));
+  for (const { path, names } of citations) {
+    expect(existsSync(join(ROOT, path)), path).toBe(true);
+    const source = readFileSync(join(ROOT, path), "utf8");
+    for (const name of names) for (const part of name.split(".")) expect(new RegExp(`\\b${part}\\b`).test(source), `${name} in ${path}`).toBe(true);
+  }
+  return citations.length;
+}
