@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { unwritableStateDirRemedy } from "../../shared/cli/engine-errors.js";
+import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
+import { LeaseUnreadableError } from "../../shared/local/errors.js";
 import { expectCitationsHold, specGapsSection } from "../spec-gaps-section.js";
 
 /** The "Local mode" section, line breaks read as spaces. */
@@ -25,5 +27,14 @@ function quoted(pattern: RegExp): string {
 describe("docs/spec-gaps.md, Local mode: the messages it quotes", () => {
   it("quotes a cycle lease's refusal on a state directory that takes no writes as it is worded", () => {
     expect(quoted(/naming `<state>\/locks`, the system's code and "([^"]+)"/)).toBe(unwritableStateDirRemedy("<state>"));
+  });
+
+  it("quotes the loss of held tokens that could not be saved as worded, for a directory taking no writes and for an unreadable lease", () => {
+    const lost = new TokensLostError("/srv/state/tokens.json");
+    expect(lost.exitCode).toBe(EXIT.reauthorize);
+    expect(lost.message).toContain(quoted(/the new refresh token is lost and exits 3 \("([^"]+)"/));
+    const lease = new LeaseUnreadableError("/srv/state/locks/qashio-token-refresh.lock", "EIO");
+    const leaseLost = new TokensLostError("/srv/state/tokens.json", { failure: lease });
+    expect(leaseLost.message).toContain(quoted(/could not read the token refresh lease kept for them, "([^"]+)"/));
   });
 });
