@@ -14,6 +14,8 @@ import { floorOf } from "../../shared/cli/bench-report.js";
 import { readLocalSettings, SETTINGS } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
+import { stopNotice } from "../../shared/cli/main.js";
+import { secondStopNotice } from "../../shared/cli/stop-at-once.js";
 import { unwritableStateDirRemedy } from "../../shared/cli/engine-errors.js";
 import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
@@ -38,6 +40,15 @@ function quoted(pattern: RegExp): string {
 }
 
 describe("docs/spec-gaps.md, Local mode: the messages it quotes", () => {
+  it("quotes the first stop's notice of what a second one does as worded, while new tokens are unsaved and otherwise", () => {
+    expect(secondStopNotice(false)).toBe(quoted(/does then: no longer "([^"]+)", which it did not while/));
+    expect(secondStopNotice(true).startsWith(quoted(/or a refresh was under way\), but "([^"]+)"/))).toBe(true);
+    const received = quoted(/a first SIGTERM or SIGHUP is named, "([^"]+) \.\.\."/);
+    expect(stopNotice("run", { signal: "SIGTERM" })?.startsWith(received)).toBe(true);
+    expect(secondStopNotice(false, "SIGTERM")).toContain(quoted(/its notice says "([^"]+)" where a first Ctrl-C's says/));
+    expect(secondStopNotice(false, "SIGINT")).toContain(quoted(/where a first Ctrl-C's says "([^"]+)"/));
+  });
+
   it("quotes a cycle lease's refusal on a state directory that takes no writes as it is worded", () => {
     expect(quoted(/naming `<state>\/locks`, the system's code and "([^"]+)"/)).toBe(unwritableStateDirRemedy("<state>"));
   });
