@@ -11,8 +11,9 @@ import { PII_SALT_MIN_LENGTH, piiSaltFingerprint } from "../../shared/bridge/pii
 import { MIN_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
 import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
 import { floorOf } from "../../shared/cli/bench-report.js";
-import { readLocalSettings, SETTINGS } from "../../shared/cli/config.js";
+import { readAuthorizeSettings, readLocalSettings, SETTINGS } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
+import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { stopNotice } from "../../shared/cli/main.js";
 import { secondStopNotice } from "../../shared/cli/stop-at-once.js";
@@ -181,5 +182,26 @@ describe("docs/spec-gaps.md, Local mode: exits, cycles and the bench", () => {
     const [[size = 0] = []] = said(/run Node with `--max-semi-space-size=(\d+)`/);
     const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
     for (const script of ["start", "bridge", "bench"]) expect(scripts[script], script).toContain(`--max-semi-space-size=${size} `);
+  });
+});
+
+describe("docs/spec-gaps.md, Local mode: authorize", () => {
+  it("listens on the port it says by default and asks the scopes it says", () => {
+    const [[port = -1] = []] = said(/`--port (\d+)` \(default\) picks a free port/);
+    expect(parseCommand(["authorize"])).toMatchObject({ command: "authorize", args: { port } });
+    expect(quoted(/\*\*Scopes requested .*?\*\* Default `([^`]+)`/)).toBe(DEFAULT_SCOPES);
+  });
+
+  it("refuses, exit 2, a QASHIO_AUTHORIZE_URL ending with the screen's own path it names", () => {
+    const path = quoted(/a `QASHIO_AUTHORIZE_URL` ending with `([^`]+)` \(the screen's own address/);
+    const env = { QASHIO_BASE_URL: "https://api.example.com", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s" };
+    expect(() => readAuthorizeSettings({ ...env, QASHIO_AUTHORIZE_URL: "https://auth.example.com" }, cwd)).not.toThrow();
+    let refusal: unknown;
+    try {
+      readAuthorizeSettings({ ...env, QASHIO_AUTHORIZE_URL: `https://auth.example.com${path}` }, cwd);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toMatchObject({ exitCode: EXIT.usage, message: expect.stringContaining(`QASHIO_AUTHORIZE_URL: ends with ${path}`) as unknown });
   });
 });
