@@ -2,7 +2,7 @@
  * docs/spec-gaps.md's "Local mode" section held to the code: the code it names for each choice, and the bounds,
  * defaults and messages it gives a reader, read out of the section and compared with what the code defines or says.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -16,6 +16,7 @@ import { CYCLE_LEASE_MS, CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
 import { stopNotice } from "../../shared/cli/main.js";
+import { foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { secondStopNotice } from "../../shared/cli/stop-at-once.js";
 import { unwritableStateDirRemedy } from "../../shared/cli/engine-errors.js";
 import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
@@ -133,6 +134,16 @@ describe("docs/spec-gaps.md, Local mode: settings and durations", () => {
 });
 
 describe("docs/spec-gaps.md, Local mode: the state directory's leases and files", () => {
+  it("names as many entries of a directory not the bridge's as it says, sorted, with how many more", () => {
+    const [[named = 0] = []] = said(/the directory, up to (\w+) of its entries in the way, sorted, with how many more/);
+    const dir = join(cwd, "not-a-state-dir");
+    mkdirSync(dir);
+    const entries = ["notes.txt", "b.md", "a.md", "photo.jpg", "c.md"];
+    for (const entry of entries) writeFileSync(join(dir, entry), "mine");
+    const shown = [...entries].sort().slice(0, named);
+    expect(foreignStateDirProblem(dir)).toContain(`holds ${shown.join(", ")} and ${entries.length - named} more`);
+  });
+
   it("records the salt fingerprint as the hex digits it says", () => {
     const [[digits = 0] = []] = said(/records `piiSaltFingerprint`: (\d+) hex digits of HMAC-SHA256/);
     expect(piiSaltFingerprint("a salt of sixteen characters")).toMatch(new RegExp(`^[0-9a-f]{${digits}}$`));
