@@ -6,6 +6,9 @@ import { expect } from "vitest";
 export const ROOT = join(import.meta.dirname, "..");
 const SPEC_GAPS = readFileSync(join(ROOT, "docs/spec-gaps.md"), "utf8");
 
+/** Milliseconds as the seconds the doc gives. */
+export const seconds = (ms: number): number => ms / 1000;
+
 /** Numbers the doc spells out. */
 const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
 
@@ -34,7 +37,8 @@ export function numbersSaid(section: string, pattern: RegExp): number[][] {
  * checked to name files that exist and hold each name cited there; returns how many it checked.
  */
 export function expectCitationsHold(section: string): number {
-  const citations = [...section.matchAll(/`((?:shared|auth|sandbox)\/[\w/.-]+\.ts|bridge\.ts)`((?:,? (?:with )?`[\w.]+`)*)/g)].map((m) => ({
+  // A file name after a path (`cycle.ts`) ends its names: it is a citation of its own or none.
+  const citations = [...section.matchAll(/`((?:shared|auth|sandbox|infra|functions|test)\/[\w/.-]+\.ts|bridge\.ts)`((?:,? (?:with )?`(?![\w.]+\.ts`)[\w.]+`)*)/g)].map((m) => ({
     path: existsSync(join(ROOT, m[1] ?? "")) ? (m[1] ?? "") : `shared/qashio/${m[1] ?? ""}`,
     names: [...(m[2] ?? "").matchAll(/`([\w.]+)`/g)].map((n) => n[1] ?? ""),
   }));

@@ -11,6 +11,8 @@ import { DEFAULT_BACKOFF, backoffDelay, isAwsTimeout, isRetryableAwsError, waitP
 
 /** PutEvents accepts at most 10 entries per call. */
 export const MAX_ENTRIES_PER_CALL = 10;
+/** PutEvents calls of one publish in flight at once, unless configured otherwise. */
+export const DEFAULT_PUBLISH_CONCURRENCY = 4;
 /**
  * Per-entry codes saying the bridge may not publish here at all (IAM, the bus's resource policy, its KMS key, the
  * account named, a bus that is not there): true of every event until someone fixes the setup, and no fault of the event. Quarantined, a whole
@@ -33,7 +35,7 @@ export interface EventBridgePublisherOptions {
   readonly backoff?: Partial<BackoffOptions>;
   /** Byte limit of one call (and so of one entry). @default MAX_ENTRY_BYTES (256 KB) */
   readonly maxRequestBytes?: number;
-  /** PutEvents calls in flight at once. @default 4 */
+  /** PutEvents calls in flight at once. @default DEFAULT_PUBLISH_CONCURRENCY */
   readonly concurrency?: number;
   readonly logger?: Logger;
 }
@@ -99,7 +101,7 @@ export class EventBridgePublisher implements EventPublisher {
     this.#clock = options.clock ?? systemClock;
     this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#maxBytes = options.maxRequestBytes ?? MAX_ENTRY_BYTES;
-    this.#concurrency = options.concurrency ?? 4;
+    this.#concurrency = options.concurrency ?? DEFAULT_PUBLISH_CONCURRENCY;
     this.#logger = options.logger;
   }
 

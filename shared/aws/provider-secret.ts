@@ -29,7 +29,7 @@ import { withoutAnswerBody } from "./unparsed-answers.js";
  * leaves a save: the token store paces them by the invocation's end ({@link CallPacer}), holding the new refresh
  * token in the table first, so within an invocation fewer rounds may be made.
  */
-const PUT_TIMEOUT_ROUNDS = 3;
+export const PUT_TIMEOUT_ROUNDS = 3;
 
 /**
  * Paces a caller's Secrets Manager calls by time: consulted before each whole call (one SDK send, with the SDK's own

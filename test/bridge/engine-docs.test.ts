@@ -26,7 +26,7 @@ import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../.
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import { DEFAULT_PAGE_SIZES } from "../../shared/qashio/schemas/queries.js";
-import { expectCitationsHold, numbersSaid, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, numbersSaid, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 /** The "Bridge engine" section, line breaks read as spaces. */
 const ENGINE = specGapsSection("Bridge engine");
@@ -34,7 +34,6 @@ const ENGINE = specGapsSection("Bridge engine");
 /** The groups of every match of `pattern` in the section, as numbers; fails when it matches nowhere. */
 const said = (pattern: RegExp): number[][] => numbersSaid(ENGINE, pattern);
 
-const seconds = (ms: number): number => ms / 1000;
 
 describe("docs/spec-gaps.md, Bridge engine: page sizes and bounds", () => {
   it("asks the page size it says, halving a refused one down to the spec's transaction default, the card list's being larger", () => {

@@ -23,7 +23,7 @@ import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
 import { LeaseUnreadableError } from "../../shared/local/errors.js";
 import { DEFAULT_LOCK_TTL_MS } from "../../shared/qashio/auth/refresh-lease.js";
-import { expectCitationsHold, numbersSaid, ROOT, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, numbersSaid, ROOT, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 /** The "Local mode" section, line breaks read as spaces. */
 const LOCAL = specGapsSection("Local mode");
@@ -68,7 +68,6 @@ describe("docs/spec-gaps.md, Local mode: the messages it quotes", () => {
 /** The groups of every match of `pattern` in the section, as numbers; fails when it matches nowhere. */
 const said = (pattern: RegExp): number[][] => numbersSaid(LOCAL, pattern);
 
-const seconds = (ms: number): number => ms / 1000;
 
 /** What parseCommand says of `argv`, or "accepted". */
 function refusalOf(argv: string[]): string {
