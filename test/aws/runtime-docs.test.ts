@@ -3,6 +3,8 @@
  * reader, and the code it cites for each choice. The behaviour tests count in the constants; these read the numbers
  * the doc states.
  */
+import { randomBytes } from "node:crypto";
+import { UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { PUBLISHER_UNAVAILABLE_BATCHES, PUBLISHER_UNAVAILABLE_EVENTS } from "../../shared/bridge/cycle.js";
@@ -34,7 +36,7 @@ import {
   snapshotItemKey,
 } from "../../shared/aws/keys.js";
 import { PUT_TIMEOUT_ROUNDS } from "../../shared/aws/provider-secret.js";
-import { DEFAULT_QUARANTINE_RETENTION_DAYS } from "../../shared/aws/quarantine.js";
+import { DEFAULT_QUARANTINE_RETENTION_DAYS, DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DEFAULT_BACKOFF } from "../../shared/aws/retry.js";
 import { DEFAULT_COMPRESS_ABOVE_BYTES, TRUNCATED_SNAPSHOT_OBJECT } from "../../shared/aws/snapshot-store.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SAVE_END_MARGIN_MS } from "../../shared/aws/token-store.js";
@@ -94,6 +96,51 @@ describe("docs/spec-gaps.md, AWS runtime: snapshots and quarantine records", () 
   it("keeps quarantine records for the days it says, deleting them in the batches it says", () => {
     expect(said(/\*\*Quarantine retention\.\*\* (\d+) days \(`ttl`\)/)).toEqual([[DEFAULT_QUARANTINE_RETENTION_DAYS]]);
     expect(said(/Records are deleted with BatchWriteItem, (\d+) a call/)).toEqual([[BATCH_WRITE_LIMIT]]);
+  });
+});
+
+/** The attributes a quarantine put sets, read from the UpdateItem it sends (a new record: no old item answered). */
+async function quarantinePutValues(record: { entityId?: string; reason: string; raw: unknown }): Promise<Record<string, unknown>> {
+  const sent: Record<string, unknown>[] = [];
+  const doc = {
+    send: async (command: unknown) => {
+      if (command instanceof UpdateCommand) sent.push(command.input.ExpressionAttributeValues ?? {});
+      return {};
+    },
+  } as unknown as DynamoDBDocumentClient;
+  const quarantine = new DynamoQuarantine({ doc, tableName: "bridge", tenant: "acme" });
+  await quarantine.put({ id: "r1", kind: "transaction", at: "2026-03-01T12:00:00Z", ...record });
+  expect(sent).toHaveLength(1);
+  return sent[0] ?? {};
+}
+
+describe("docs/spec-gaps.md, AWS runtime: what a quarantine record keeps", () => {
+  it("cuts an entity id and a reason at the lengths it says, with the mark it quotes", async () => {
+    const [[idMax = 0, reasonMax = 0] = []] = said(/`entityId` \(a broken record's own id, of any length\) and `reason` are cut to ([\d,]+) and ([\d,]+) characters/);
+    const [mark = ""] = quoted(/characters, marked `([^`]+)`/);
+    const values = await quarantinePutValues({ entityId: "e".repeat(idMax + 1), reason: "r".repeat(reasonMax + 1), raw: null });
+    expect(values[":entityId"]).toBe(`${"e".repeat(idMax - mark.length)}${mark}`);
+    expect(values[":reason"]).toBe(`${"r".repeat(reasonMax - mark.length)}${mark}`);
+    const whole = await quarantinePutValues({ entityId: "e".repeat(idMax), reason: "r".repeat(reasonMax), raw: null });
+    expect([whole[":entityId"], whole[":reason"]]).toEqual(["e".repeat(idMax), "r".repeat(reasonMax)]);
+  });
+
+  it("compresses a raw body above the size it says", async () => {
+    const [[kb = 0] = []] = said(/Raw bodies above (\d+) KB gzip-compressed/);
+    const body = (bytes: number) => "b".repeat(bytes - 2);
+    expect(await quarantinePutValues({ reason: "bad", raw: body(kb * 1024) })).toHaveProperty(":raw");
+    expect(await quarantinePutValues({ reason: "bad", raw: body(kb * 1024 + 1) })).toHaveProperty(":rawz");
+  });
+
+  it("keeps a cut body's qashio_id beside it up to the length it says", async () => {
+    const [[most = 0] = []] = said(/its `qashio_id` whole beside it \(`rawQashioId`, one of up to ([\d,]+) characters, the entity id's bound; a longer one is not kept\)/);
+    // Random text does not compress: the body cannot fit one item even gzip-compressed, so its head is kept.
+    const noise = randomBytes(400_000).toString("base64");
+    const cut = async (qashioId: string) => quarantinePutValues({ reason: "bad", raw: { noise, qashio_id: qashioId } });
+    const kept = await cut("q".repeat(most));
+    expect(kept).toHaveProperty(":rawTruncatedFrom");
+    expect(kept[":rawQashioId"]).toBe("q".repeat(most));
+    expect(await cut("q".repeat(most + 1))).not.toHaveProperty(":rawQashioId");
   });
 });
 
