@@ -4,7 +4,9 @@
  * the doc states.
  */
 import { randomBytes } from "node:crypto";
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { mockClient } from "aws-sdk-client-mock";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { PUBLISHER_UNAVAILABLE_BATCHES, PUBLISHER_UNAVAILABLE_EVENTS } from "../../shared/bridge/cycle.js";
@@ -23,7 +25,7 @@ import {
 } from "../../shared/aws/config.js";
 import { CYCLE_LEASE_SLACK_MS } from "../../shared/aws/cycle.js";
 import { outOfRangeIntegerIn } from "../../shared/aws/event-integers.js";
-import { DEFAULT_PUBLISH_CONCURRENCY, MAX_ENTRIES_PER_CALL } from "../../shared/aws/event-publisher.js";
+import { DEFAULT_PUBLISH_CONCURRENCY, EventBridgePublisher, MAX_ENTRIES_PER_CALL } from "../../shared/aws/event-publisher.js";
 import { MAX_ENTRY_BYTES, entrySize } from "../../shared/aws/event-size.js";
 import {
   LIVE_BY_TTL_INDEX,
@@ -43,7 +45,8 @@ import { DEFAULT_SECRET_CACHE_TTL_MS, SAVE_END_MARGIN_MS } from "../../shared/aw
 import { DEFAULT_LOCK_WAIT_MS } from "../../shared/qashio/auth/refresh-lease.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
-import type { BridgeEventDetail } from "../../shared/bridge/ports.js";
+import type { BridgeEvent, BridgeEventDetail } from "../../shared/bridge/ports.js";
+import { FakeClock } from "./support/clock.js";
 import { pollerTimeout } from "../../infra/tenant-stack.js";
 import { expectCitationsHold, numbersSaid, seconds, specGapsSection } from "../spec-gaps-section.js";
 
@@ -254,6 +257,31 @@ describe("docs/spec-gaps.md, AWS runtime: PutEvents", () => {
   it("retries failed entries and stops an unavailable publisher as it says", () => {
     expect(said(/only failed entries are retried with backoff \((\d+) attempts\)/)).toEqual([[DEFAULT_BACKOFF.maxAttempts]]);
     expect(said(/once the bus took none of (\w+) batches in a row \((\d+) events or more\)/)).toEqual([[PUBLISHER_UNAVAILABLE_BATCHES, PUBLISHER_UNAVAILABLE_EVENTS]]);
+  });
+
+  it("raises PublishError for an answer of another number of entries only when it says", async () => {
+    const [condition = ""] = quoted(/A batch's first call refused as a whole by the setup or as malformed \([^)]*\), or, (when it reports failed entries), answering a different number of entries than sent \([^)]*\), raises `PublishError`/);
+    expect(condition).toBe("when it reports failed entries");
+    const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+    const answerOneShort = (failedEntryCount: number) =>
+      mockClient(client)
+        .on(PutEventsCommand)
+        .callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
+          FailedEntryCount: failedEntryCount,
+          Entries: input.Entries.slice(1).map(() => (failedEntryCount > 0 ? { ErrorCode: "InternalFailure" } : { EventId: "e" })),
+          $metadata: {},
+        }));
+    const publisher = new EventBridgePublisher({ client, eventBusName: "bus", clock: new FakeClock(), backoff: { maxAttempts: 1 } });
+    const events = ["ev_1", "ev_2"].map((id): BridgeEvent => ({
+      source: "qashio.bridge",
+      detailType: "card.suspended",
+      time: "2026-03-01T12:00:00.000Z",
+      detail: { id, type: "card.suspended", schema_version: "1", tenant: "acme", occurred_at: "2026-03-01T12:00:00.000Z", subject: { type: "card", id, sequence: 1 }, data: { object: { id } } },
+    }));
+    answerOneShort(1);
+    await expect(publisher.publish(events)).rejects.toMatchObject({ name: "PublishError" });
+    answerOneShort(0);
+    await expect(publisher.publish(events)).resolves.toEqual({ failed: [] });
   });
 
   it("refuses and sends the integers it says", () => {
