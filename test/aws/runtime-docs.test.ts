@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import { UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
@@ -24,6 +24,7 @@ import {
   cycleDeadline,
 } from "../../shared/aws/config.js";
 import { CYCLE_LEASE_SLACK_MS } from "../../shared/aws/cycle.js";
+import { DynamoLeaseLock } from "../../shared/aws/lease-lock.js";
 import { outOfRangeIntegerIn } from "../../shared/aws/event-integers.js";
 import { DEFAULT_PUBLISH_CONCURRENCY, EventBridgePublisher, MAX_ENTRIES_PER_CALL } from "../../shared/aws/event-publisher.js";
 import { MAX_ENTRY_BYTES, entrySize } from "../../shared/aws/event-size.js";
@@ -154,6 +155,23 @@ describe("docs/spec-gaps.md, AWS runtime: leases", () => {
       leaseNames.transactionsCycle("<tenant>"),
       leaseNames.cardsCycle("<tenant>"),
       leaseNames.tokenRefresh("<tenant>"),
+    ]);
+  });
+
+  it("puts a lease under the condition it quotes, its expiresAt deciding and its ttl the housekeeping it says", async () => {
+    const [[hours = 0] = []] = said(/`ttl` is housekeeping only \(\+(\d+) h\)/);
+    const [condition = ""] = quoted(/\*\*Leases\.\*\* Conditional put \(`([^`]+)`\)/);
+    const puts: Record<string, unknown>[] = [];
+    const doc = {
+      send: async (command: unknown) => {
+        if (command instanceof PutCommand) puts.push({ ...command.input.Item, condition: command.input.ConditionExpression });
+        return {};
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const clock = new FakeClock();
+    expect(await new DynamoLeaseLock({ doc, tableName: "bridge", clock, ownerId: () => "token" }).tryAcquire("acme#cycle#cards", 90_000)).toBeDefined();
+    expect(puts).toEqual([
+      expect.objectContaining({ expiresAt: clock.now() + 90_000, ttl: Math.ceil((clock.now() + 90_000 + hours * 3_600_000) / 1000), condition: condition.replace("<this call's token>", ":owner").replace("owner =", "#owner =").replace("<= now", "<= :now") }),
     ]);
   });
 
