@@ -25,11 +25,16 @@ export function specGapsSection(title: string): string {
   return SPEC_GAPS.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
 }
 
-/** The groups of every match of `pattern` in `section`, as numbers (commas dropped, words read); fails when it matches nowhere. */
-export function numbersSaid(section: string, pattern: RegExp): number[][] {
-  const found = [...section.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((n) => Number((WORDS[n ?? ""] ?? n ?? "").toString().replace(/,/g, ""))));
+/** The groups of every match of `pattern` in `section`, as written; fails when it matches nowhere. */
+export function textsSaid(section: string, pattern: RegExp): string[][] {
+  const found = [...section.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));
   expect(found, String(pattern)).not.toEqual([]);
   return found;
+}
+
+/** The groups of every match of `pattern` in `section`, as numbers (commas dropped, words read); fails when it matches nowhere. */
+export function numbersSaid(section: string, pattern: RegExp): number[][] {
+  return textsSaid(section, pattern).map((groups) => groups.map((n) => WORDS[n] ?? Number(n.replace(/,/g, ""))));
 }
 
 /**
