@@ -5,8 +5,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { Duration } from "aws-cdk-lib";
+import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
+import { ESM_REQUIRE_BANNER } from "../../infra/constructs/bridge-function.js";
 import { cycleAlarmWindow, heartbeatAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES, type AlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { TABLE_ACCESS, tableGrants, type TableItemAction } from "../../infra/constructs/tenant-table.js";
 import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
@@ -118,6 +121,44 @@ describe("docs/spec-gaps.md, Infrastructure: overlapping cycles", () => {
     for (const everyMinutes of [1, 5, 15]) {
       expect(pollerMaxEventAge(everyMinutes, { fastPath: true }).toMinutes()).toBe(Math.max(everyMinutes, pollerTimeout(everyMinutes).toMinutes() + (plus ?? 0)));
     }
+  });
+});
+
+describe("docs/spec-gaps.md, Infrastructure: AWS SDK bundled", () => {
+  /** Bytes and gzipped bytes of `entry` bundled as BridgeFunction bundles it (minified ESM for node24), `external` left out. */
+  async function bundleSize(entry: string, external: string[]): Promise<{ bytes: number; gzip: number }> {
+    const result = await build({
+      entryPoints: [join(REPO_ROOT, "functions", `${entry}.ts`)],
+      bundle: true,
+      minify: true,
+      format: "esm",
+      platform: "node",
+      target: "node24",
+      mainFields: ["module", "main"],
+      banner: { js: ESM_REQUIRE_BANNER },
+      external,
+      write: false,
+      logLevel: "silent",
+    });
+    const code = result.outputFiles[0]?.contents ?? new Uint8Array();
+    return { bytes: code.length, gzip: gzipSync(code).length };
+  }
+  /** Within 5% of `measured`: the doc's rounding passes, a bundle grown or shrunk since it was measured does not. */
+  const near = (stated: number, measured: number, what: string): void => expect(Math.abs(stated - measured) / measured, `${what}: ${stated} stated, ${measured} measured`).toBeLessThan(0.05);
+
+  it("gives the bundle sizes esbuild makes of the function it names, with and without the SDK", { timeout: 30_000 }, async () => {
+    const [[entry = "", ...sizes] = []] = quoted(
+      /Measured with esbuild \(minified ESM, `([\w-]+)`\): ([\d.]+) MB \((\d+) KB gzip\) with the SDK v3 clients bundled, ([\d.]+) MB \((\d+) KB gzip\) with `@aws-sdk\/\*` and `@smithy\/\*` external/,
+    );
+    const [bundledMb, bundledGzipKb, externalMb, externalGzipKb] = sizes.map(Number);
+    const bundled = await bundleSize(entry, []);
+    const external = await bundleSize(entry, ["@aws-sdk/*", "@smithy/*"]);
+    near((bundledMb ?? 0) * 1e6, bundled.bytes, "bundled");
+    near((bundledGzipKb ?? 0) * 1e3, bundled.gzip, "bundled, gzip");
+    near((externalMb ?? 0) * 1e6, external.bytes, "SDK external");
+    near((externalGzipKb ?? 0) * 1e3, external.gzip, "SDK external, gzip");
+    const [[difference = 0] = []] = said(/The ~(\d+) KB difference/);
+    near(difference * 1e3, bundled.bytes - external.bytes, "difference");
   });
 });
 
