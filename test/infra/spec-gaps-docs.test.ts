@@ -273,6 +273,21 @@ describe("docs/spec-gaps.md, Infrastructure: webhooks", () => {
     expect(unreachableHost("https://hooks/"), "a single-label host").toBeUndefined();
     expect(unreachableHost("https://203.0.113.7/"), "a public IP literal").toBeUndefined();
   });
+  it("names the tenant, the field it gives and the host when synth refuses a webhook url, and holds an OAuth tokenUrl to the same hosts", () => {
+    const [[field = ""] = []] = quoted(/naming the tenant, the field \(`([^`]+)`\) and the host/);
+    const secretArn = "arn:aws:secretsmanager:eu-west-1:111111111111:secret:hook-AbCdEf";
+    const tenantWith = (url: string, tokenUrl: string) => () =>
+      parseTenantConfig({
+        ...minimalTenant,
+        account: "111111111111",
+        region: "eu-west-1",
+        webhooks: [{ name: "erp", url, eventTypes: ["transaction.created"], auth: { type: "oauthClientCredentials", tokenUrl, clientId: "bridge", clientSecret: { secretArn } } }],
+      });
+    const refused = thrown(tenantWith("https://10.1.2.3/hooks", "https://idp.provider.test/token")).message;
+    for (const part of ['tenant "acme"', field.replace("<i>", "0"), '"10.1.2.3"']) expect(refused).toContain(part);
+    expect(thrown(tenantWith("https://hooks.provider.test/", "https://idp.internal/token")).message).toContain('"idp.internal"');
+    expect(tenantWith("https://hooks.provider.test/", "https://idp.provider.test/token")).not.toThrow();
+  });
 });
 
 describe("docs/spec-gaps.md, Infrastructure: event schema format", () => {
