@@ -26,7 +26,7 @@ import { LAST_VALUE_METRICS } from "../../shared/aws/observability.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { BASE_URL_ENV_VARS } from "../../shared/qashio/config.js";
-import { numbersSaid, specGapsSection, textsSaid } from "../spec-gaps-section.js";
+import { expectCitationsHold, numbersSaid, specGapsSection, textsSaid } from "../spec-gaps-section.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT } from "./helpers.js";
 
@@ -321,5 +321,14 @@ describe("docs/spec-gaps.md, Infrastructure: event schema format", () => {
 describe("docs/spec-gaps.md, Infrastructure: retention", () => {
   it("states the archive's default retention", () => {
     expect(said(/the archive keeps `archiveRetentionDays` \(default (\d+)\)/)).toEqual([[TENANT_DEFAULTS.archiveRetentionDays]]);
+  });
+});
+
+describe("docs/spec-gaps.md, Infrastructure: the code it names", () => {
+  it("cites files that exist, holding each name it places in them (`NAME` in `path`)", () => {
+    expect(expectCitationsHold(INFRA)).toBeGreaterThan(20);
+    const placed = [...INFRA.matchAll(/`([\w.]+)` in `((?:infra|shared)\/[\w/.-]+\.ts)`/g)];
+    expect(placed.length).toBeGreaterThanOrEqual(3);
+    for (const [, name = "", path = ""] of placed) expect(readFileSync(join(REPO_ROOT, path), "utf8"), `${name} in ${path}`).toMatch(new RegExp(`\\b${name}\\b`));
   });
 });
