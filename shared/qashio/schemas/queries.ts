@@ -432,7 +432,7 @@ export type RawQuery = URLSearchParams | Readonly<Record<string, unknown>>;
  * `REQUIRED` (missing value, incomplete date range: `field` is the missing end;
  * neither `nickname` nor `last_four`: `field` is null), `INVALID_RANGE` (inverted range, on the `_to` field).
  * `null` and `undefined` values are treated as absent. Messages never echo values. A key the query does not take is
- * ignored, as the provider's server does (the sandbox's choice), unless `unknownKeys` is `"refuse"` (a client's choice:
+ * ignored, as the sandbox's server does (the spec does not say), unless `unknownKeys` is `"refuse"` (the client's:
  * an `INVALID_FORMAT` naming the key, where dropping a mistyped filter would send the read unfiltered).
  *
  * @example
