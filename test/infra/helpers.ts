@@ -9,6 +9,7 @@ import type { TenantStack } from "../../infra/tenant-stack.js";
 import { EVENT_TYPES } from "../../infra/webhook-schema.js";
 import { existsSync, readdirSync } from "node:fs";
 import type { PolicyStatement } from "./iam-evaluator.js";
+import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
 
 export const REPO_ROOT = join(import.meta.dirname, "..", "..");
 export const EXAMPLE_TENANTS_FILE = join(REPO_ROOT, "infra", "tenants.example.json");
@@ -99,3 +100,18 @@ export function rolePolicies(template: Template, role: string): RolePolicy[] {
 export function roleStatements(template: Template, role: string): PolicyStatement[] {
   return rolePolicies(template, role).flatMap((p) => p.statements);
 }
+
+/**
+ * The token rotation's daily window as the docs write it, from the secret's schedule (`cron(<minute> <hour> * * ? *)`)
+ * and its window of whole hours.
+ *
+ * @example
+ * rotationWindow(); // { start: "03:00", end: "04:00" }
+ */
+export function rotationWindow(): { readonly start: string; readonly end: string } {
+  const [, minute = "", hour = ""] = /^cron\((\d+) (\d+) /.exec(TOKEN_ROTATION_SCHEDULE) ?? [];
+  const windowHours = Number(/^(\d+)h$/.exec(TOKEN_ROTATION_WINDOW)?.[1]);
+  const clock = (h: number) => `${String(h).padStart(2, "0")}:${minute.padStart(2, "0")}`;
+  return { start: clock(Number(hour)), end: clock(Number(hour) + windowHours) };
+}
+

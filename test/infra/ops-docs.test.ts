@@ -3,13 +3,12 @@ import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
-import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
 import type { TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { headingAnchor } from "../markdown-anchor.js";
 import { runbookIntro, runbookSection } from "../runbook-section.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT } from "./helpers.js";
+import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rotationWindow } from "./helpers.js";
 
 interface AlarmProperties {
   readonly AlarmName: string;
@@ -201,14 +200,11 @@ describe("the runbook's stack outputs are the stack's", () => {
 
 describe("the runbook's daily rotation window is the secret's rotation schedule", () => {
   it("gives the hours of the cron expression and its window, wherever it names them", () => {
-    // cron(<minute> <hour> * * ? *), a window of whole hours
-    const [, minute, hour] = /^cron\((\d+) (\d+) /.exec(TOKEN_ROTATION_SCHEDULE) ?? [];
-    const windowHours = Number(/^(\d+)h$/.exec(TOKEN_ROTATION_WINDOW)?.[1]);
-    const clock = (h: number) => `${String(h).padStart(2, "0")}:${String(minute).padStart(2, "0")}`;
+    const { start, end } = rotationWindow();
     const runbook = readFileSync(join(REPO_ROOT, "docs", "runbook.md"), "utf8").replace(/\s+/g, " ");
     const windows = [...runbook.matchAll(/(\d\d:\d\d-\d\d:\d\d) UTC/g)].map((m) => m[1]);
     expect(windows.length).toBeGreaterThanOrEqual(4);
-    expect(new Set(windows)).toEqual(new Set([`${clock(Number(hour))}-${clock(Number(hour) + windowHours)}`]));
+    expect(new Set(windows)).toEqual(new Set([`${start}-${end}`]));
   });
 });
 
