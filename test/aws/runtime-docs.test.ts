@@ -49,17 +49,13 @@ import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import type { BridgeEvent, BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { FakeClock } from "./support/clock.js";
 import { pollerTimeout } from "../../infra/tenant-stack.js";
-import { expectCitationsHold, numbersSaid, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, numbersSaid, seconds, specGapsSection, textsSaid } from "../spec-gaps-section.js";
 
 const AWS = specGapsSection("AWS runtime");
 const said = (pattern: RegExp): number[][] => numbersSaid(AWS, pattern);
 
 /** The strings of every match of `pattern`'s first group in the section; fails when it matches nowhere. */
-function quoted(pattern: RegExp): string[] {
-  const found = [...AWS.matchAll(new RegExp(pattern, "g"))].map((m) => m[1] ?? "");
-  expect(found, String(pattern)).not.toEqual([]);
-  return found;
-}
+const quoted = (pattern: RegExp): string[] => textsSaid(AWS, pattern).map(([first = ""]) => first);
 
 /** The whole lease's renewal interval: a third of it, as `whileHolding` renews (shared/lease-keep-alive.ts). */
 const RENEW_EVERY_MS = TOKEN_LEASE_TTL_MS / 3;

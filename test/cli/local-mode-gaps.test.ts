@@ -23,7 +23,7 @@ import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
 import { LeaseUnreadableError } from "../../shared/local/errors.js";
 import { DEFAULT_LOCK_TTL_MS } from "../../shared/qashio/auth/refresh-lease.js";
-import { expectCitationsHold, numbersSaid, ROOT, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, numbersSaid, ROOT, seconds, specGapsSection, textsSaid } from "../spec-gaps-section.js";
 
 /** The "Local mode" section, line breaks read as spaces. */
 const LOCAL = specGapsSection("Local mode");
@@ -34,12 +34,8 @@ describe("docs/spec-gaps.md, Local mode: the code it names", () => {
   });
 });
 
-/** The first group of `pattern` in the section; fails when the section no longer says it. */
-function quoted(pattern: RegExp): string {
-  const match = pattern.exec(LOCAL);
-  expect(match, `Local mode no longer matches ${pattern}`).not.toBeNull();
-  return match?.[1] ?? "";
-}
+/** The first group of `pattern`'s first match in the section; fails when the section no longer says it. */
+const quoted = (pattern: RegExp): string => textsSaid(LOCAL, pattern)[0]?.[0] ?? "";
 
 describe("docs/spec-gaps.md, Local mode: the messages it quotes", () => {
   it("quotes the first stop's notice of what a second one does as worded, while new tokens are unsaved and otherwise", () => {
