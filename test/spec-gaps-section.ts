@@ -9,9 +9,6 @@ const SPEC_GAPS = readFileSync(join(ROOT, "docs/spec-gaps.md"), "utf8");
 /** Milliseconds as the seconds the doc gives. */
 export const seconds = (ms: number): number => ms / 1000;
 
-/** Numbers the doc spells out. */
-const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
-
 /**
  * The section under `## <title>`, up to the next section, line breaks read as spaces.
  *
@@ -23,18 +20,6 @@ export function specGapsSection(title: string): string {
   if (start < 0) throw new Error(`docs/spec-gaps.md has no section ${title}`);
   const end = SPEC_GAPS.indexOf("\n## ", start + 1);
   return SPEC_GAPS.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
-}
-
-/** The groups of every match of `pattern` in `section`, as written; fails when it matches nowhere. */
-export function textsSaid(section: string, pattern: RegExp): string[][] {
-  const found = [...section.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));
-  expect(found, String(pattern)).not.toEqual([]);
-  return found;
-}
-
-/** The groups of every match of `pattern` in `section`, as numbers (commas dropped, words read); fails when it matches nowhere. */
-export function numbersSaid(section: string, pattern: RegExp): number[][] {
-  return textsSaid(section, pattern).map((groups) => groups.map((n) => WORDS[n] ?? Number(n.replace(/,/g, ""))));
 }
 
 /**

@@ -4,18 +4,18 @@
  * by hand, the version counts at which refreshes are postponed, and the time an invocation keeps back after its deadline. Each is a constant the code's own tests count in,
  * so only these hold them to the runbook an operator acts on.
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_CONFORM_TIMEOUT_MS, MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS, TOKEN_LEASE_TTL_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
 import { DEFAULT_LOCK_WAIT_MS } from "../../shared/qashio/auth/refresh-lease.js";
+import { docText, numbersSaid } from "../doc-text.js";
 
 /** The runbook, line breaks read as spaces. */
-const RUNBOOK = readFileSync(new URL("../../docs/runbook.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+const RUNBOOK = docText("docs/runbook.md");
 
-/** Every number the runbook gives where `pattern` (its one group a number) matches, in order. */
-const numbersAt = (pattern: RegExp): number[] => [...RUNBOOK.matchAll(new RegExp(pattern, "g"))].map((match) => Number(match[1]));
+/** Every number the runbook gives where `pattern` (its one group a number) matches, in order; fails when it matches nowhere. */
+const numbersAt = (pattern: RegExp): number[] => numbersSaid(RUNBOOK, pattern).map(([number = Number.NaN]) => number);
 
 const seconds = (ms: number) => ms / 1000;
 

@@ -49,7 +49,8 @@ import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import type { BridgeEvent, BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { FakeClock } from "./support/clock.js";
 import { pollerTimeout } from "../../infra/tenant-stack.js";
-import { expectCitationsHold, numbersSaid, seconds, specGapsSection, textsSaid } from "../spec-gaps-section.js";
+import { numbersSaid, textsSaid } from "../doc-text.js";
+import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 const AWS = specGapsSection("AWS runtime");
 const said = (pattern: RegExp): number[][] => numbersSaid(AWS, pattern);

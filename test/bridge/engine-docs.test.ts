@@ -26,7 +26,8 @@ import { DEFAULT_LOCK_TTL_MS, DEFAULT_LOCK_WAIT_MS, refreshDeadline } from "../.
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import { DEFAULT_PAGE_SIZES } from "../../shared/qashio/schemas/queries.js";
-import { expectCitationsHold, numbersSaid, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { numbersSaid } from "../doc-text.js";
+import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 /** The "Bridge engine" section, line breaks read as spaces. */
 const ENGINE = specGapsSection("Bridge engine");

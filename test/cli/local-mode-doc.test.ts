@@ -2,7 +2,7 @@
  * docs/local-mode.md against the code it describes: the settings, names, bounds and messages a user acts on first,
  * each read out of the page and held to the code that defines it, so the two cannot drift apart unseen.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -16,20 +16,13 @@ import { stopNotice } from "../../shared/cli/main.js";
 import { foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { secondStopNotice } from "../../shared/cli/stop-at-once.js";
 import { STATE_DIRS, STATE_FILES } from "../../shared/local/index.js";
+import { docText, textsSaid } from "../doc-text.js";
 
 /** docs/local-mode.md, line breaks read as spaces. */
-const page = readPage();
+const page = docText("docs/local-mode.md");
 
-function readPage(): string {
-  return readFileSync(join(import.meta.dirname, "../../docs/local-mode.md"), "utf8").replace(/\s+/g, " ");
-}
-
-/** The first group of `pattern` in the page; fails the test when the page no longer says it. */
-function said(pattern: RegExp): string {
-  const match = pattern.exec(page);
-  expect(match, `docs/local-mode.md no longer matches ${pattern}`).not.toBeNull();
-  return match?.[1] ?? "";
-}
+/** The first group of `pattern`'s first match in the page; fails the test when the page no longer says it. */
+const said = (pattern: RegExp): string => textsSaid(page, pattern)[0]?.[0] ?? "";
 
 /** The backquoted names in `text`, in order. */
 const quotedNames = (text: string): string[] => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? "");

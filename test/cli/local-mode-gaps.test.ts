@@ -23,7 +23,8 @@ import { EXIT, TokensLostError } from "../../shared/cli/errors.js";
 import { STALE_TEMP_MS } from "../../shared/local/atomic.js";
 import { LeaseUnreadableError } from "../../shared/local/errors.js";
 import { DEFAULT_LOCK_TTL_MS } from "../../shared/qashio/auth/refresh-lease.js";
-import { expectCitationsHold, numbersSaid, ROOT, seconds, specGapsSection, textsSaid } from "../spec-gaps-section.js";
+import { numbersSaid, textsSaid } from "../doc-text.js";
+import { expectCitationsHold, ROOT, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 /** The "Local mode" section, line breaks read as spaces. */
 const LOCAL = specGapsSection("Local mode");

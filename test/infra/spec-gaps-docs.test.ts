@@ -26,7 +26,8 @@ import { LAST_VALUE_METRICS } from "../../shared/aws/observability.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { BASE_URL_ENV_VARS } from "../../shared/qashio/config.js";
-import { expectCitationsHold, numbersSaid, specGapsSection, textsSaid } from "../spec-gaps-section.js";
+import { numbersSaid, textsSaid } from "../doc-text.js";
+import { expectCitationsHold, specGapsSection } from "../spec-gaps-section.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT } from "./helpers.js";
 

@@ -16,6 +16,7 @@ import { unreachableHost } from "../../infra/webhook-host.js";
 import { headingAnchor, headingAnchors } from "../markdown-anchor.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT } from "./helpers.js";
+import { textsSaid } from "../doc-text.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
 const page = read("docs", "tenants-file.md").replace(/\s+/g, " ");
@@ -52,12 +53,8 @@ function messageFor(entry: Record<string, unknown>): string | undefined {
   }
 }
 
-/** The one match of `pattern` in the page (whitespace as one space), its groups. */
-function groupsIn(pattern: RegExp): string[] {
-  const match = pattern.exec(page);
-  expect(match, String(pattern)).not.toBeNull();
-  return (match ?? []).slice(1);
-}
+/** The groups of `pattern`'s first match in the page (whitespace as one space). */
+const groupsIn = (pattern: RegExp): string[] => textsSaid(page, pattern)[0] ?? [];
 
 describe("docs/tenants-file.md, webhook hosts EventBridge cannot reach", () => {
   const [listed = ""] = groupsIn(/link-local, multicast or reserved IPv4 addresses \(([^)]*)\)/);

@@ -23,6 +23,7 @@ import { CYCLE_LEASE_MS } from "../../shared/cli/cycle-lease.js";
 import { MAX_REFERENCE_LENGTH } from "../../shared/qashio/schemas/primitives.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT, testApp } from "./helpers.js";
+import { numbersSaid } from "../doc-text.js";
 
 const upgrading = readFileSync(join(REPO_ROOT, "docs", "upgrading.md"), "utf8");
 
@@ -111,12 +112,8 @@ describe("docs/upgrading.md, the per-partition table grants", () => {
   });
 });
 
-/** The numbers `pattern`'s groups capture in the notes (one match each, whitespace as one space). */
-function numbersIn(pattern: RegExp): number[] {
-  const match = pattern.exec(upgrading.replace(/\s+/g, " "));
-  expect(match, String(pattern)).not.toBeNull();
-  return (match ?? []).slice(1).map(Number);
-}
+/** The numbers `pattern`'s groups capture in the notes (its first match, whitespace as one space). */
+const numbersIn = (pattern: RegExp): number[] => numbersSaid(upgrading.replace(/\s+/g, " "), pattern)[0] ?? [];
 
 describe("docs/upgrading.md, the limits and names a deployed tenant meets", () => {
   it("gives the PII salt's minimum, and the length of the salt the stack generates", () => {

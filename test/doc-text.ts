@@ -1,0 +1,29 @@
+/** What a doc says, for tests that hold its numbers and quotes to the code: any doc text, line breaks read as spaces. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+
+/** Numbers the docs spell out. */
+const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
+
+/**
+ * A doc of the repository (a path under its root), line breaks and runs of blanks read as one space.
+ *
+ * @example
+ * docText("docs/runbook.md"); // "# Runbook ..."
+ */
+export function docText(path: string): string {
+  return readFileSync(join(import.meta.dirname, "..", path), "utf8").replace(/\s+/g, " ");
+}
+
+/** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */
+export function textsSaid(text: string, pattern: RegExp): string[][] {
+  const found = [...text.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));
+  expect(found, String(pattern)).not.toEqual([]);
+  return found;
+}
+
+/** The groups of every match of `pattern` in `text`, as numbers (commas dropped, words read); fails when it matches nowhere. */
+export function numbersSaid(text: string, pattern: RegExp): number[][] {
+  return textsSaid(text, pattern).map((groups) => groups.map((n) => WORDS[n] ?? Number(n.replace(/,/g, ""))));
+}
