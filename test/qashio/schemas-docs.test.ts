@@ -4,7 +4,23 @@
  * behaviour tests count in the constants; these read what the doc states.
  */
 import { describe, expect, it } from "vitest";
-import { TransactionSchema } from "../../shared/qashio/schemas/index.js";
+import { ERROR_CODES, TransactionSchema } from "../../shared/qashio/schemas/index.js";
+import {
+  AcknowledgeBodySchema,
+  CardBalanceQuerySchema,
+  ErpCardsQuerySchema,
+  InviteBodySchema,
+  MasterDataQuerySchema,
+  PoolAccountsQuerySchema,
+  StatementsQuerySchema,
+  TokenRequestSchema,
+  TransactionsQuerySchema,
+  UpdateCardBodySchema,
+  UpdateVelocityLimitBodySchema,
+  checkBody,
+  checkQuery,
+  type CheckResult,
+} from "../../shared/qashio/schemas/queries.js";
 import { textsSaid } from "../doc-text.js";
 import { specGapsSection } from "../spec-gaps-section.js";
 import { transactionFixture } from "./schemas/fixtures.js";
@@ -32,5 +48,57 @@ describe("docs/spec-gaps.md, Schemas: strings for booleans and numbers", () => {
       expect(exceptions, words).toContain(words);
       expect(lastFourOf(number), words).toBe(String(number));
     }
+  });
+});
+
+/** The "Error codes of query/body checks" entry: each code it names with the cases it lists for it. */
+function casesByCode(): Map<string, string> {
+  const [[entry = ""]] = said(/\*\*Error codes of query\/body checks\*\*(.*?)- \*\*Write bodies\.\*\*/);
+  return new Map(textsSaid(entry, /`([A-Z_]+)` \(([^()]*)\)/).map(([code = "", cases = ""]) => [code, cases]));
+}
+
+describe("docs/spec-gaps.md, Schemas: error codes of query and body checks", () => {
+  /** Each case the doc lists, said as the doc says it, with a query or body that is that case. */
+  const CASES: readonly (readonly [string, string, () => CheckResult<unknown>])[] = [
+    ["INVALID_ENUM", "value outside an enum", () => checkQuery(ErpCardsQuerySchema, { status: "Active" })],
+    ["INVALID_ENUM", "unsupported `grant_type`", () => checkBody(TokenRequestSchema, { grant_type: "password" })],
+    ["OUT_OF_RANGE", "`page=0`", () => checkQuery(TransactionsQuerySchema, new URLSearchParams("page=0"))],
+    ["OUT_OF_RANGE", "negative amount", () => checkBody(UpdateCardBodySchema, { auto_top_up_amount: -1 })],
+    ["INVALID_FORMAT", "not a number", () => checkQuery(TransactionsQuerySchema, { page: "two" })],
+    ["INVALID_FORMAT", "integer", () => checkQuery(TransactionsQuerySchema, { page_size: "1.5" })],
+    ["INVALID_FORMAT", "not a boolean", () => checkQuery(TransactionsQuerySchema, { exclude_from_sync: "yes" })],
+    ["INVALID_FORMAT", "malformed date", () => checkQuery(ErpCardsQuerySchema, { issued_time_from: "2026-02-30" })],
+    ["INVALID_FORMAT", "month", () => checkQuery(StatementsQuerySchema, { month: "2026-13" })],
+    ["INVALID_FORMAT", "last four", () => checkQuery(ErpCardsQuerySchema, { last4: "123" })],
+    ["INVALID_FORMAT", "UUID", () => checkBody(AcknowledgeBodySchema, { transaction_ids: ["CT1"] })],
+    ["INVALID_FORMAT", "a repeated key", () => checkQuery(StatementsQuerySchema, new URLSearchParams("month=2026-01&month=2026-02"))],
+    ["REQUIRED", "missing field", () => checkBody(TokenRequestSchema, { grant_type: "refresh_token", client_id: "c", client_secret: "s" })],
+    ["REQUIRED", "empty list", () => checkBody(InviteBodySchema, { end_user: [] })],
+    ["REQUIRED", "empty text", () => checkBody(UpdateCardBodySchema, { nickname: "" })],
+    ["REQUIRED", "the missing end of a both-or-neither range", () => checkQuery(MasterDataQuerySchema, { updated_at_from: "2026-01-01" })],
+    ["REQUIRED", "`nickname`/`last_four` both missing with `field: null`", () => checkQuery(CardBalanceQuerySchema, { status: "active" })],
+    ["REQUIRED", "a write body with no field: `field: null`", () => checkBody(UpdateVelocityLimitBodySchema, {})],
+    ["INVALID_RANGE", "inverted date range, reported on the `_to` field", () => checkQuery(PoolAccountsQuerySchema, { created_time_from: "2026-02-01", created_time_to: "2026-01-01" })],
+  ];
+
+  it("names the codes the checks add to the spec's, and every case it lists answers with its code", () => {
+    const cases = casesByCode();
+    expect(new Set(cases.keys())).toEqual(new Set(CASES.map(([code]) => code)));
+    for (const code of cases.keys()) expect(ERROR_CODES).toContain(code);
+    for (const [code, words, check] of CASES) {
+      expect(cases.get(code), `${code}: ${words}`).toContain(words);
+      const result = check();
+      expect(result.ok, words).toBe(false);
+      if (!result.ok) expect(result.errors.map((e) => e.code), words).toEqual([code]);
+    }
+    const [[nullField = ""]] = said(/`nickname`\/`last_four` both missing with `field: (null)`/);
+    const both = checkQuery(CardBalanceQuerySchema, { status: "active" });
+    expect(both.ok ? [] : both.errors.map((e) => String(e.field))).toEqual([nullField]);
+  });
+
+  it("reports the repeated key in the words it quotes", () => {
+    const [[words = ""]] = said(/A repeated query key is rejected \(`INVALID_FORMAT`, "([^"]+)"\)/);
+    const result = checkQuery(StatementsQuerySchema, new URLSearchParams("month=2026-01&month=2026-02"));
+    expect(result.ok ? [] : result.errors).toEqual([{ field: "month", code: "INVALID_FORMAT", message: `month ${words}` }]);
   });
 });
