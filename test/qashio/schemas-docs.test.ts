@@ -3,6 +3,8 @@
  * messages it gives a reader, run through the schemas and checks it names, and the code it cites for each choice. The
  * behaviour tests count in the constants; these read what the doc states.
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, TransactionSchema } from "../../shared/qashio/schemas/index.js";
 import {
@@ -22,11 +24,14 @@ import {
   type CheckResult,
 } from "../../shared/qashio/schemas/queries.js";
 import { textsSaid } from "../doc-text.js";
-import { specGapsSection } from "../spec-gaps-section.js";
+import { ROOT, expectCitationsHold, specGapsSection } from "../spec-gaps-section.js";
 import { transactionFixture } from "./schemas/fixtures.js";
 
 /** The "Schemas" section, line breaks read as spaces. */
 const SCHEMAS = specGapsSection("Schemas");
+
+/** Where the section's bare file names live ("Choices made in `shared/qashio/schemas/`"). */
+const SCHEMAS_DIR = "shared/qashio/schemas/";
 
 /** The groups of every match of `pattern` in the section, as written; fails when it matches nowhere. */
 const said = (pattern: RegExp): string[][] => textsSaid(SCHEMAS, pattern);
@@ -101,4 +106,14 @@ describe("docs/spec-gaps.md, Schemas: error codes of query and body checks", () 
     const result = checkQuery(StatementsQuerySchema, new URLSearchParams("month=2026-01&month=2026-02"));
     expect(result.ok ? [] : result.errors).toEqual([{ field: "month", code: "INVALID_FORMAT", message: `month ${words}` }]);
   });
+});
+
+describe("docs/spec-gaps.md, Schemas: identity", () => {
+  it("cites files that exist and hold the names it gives, a bare file name being one of shared/qashio/schemas/", () => {
+    const bare = said(/`([\w-]+\.ts)`/).map(([file = ""]) => file).filter((file) => file !== "bridge.ts");
+    for (const file of bare) expect(existsSync(join(ROOT, SCHEMAS_DIR, file)), file).toBe(true);
+    const placed = SCHEMAS.replace(/`([\w-]+\.ts)`/g, (cited, file: string) => (file === "bridge.ts" ? cited : `\`${SCHEMAS_DIR}${file}\``));
+    expect(expectCitationsHold(placed)).toBeGreaterThanOrEqual(bare.length);
+  });
+
 });
