@@ -57,9 +57,9 @@ export class RateGate {
   /**
    * Slow start after a throttling wait: how many requests of this client may be in flight. A 429 sets it to 1 (one
    * probe when the wait ends); it doubles each time as many answers other than a 429 came to requests sent since as it
-   * allows (a round), until it holds no request back and the client is unlimited again. Without it every request that
-   * waited went at the wait's end, and a provider taking fewer per window answered the burst 429 again, spending the
-   * reads' attempts.
+   * allows (a round), until it is more than the requests in flight and waiting and the client is unlimited again.
+   * Without it every request that waited went at the wait's end, and a provider taking fewer per window answered the
+   * burst 429 again, spending the reads' attempts.
    */
   private inFlightLimit = Number.POSITIVE_INFINITY;
   /** Answers other than a 429 in the slow start's current round (see {@link inFlightLimit}). */

@@ -15,7 +15,7 @@ import { safeRequestId } from "../../shared/qashio/redact.js";
 import { SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
-import { fail, fakeClock, json, pagination, scriptedFetch } from "./helpers.js";
+import { fail, fakeClock, heldFetch, json, manualClock, ok, pagination, scriptedFetch, turns } from "./helpers.js";
 
 /** The three subsections, line breaks read as spaces: from "Retries, limits, timeouts" to the section's end. */
 const CLIENT = ((section: string): string => section.slice(section.indexOf("### Retries, limits, timeouts")))(specGapsSection("Provider API client"));
@@ -91,6 +91,40 @@ describe("docs/spec-gaps.md, Provider API client: retries, limits, timeouts", ()
     expect(Date.parse(time ?? "")).toBe(clock.now() + 600_000);
     expect(Number(left)).toBe(600);
     expect(refused).toMatchObject({ name: "RateLimitedError", status: 429, retryAfterMs: 600_000 });
+  });
+
+  it("lifts the slow start's limit when it is more than the requests in flight and waiting, as it says, not when they just fill it", async () => {
+    expect(quoted(/doubles each time as many answers other than a 429 came back as it allowed \(1, 2, 4, \.\.\.\), and once (that is more than the requests in flight and waiting) the client is unlimited again/)).toHaveLength(1);
+    // After a 429 and its probe, `waiting` requests share the doubled limit of two; a request coming then is sent at
+    // once when the client is unlimited again, else held until an answer.
+    const lateSentAtOnce = async (waiting: readonly string[]): Promise<boolean> => {
+      const clock = manualClock();
+      const { fetch, inFlight, answer } = heldFetch();
+      const http = new HttpCore({ baseUrl: "https://api.example", fetch, clock, retry: { random: () => 0.5 } });
+      const send = (qid: string): Promise<unknown> => http.request({ ...read, query: { qashio_id: qid } });
+      const probe = send("Q1");
+      await turns();
+      answer("Q1", fail(429, [], { "retry-after": "5" }));
+      await turns();
+      const others = waiting.map(send);
+      await clock.advance(5000);
+      answer("Q1", ok([]));
+      await clock.advance(0);
+      expect(inFlight()).toEqual(waiting);
+      const late = send("LATE");
+      await turns();
+      const sent = inFlight().includes("LATE");
+      const all = Promise.all([probe, ...others, late]);
+      while (inFlight().length > 0) {
+        for (const qid of inFlight()) answer(qid, ok([]));
+        await clock.advance(0);
+        await turns();
+      }
+      await all;
+      return sent;
+    };
+    expect(await lateSentAtOnce(["Q2"])).toBe(true);
+    expect(await lateSentAtOnce(["Q2", "Q3"])).toBe(false);
   });
 
   it("sorts failures into the status classes it names", () => {
