@@ -267,6 +267,29 @@ describe("docs/spec-gaps.md, Provider API client: transport", () => {
     expect(refused.cause).toBeUndefined();
   });
 
+  it("closes an idle socket sooner than it says when the server's Keep-Alive timeout says so", async () => {
+    const [[idle = 0] = []] = said(/Idle sockets close after (\d+) s, or sooner if the server's `Keep-Alive: timeout` says so/);
+    // The server keeps a socket half as long as the transport would and says so (Keep-Alive: timeout=<n>); the transport
+    // closes it first, so the close comes before the server's own.
+    const serverKeepsMs = (idle * 1000) / 2;
+    const server = createServer((_req, res) => res.writeHead(200).end("{}"));
+    server.keepAliveTimeout = serverKeepsMs;
+    const closedAt: number[] = [];
+    server.on("connection", (socket) => socket.on("close", () => closedAt.push(Date.now())));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const response = await nodeHttpFetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+      expect(response.headers.get("keep-alive")).toBe(`timeout=${serverKeepsMs / 1000}`);
+      await response.text();
+      const idleFrom = Date.now();
+      await expect.poll(() => closedAt.length, { timeout: idle * 1000 }).toBe(1);
+      expect(closedAt[0]! - idleFrom).toBeLessThan(serverKeepsMs - 200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("asks an injected fetch not to follow a redirect, and fails a 3xx once with its status", async () => {
     const [[redirect = ""] = []] = quoted(/asks an injected fetch for `redirect: "(\w+)"`/);
     const fetch = scriptedFetch(new Response(null, { status: 302, headers: { location: "http://elsewhere.example/" } }));
