@@ -230,3 +230,83 @@ describe("docs/spec-gaps.md, Sandbox lists, acknowledge, cards and users: what t
     expect(errorCodes((await invite({ end_user: malformed })).body)).toEqual(["end_user:INVALID_FORMAT"]);
   });
 });
+
+/**
+ * The back-quoted field paths of a doc list, read on `card`: a bare name the card does not carry at its top, after a
+ * dotted one, is of that one's object (`wallets_status.google_pay` and `samsung_pay`).
+ */
+function fieldsOf(list: string, card: Row): [string, unknown][] {
+  let parent: string[] = [];
+  return [...list.matchAll(/`([\w.]+)`/g)].map((m) => {
+    const named = (m[1] ?? "").split(".");
+    if (named.length > 1) parent = named.slice(0, -1);
+    const path = named.length > 1 || named[0] === undefined || named[0] in card ? named : [...parent, ...named];
+    return [path.join("."), path.reduce<unknown>((value, key) => (value as Row | undefined)?.[key], card)];
+  });
+}
+
+describe("docs/spec-gaps.md, Sandbox cards: the core card fields it says are held fixed", () => {
+  it("serves every listed and written core card with the null, empty, false and true fields it lists", async () => {
+    const [[nulls = "", empties = "", falses = "", stringFalses = "", trues = ""] = []] = quoted(
+      /Always `null`: (.+?)\. Always empty: (.+?), so the entry shape .+? Always `false`: (.+?), and (`return_card` and `is_manager`) \(`"false"` on the string-typed cards, see Core card list\); `true`: (.+?);/,
+    );
+    const h = await harness();
+    const listed = await coreCards(h);
+    const active = listed.find((c) => c.status === "active") as Row;
+    const written = (await h.json(`${CORE}/cards/${active.id}`, { method: "PUT", body: { velocity_period: "MONTHLY" } })).body.data.card as Row;
+    expect([nulls, empties, falses, trues].flatMap((list) => fieldsOf(list, written)).length).toBeGreaterThanOrEqual(20);
+    for (const card of [...listed, written]) {
+      for (const [path, value] of fieldsOf(nulls, card)) expect(value, path).toBeNull();
+      for (const [path, value] of fieldsOf(empties, card)) expect(value, path).toEqual([]);
+      for (const [path, value] of fieldsOf(falses, card)) expect(value, path).toBe(false);
+      for (const [path, value] of fieldsOf(stringFalses, card)) expect([false, "false"], path).toContain(value);
+      for (const [path, value] of fieldsOf(trues, card)) expect(value, path).toBe(true);
+    }
+  });
+});
+
+describe("docs/spec-gaps.md, Sandbox lists: statements and request ids", () => {
+  it("orders a month's statements as it says and keeps the seeded Terminated card's months it gives, 0 to 0", async () => {
+    const [[order = ""] = []] = quoted(/Within a month the list keeps one fixed\s+order: (.+?) \(`sandbox\/data\/seed\.ts`/);
+    const expected = [
+      ["funding account", "CompanyFundAccount"],
+      ["pool accounts", "PoolAccount"],
+      ["reloadable cards", "Card"],
+      ["subsidiary", "Subsidiary"],
+    ].filter(([phrase]) => order.includes(phrase ?? "")).map(([, type]) => type);
+    expect(expected).toHaveLength(4);
+    const h = await harness();
+    const statements = (await h.json(`${ERP}/statements?page_size=100`)).body.data as Row[];
+    const month = statements.filter((s) => s.statement_period.month === statements[0]?.statement_period.month).map((s) => s.account_type as string);
+    expect(month.filter((type, i) => type !== month[i - 1])).toEqual(expected);
+
+    const [[days = 0, months = 0] = []] = said(/closed about (\d+) days before the start, has all (\w+)\)/);
+    const terminated = ((await h.json(`${ERP}/cards?page_size=100`)).body.data as Row[]).find((c) => c.status === "Terminated") as Row;
+    const detail = (await h.json(`${ERP}/cards/${terminated.id}`)).body.data as Row;
+    const now = Date.parse((await (await h.call("/_sandbox/clock", { token: null })).json() as Row).data.now as string);
+    expect(Math.round((now - Date.parse(detail.terminated_at as string)) / 86_400_000)).toBe(days);
+    const own = (await h.json(`${ERP}/statements/${detail.account_external_id ?? terminated.account_external_id}`)).body.data.data as Row[];
+    expect(own.map((s) => [s.opening_balance, s.closing_balance])).toEqual(Array.from({ length: months }, () => [0, 0]));
+  });
+
+  it("sends x-request-id on every answer, OAuth, faults and the control surface included, as meta.request_id in envelopes", async () => {
+    const h = await harness();
+    const answers = [
+      await h.call(`${ERP}/transactions`),
+      await h.call(`${ERP}/transactions`, { token: null }),
+      await h.call("/oauth2/token"),
+      await h.call("/oauth2/token", { body: {} }),
+      await h.call("/_sandbox/companies", { token: null }),
+    ];
+    await h.call("/_sandbox/faults", { token: null, body: { path_prefix: "/public/v1/erp/cards", status: 429, count: 1 } });
+    const limited = await h.call(`${ERP}/cards`);
+    expect([limited.status, limited.headers.get("retry-after")]).toEqual([429, null]);
+    for (const res of [...answers, limited]) {
+      const id = res.headers.get("x-request-id");
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const body = (await res.json()) as Row;
+      if ("meta" in body) expect(body.meta.request_id).toBe(id);
+    }
+    expect(new Set(answers.map((res) => res.headers.get("x-request-id"))).size).toBe(answers.length);
+  });
+});
