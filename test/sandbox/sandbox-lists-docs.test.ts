@@ -180,6 +180,19 @@ describe("docs/spec-gaps.md, Sandbox lists, acknowledge, cards and users: what t
     for (const amount of [0, -1]) expect(errorCodes((await issue({ nickname: "P", card_type: "VIRTUAL", user_id: user, card_usage_type_amount: amount })).body)).toEqual(["card_usage_type_amount:OUT_OF_RANGE"]);
   });
 
+  it("takes card issuance's card_type and account_type in any letter case, as it says", async () => {
+    const [[issuance = ""] = []] = quoted(/(Card issuance `POST \/core\/cards` body: .+?) Answer `201`/);
+    expect(issuance).toMatch(/`card_type` and `account_type` are compared case-insensitively/);
+    const h = await harness();
+    const [card] = await coreCards(h);
+    const pool = ((await h.json(`${ERP}/pool_accounts?status=active`)).body.data as Row[])[0];
+    const issued = await h.json(`${CORE}/cards`, {
+      method: "POST",
+      body: { nickname: "Lower", card_type: "physical", account_type: "pool", pool_account_id: pool?.id, user_id: card?.user_profile.user_id },
+    });
+    expect([issued.status, String(issued.body.data.card.card_type).toUpperCase(), issued.body.data.card.account_type]).toEqual([201, "PHYSICAL", "POOL"]);
+  });
+
   it("shows the fixed values it names on the core card, its spend limit and card product", async () => {
     const [[issuer = ""] = []] = quoted(/`issuer` `"([\w-]+)"`/);
     const [[product = "", productExternal = ""] = []] = quoted(/one fixed product, `([\w-]+)` \(`external_id` `(\w+)`\)/);
