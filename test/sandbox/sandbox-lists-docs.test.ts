@@ -323,3 +323,24 @@ describe("docs/spec-gaps.md, Sandbox lists: statements and request ids", () => {
     expect(new Set(answers.map((res) => res.headers.get("x-request-id"))).size).toBe(answers.length);
   });
 });
+
+describe("docs/spec-gaps.md, Sandbox lists: paths and statements by account", () => {
+  it("answers HEAD as GET without a body, and an unknown API path without a token 401", async () => {
+    const h = await harness();
+    const head = await h.call(`${ERP}/transactions`, { method: "HEAD" });
+    expect([head.status, await head.text()]).toEqual([200, ""]);
+    expect((await h.call(`${ERP}/no-such-list`, { token: null })).status).toBe(401);
+    expect((await h.call(`${CORE}/no-such-list`)).status).toBe(404);
+  });
+
+  it("gives an inverted month range an empty page, a card id 404, and lets page_size win over limit", async () => {
+    const h = await harness();
+    const [funding] = (await h.json(`${ERP}/statements`)).body.data as Row[];
+    const inverted = await h.json(`${ERP}/statements/${funding?.account_external_id}?from_month=2025-03&to_month=2025-01`);
+    expect([inverted.status, inverted.body.data.data]).toEqual([200, []]);
+    const [card] = (await h.json(`${ERP}/cards`)).body.data as Row[];
+    expect((await h.json(`${ERP}/statements/${card?.id}`)).status).toBe(404);
+    expect((await h.json(`${CORE}/cards?page_size=2&limit=5`)).body.data.page_info.per_page).toBe(2);
+    expect(errorCodes((await h.json(`${CORE}/cards?page_size=2&limit=${MAX_PAGE_SIZE + 1}`)).body)).toEqual(["limit:OUT_OF_RANGE"]);
+  });
+});
