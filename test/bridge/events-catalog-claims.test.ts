@@ -3,7 +3,7 @@
  * where an oversized event is trimmed, and what it says the provider spec's sections it cites say. The behaviour tests count in the
  * constants; these read the numbers and names the doc states.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CYCLE_LEASE_SLACK_MS } from "../../shared/aws/cycle.js";
@@ -147,8 +147,9 @@ describe("docs/events.md, Oversized events and failed publishes: trimming", () =
   });
 });
 
-/** The provider spec. */
-const SPEC = readFileSync("/work/shared/spec/provider-api.md", "utf8");
+/** The provider spec: beside the main checkout, not in the repository (README.md), so a clone elsewhere skips its tests. */
+const SPEC_PATH = join(ROOT, "../shared/spec/provider-api.md");
+const SPEC = existsSync(SPEC_PATH) ? readFileSync(SPEC_PATH, "utf8") : "";
 
 /** Section `number` of the provider spec (`2.2`), up to the next heading, line breaks read as spaces; fails when none. */
 function specSection(number: string): string {
@@ -158,7 +159,7 @@ function specSection(number: string): string {
   return SPEC.slice(start, end < 0 ? undefined : start + 1 + end).replace(/\s+/g, " ");
 }
 
-describe("docs/events.md: what it says the provider spec says", () => {
+describe.skipIf(SPEC === "")("docs/events.md: what it says the provider spec says", () => {
   it("cites only sections the spec has", () => {
     const cited = new Set([...CATALOG.matchAll(/§(\d+\.\d+)/g)].map((m) => m[1] ?? ""));
     expect(cited.size).toBeGreaterThan(5);
