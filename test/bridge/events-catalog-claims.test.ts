@@ -3,7 +3,7 @@
  * where an oversized event is trimmed, and what it says the provider spec's sections it cites say. The behaviour tests count in the
  * constants; these read the numbers and names the doc states.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CYCLE_LEASE_SLACK_MS } from "../../shared/aws/cycle.js";
@@ -17,6 +17,7 @@ import { ERP_CARD_DETAIL_KEYS } from "../../shared/qashio/schemas/erp-card.js";
 import { untilLaterSecond } from "../../shared/bridge/versions.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
 import { docText, numbersSaid, textsSaid } from "../doc-text.js";
+import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
 import { ROOT, seconds } from "../spec-gaps-section.js";
 
 const CATALOG = docText("docs/events.md");
@@ -147,19 +148,8 @@ describe("docs/events.md, Oversized events and failed publishes: trimming", () =
   });
 });
 
-/** The provider spec: beside the main checkout, not in the repository (README.md), so a clone elsewhere skips its tests. */
-const SPEC_PATH = join(ROOT, "../shared/spec/provider-api.md");
-const SPEC = existsSync(SPEC_PATH) ? readFileSync(SPEC_PATH, "utf8") : "";
 
-/** Section `number` of the provider spec (`2.2`), up to the next heading, line breaks read as spaces; fails when none. */
-function specSection(number: string): string {
-  const start = SPEC.indexOf(`\n### ${number} `);
-  expect(start, `spec section ${number}`).toBeGreaterThanOrEqual(0);
-  const end = SPEC.slice(start + 1).search(/\n##/);
-  return SPEC.slice(start, end < 0 ? undefined : start + 1 + end).replace(/\s+/g, " ");
-}
-
-describe.skipIf(SPEC === "")("docs/events.md: what it says the provider spec says", () => {
+describe.skipIf(PROVIDER_SPEC === "")("docs/events.md: what it says the provider spec says", () => {
   it("cites only sections the spec has", () => {
     const cited = new Set([...CATALOG.matchAll(/§(\d+\.\d+)/g)].map((m) => m[1] ?? ""));
     expect(cited.size).toBeGreaterThan(5);

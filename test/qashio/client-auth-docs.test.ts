@@ -3,8 +3,6 @@
  * parts, held to the code: the numbers, names, codes and messages they give a reader, what they quote of the provider
  * spec, and the code they cite. The behaviour tests count in the constants; these read what the doc states.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { leaseNames } from "../../shared/aws/keys.js";
 import { DEFAULT_SCOPES, checkRequestedScope } from "../../shared/cli/cycle-scopes.js";
@@ -21,7 +19,8 @@ import { safeErrorToken } from "../../shared/qashio/redact.js";
 import { OAUTH_ERROR_CODES, errorForResponse } from "../../shared/qashio/response-errors.js";
 import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
-import { ROOT, expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
+import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
 import { fakeClock, json, scriptedFetch } from "./helpers.js";
 
 const CLIENT = specGapsSection("Provider API client");
@@ -29,9 +28,6 @@ const CLIENT = specGapsSection("Provider API client");
 const PART = CLIENT.slice(CLIENT.indexOf("### Operations whose shape is not shown"), CLIENT.indexOf("### Retries, limits, timeouts"));
 const OPERATIONS = PART.slice(0, PART.indexOf("### Authentication"));
 const AUTH = PART.slice(PART.indexOf("### Authentication"));
-/** The provider spec, beside the repository as in the project's layout (docs/spec-gaps.md cites its sections). */
-const SPEC_PATH = process.env.QASHIO_PROVIDER_SPEC ?? join(ROOT, "../shared/spec/provider-api.md");
-const SPEC = existsSync(SPEC_PATH) ? readFileSync(SPEC_PATH, "utf8").replace(/\s+/g, " ") : "";
 
 /** A transaction UUID of spec §2.1. */
 const TRANSACTION_ID = "7b0e0c52-9a3c-4b8e-8f2a-3c1d2e4f5a6b";
@@ -44,19 +40,6 @@ function entry(title: string): string {
   return PART.slice(start, end < 0 ? undefined : end);
 }
 
-/** The spec's text of a numbered section (`4.2`) or of `5 rule 11` style rule. */
-function specAt(where: string): string {
-  const rule = /^(\d+) rule (\d+)$/.exec(where);
-  const section = rule ? rule[1] : where;
-  const start = SPEC.search(new RegExp(`#{2,3} ${section?.replace(".", "\\.")}\\.? `));
-  expect(start, `spec §${where}`).toBeGreaterThanOrEqual(0);
-  const end = SPEC.slice(start + 4).search(/ #{2,3} \d/);
-  const text = SPEC.slice(start, end < 0 ? undefined : start + 4 + end);
-  if (!rule) return text;
-  const item = new RegExp(` ${rule[2]}\\. (.*?)(?= ${Number(rule[2]) + 1}\\. |$)`).exec(text);
-  expect(item, `spec §${where}`).not.toBeNull();
-  return item?.[1] ?? "";
-}
 
 /** The scopes the doc says §5 rule 8 names, as it lists them. */
 function specScopesSaid(text: string): string[] {
@@ -220,11 +203,11 @@ describe("docs/spec-gaps.md, Provider API client: authentication", () => {
 });
 
 // The provider spec lives beside the repository (/work/shared/spec); where it is not there, these have nothing to read.
-describe.skipIf(SPEC === "")("docs/spec-gaps.md, Provider API client: what it says of the provider spec", () => {
+describe.skipIf(PROVIDER_SPEC === "")("docs/spec-gaps.md, Provider API client: what it says of the provider spec", () => {
   it("quotes the spec's examples of the card write values it lets through", () => {
     const text = entry("`velocity_period`");
     const [[velocity = "", usage = "", period = ""] = []] = textsSaid(text, /\(`(\w+)`, `(\w+)`, `([\w`/]+)`\)/);
-    const cards = specAt("4.9");
+    const cards = specSection("4.9");
     expect(cards).toContain(`\`velocity_period\` | string | top-up period, for example \`${velocity}\``);
     expect(cards).toContain(`\`card_usage_type\` | string | funding model, for example \`${usage}\``);
     expect(cards).toContain(`reset period, for example ${period.split("`/`").map((p) => `\`${p.replace(/`/g, "")}\``).join(", ")}`);
@@ -247,13 +230,13 @@ describe.skipIf(SPEC === "")("docs/spec-gaps.md, Provider API client: what it sa
     ["4.2", AUTH, "Response `200`: `{ active: true }`"],
   ])("cites §%s for what the spec says there", (section, part, said) => {
     expect(part).toContain(`§${section}`);
-    expect(specAt(section)).toContain(said);
+    expect(specSection(section)).toContain(said);
   });
 
   it("lists the scopes §5 rule 8 shows, and counts the §7 codes it allow-lists", () => {
     const specNamed = specScopesSaid(entry("Granted scope"));
-    expect(specAt("5 rule 8")).toContain(`Scope strings seen: ${specNamed.map((scope) => `\`${scope}\``).join(", ")}.`);
-    const [[seen = ""] = []] = textsSaid(specAt("7"), /Codes seen: ((?:`[A-Z_]+`,? ?)+)/);
+    expect(specSection("5 rule 8")).toContain(`Scope strings seen: ${specNamed.map((scope) => `\`${scope}\``).join(", ")}.`);
+    const [[seen = ""] = []] = textsSaid(specSection("7"), /Codes seen: ((?:`[A-Z_]+`,? ?)+)/);
     const specCodes = [...seen.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1] ?? "");
     expect(specCodes.length).toBe(numbersSaid(entry("Validate error shape"), /the (\w+) §7 lists/)[0]?.[0]);
     for (const code of specCodes) expect(OAUTH_ERROR_CODES.has(code), code).toBe(true);
