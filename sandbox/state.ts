@@ -171,7 +171,7 @@ export class SandboxState {
   /** Moves the clock and commits what became due; a move the clock cannot make is a 400 and changes nothing. */
   advanceClock(seconds: number): void {
     if (!this.clock.tryAdvance(seconds)) {
-      throw new ValidationError([{ field: "advance_seconds", code: "OUT_OF_RANGE", message: `advance_seconds must keep the clock before ${new Date(LATEST_SANDBOX_TIME_MS).toISOString()}` }]);
+      throw new ValidationError([{ field: "advance_seconds", code: "OUT_OF_RANGE", message: `advance_seconds must keep the clock at or before ${new Date(LATEST_SANDBOX_TIME_MS).toISOString()}` }]);
     }
     this.settle();
   }

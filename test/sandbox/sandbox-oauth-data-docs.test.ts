@@ -298,12 +298,14 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
     expect((made.body.data as Row[]).map((tx) => Date.parse(String(tx.created_at)) - Date.parse(START))).toEqual([0, 1, 2]);
   });
 
-  it("keeps the clock at or before the latest time it gives: the edge taken, a millisecond past it refused", async () => {
+  it("keeps the clock at or before the latest time it gives, the edge taken, and says so when it refuses a millisecond past it", async () => {
     const [latest = ""] = firstTexts(bullet(DATA, "Clock:"), /keep sandbox time at or before (\d{4}-\d\d-\d\dT\d\d:\d\dZ)/);
     expect(Date.parse(latest)).toBe(LATEST_SANDBOX_TIME_MS);
     const toEdge = seconds(Date.parse(latest) - Date.parse(START));
     const past = await control("/clock", { advance_seconds: toEdge + 0.001 });
     expect([past.status, errorCodes(past.body)]).toEqual([400, ["advance_seconds:OUT_OF_RANGE"]]);
+    // The edge itself is taken: the refusal must not say the clock stays "before" it.
+    expect(past.body.errors[0].message).toContain(`at or before ${new Date(latest).toISOString()}`);
     expect((await control("/clock", { advance_seconds: toEdge })).body.data.now).toBe(new Date(latest).toISOString());
   });
 
