@@ -425,8 +425,9 @@ export class TransactionFactory {
 
   /**
    * The card new spend at `timeMs` goes on. Spend made now takes a card whose status is `Active` now (a card the
-   * dashboard suspended stops spending, one it activated, even after a termination, starts); the seeded history, which
-   * keeps no status history, one active then (activated, not yet terminated), so a card suspended since spent before.
+   * dashboard suspended stops spending, one it activated starts, a terminated one never: the dashboard cannot
+   * reactivate it); the seeded history, which keeps no status history, one active then (activated, not yet
+   * terminated), so a card suspended since spent before.
    * A cash withdrawal takes only such a card that allows ATM use (`atm_withdrawal_allowed`), and none when there is
    * none. Spend made now takes only a card `canSpendNow` allows (its account can pay for some, its spend limit, when
    * enforced, allows some in its window, and its country and category limits, when active, allow it somewhere: a
