@@ -130,6 +130,18 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
     }
   });
 
+  it("leaves tokens already issued valid when their code is reused or their family refreshed, as it says", async () => {
+    expect(bullet(OAUTH, "Token set adds")).toContain("reusing a code does not revoke its tokens");
+    expect(bullet(OAUTH, "Scopes, redirect URI, lifetimes")).toContain("A refresh leaves the access tokens issued before it valid until their `exp`, unless the family is revoked");
+    const code = codeFor();
+    const first = await exchange(code, REDIRECT_URI);
+    expect((await exchange(code, REDIRECT_URI)).status).toBe(401);
+    const api = (token: unknown) => h.call("/public/v1/erp/cards", { token: String(token) });
+    expect((await api(first.body.access_token)).status).toBe(200);
+    const refreshed = await tokenCall({ grant_type: "refresh_token", ...CLIENT, refresh_token: first.body.refresh_token });
+    expect([(await api(first.body.access_token)).status, (await api(refreshed.body.access_token)).status]).toEqual([200, 200]);
+  });
+
   it("answers validate with the fields, error codes and challenge it gives", async () => {
     const validate = bullet(OAUTH, "Validate:");
     const [fields = ""] = firstTexts(validate, /`200 \{ active: true, ([\w, ]+) \}`/);
