@@ -77,6 +77,13 @@ describe("parseDataPiecewise", () => {
     );
   });
 
+  it("keeps the members in the order the page wrote them, data in its own place, as JSON.parse does", () => {
+    // toStrictEqual ignores key order; a re-serialised page (a log, a cache) would not.
+    const text = '{"status_code":200,"data":[{"b":1,"a":2}],"pagination":{"page":1},"success":true}';
+    const parsed = parseDataPiecewise([Buffer.from(text)], 0);
+    expect(JSON.stringify(parsed?.value)).toBe(text);
+  });
+
   it("reads a key written with escapes as the key it spells", () => {
     expect(parseDataPiecewise([Buffer.from('{"\\"":1,"d\\u0061ta":[1,{"a":2}],"n\\n":[3]}')], 0)?.value).toStrictEqual({ '"': 1, data: [1, { a: 2 }], "n\n": [3] });
   });
