@@ -220,3 +220,13 @@ describe("parseDataPiecewise", () => {
     }
   });
 });
+
+describe("decodeUtf8", () => {
+  it("drops a byte order mark as fetch's text() does, however the chunks cut it", () => {
+    const bytes = Buffer.from('\ufeff{"data":[1]}');
+    for (const cuts of [[], [1], [2], [3], [1, 2]]) {
+      expect(decodeUtf8(chunked(bytes, cuts)), `cut at ${cuts.join(",")}`).toBe('{"data":[1]}');
+      expect(parseJsonChunks(chunked(bytes, cuts)), `cut at ${cuts.join(",")}`).toStrictEqual({ data: [1] });
+    }
+  });
+});
