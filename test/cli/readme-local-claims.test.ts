@@ -16,6 +16,8 @@ import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { formatEvent, shouldColour } from "../../shared/cli/printer.js";
+import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
+import { parseMainArgs } from "../../sandbox/main.js";
 import { docText, numbersSaid, textsSaid } from "../doc-text.js";
 import { seconds } from "../spec-gaps-section.js";
 
@@ -118,6 +120,22 @@ describe("README, Local mode", () => {
   it("gives the hash salt's least length as the one the bridge and the onboarding refuse below", () => {
     expect(numbersSaid(LOCAL, /per-tenant salt of `hash` mode \(at least (\d+) characters\)/)).toEqual([[PII_SALT_MIN_LENGTH]]);
     expect(numbersSaid(ONBOARDING, /one shorter than (\d+) characters, set by hand, is refused/)).toEqual([[PII_SALT_MIN_LENGTH]]);
+  });
+
+  it("runs the standalone sandbox example with the sandbox's client, and counts cycle 1 of the company it tells you to choose", () => {
+    const [port] = saidOnce(LOCAL, /npm run sandbox -- --port (\d+) &/);
+    const [baseUrlPort, clientId, clientSecret] = saidOnce(LOCAL, /export QASHIO_BASE_URL=http:\/\/127\.0\.0\.1:(\d+) QASHIO_CLIENT_ID=(\S+) QASHIO_CLIENT_SECRET=(\S+) /);
+    expect({ baseUrlPort, clientId, clientSecret }).toEqual({ baseUrlPort: port, ...SANDBOX_CLIENT });
+    const [legalName] = saidOnce(LOCAL, /npm run bridge -- authorize # open the printed URL, keep the first company \(([^)]+)\), Approve/);
+    const [events, created, acknowledged] = numbersSaid(LOCAL, /run --once # ── cycle 1: (\d+) events \((\d+) transaction\.created\) · (\d+) acknowledged/)[0] ?? [];
+    // The sandbox as that command line makes it (no --seed: its default data).
+    const sandbox = createSandbox({ seed: parseMainArgs(["--port", port ?? ""]).seed });
+    const [first] = sandbox.control.companies();
+    const company = sandbox.control.company(first?.id ?? "");
+    expect(company?.company.legalName).toBe(legalName);
+    // A new state directory: cycle 1 delivers, as created, every transaction the company has not yet synced.
+    const unsynced = (company?.transactions.countByStatus("not_synced") ?? 0) + (company?.transactions.countByStatus("outdated") ?? 0);
+    expect([events, created, acknowledged]).toEqual([unsynced, unsynced, unsynced]);
   });
 });
 
