@@ -88,10 +88,14 @@ export class TransactionAcknowledger {
     const { ports } = this;
     let acknowledged = 0;
     try {
-      for (let from = 0; from < ids.length; from += ports.pageSize()) {
-        const done = await this.acknowledgeCall(ids.slice(from, from + ports.pageSize()), retry);
+      // Moved on by the ids sent: a page read ahead meanwhile may lower the page size, and a call of the new size that
+      // started short of the last one's end would acknowledge its ids again (and count them twice).
+      for (let from = 0, sent = 0; from < ids.length; from += sent) {
+        const call = ids.slice(from, from + ports.pageSize());
+        sent = call.length;
+        const done = await this.acknowledgeCall(call, retry);
         acknowledged += done.acknowledged;
-        if (done.readAgain.length > 0) return { acknowledged, readAgain: [...done.readAgain, ...ids.slice(from + ports.pageSize())] };
+        if (done.readAgain.length > 0) return { acknowledged, readAgain: [...done.readAgain, ...ids.slice(from + sent)] };
       }
     } finally {
       // Counted as they go: a later call failing does not undo the ones before it.

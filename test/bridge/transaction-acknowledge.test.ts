@@ -93,3 +93,43 @@ describe("TransactionAcknowledger", () => {
     expect(rig.logger.lines).toEqual([]);
   });
 });
+
+describe("TransactionAcknowledger, when the run lowers its page size during an acknowledge", () => {
+  it("sends no id twice: a read ahead that lowers the page size while a call is out leaves the next call to start past it", async () => {
+    // A page read ahead runs beside the batch's acknowledge; its page_size rejection lowers the size mid-call.
+    let size = 4;
+    const calls: string[][] = [];
+    const report = emptyReport("transactions");
+    const acknowledger = new TransactionAcknowledger({
+      logger: new RecordingLogger(),
+      metrics: new RecordingMetrics(),
+      report,
+      acknowledgeTransactions: async (_step, ids) => {
+        calls.push(ids);
+        size = 2;
+      },
+      wait: () => Promise.resolve(),
+      pageSize: () => size,
+    });
+    const ids = ["t1", "t2", "t3", "t4", "t5", "t6"];
+    await expect(acknowledger.acknowledge(ids, { failedBefore: 0, readsPage: true })).resolves.toEqual({ acknowledged: 6, readAgain: [] });
+    expect(calls).toEqual([["t1", "t2", "t3", "t4"], ["t5", "t6"]]);
+    expect(report.acknowledged).toBe(6);
+  });
+
+  it("leaves every id after a call that failed for now to the fresh read, once, when the page size was lowered during it", async () => {
+    let size = 2;
+    const acknowledger = new TransactionAcknowledger({
+      logger: new RecordingLogger(),
+      metrics: new RecordingMetrics(),
+      report: emptyReport("transactions"),
+      acknowledgeTransactions: async () => {
+        size = 1;
+        throw failedForNow();
+      },
+      wait: () => Promise.resolve(),
+      pageSize: () => size,
+    });
+    await expect(acknowledger.acknowledge(["t1", "t2", "t3", "t4"], { failedBefore: 0, readsPage: true })).resolves.toEqual({ acknowledged: 0, readAgain: ["t1", "t2", "t3", "t4"] });
+  });
+});
