@@ -133,3 +133,20 @@ describe("TransactionAcknowledger, when the run lowers its page size during an a
     await expect(acknowledger.acknowledge(["t1", "t2", "t3", "t4"], { failedBefore: 0, readsPage: true })).resolves.toEqual({ acknowledged: 0, readAgain: ["t1", "t2", "t3", "t4"] });
   });
 });
+
+describe("TransactionAcknowledger's log of a refusal by name", () => {
+  it("logs no request id that is not a string (any ProviderPort may refuse, and an object may hold anything)", async () => {
+    let calls = 0;
+    const refusal = Object.assign(new Error("The acknowledge was refused"), {
+      name: "InvalidRequestError",
+      status: 400,
+      errors: [{ field: "transaction_ids.0", code: "NOT_FOUND" }],
+      requestId: { authorization: "Bearer not-for-logs" },
+    });
+    const rig = acknowledgerOver(() => (++calls === 1 ? Promise.reject(refusal) : Promise.resolve(undefined)));
+    await expect(rig.acknowledger.acknowledge(["t1", "t2"], { failedBefore: 0, readsPage: true })).resolves.toEqual({ acknowledged: 1, readAgain: [] });
+    expect(rig.logger.lines).toEqual([
+      { level: "warn", message: "provider refused to acknowledge some transactions; they stay listed", attributes: { ids: ["t1"], codes: ["NOT_FOUND"] } },
+    ]);
+  });
+});
