@@ -301,6 +301,17 @@ describe("README, Benchmark: the measurements agree with docs/benchmark.md", () 
   });
 });
 
+describe("README, Benchmark: what a run's options change, as docs/benchmark.md measured it", () => {
+  it("gives the CPU a null sink takes off as docs/benchmark.md measured it", () => {
+    const [off = 0] = firstNumbers(BENCH, /a null sink takes about (\d+) us a transaction off/);
+    const doc = BENCHMARK_DOC.replace(/\s+/g, " ");
+    const [dropped = 0, written = 0] = firstNumbers(doc, /`--sink null`[^.]*? took (\d+)-\d+ us a transaction, against (\d+)-\d+ us for drains writing them/);
+    expect(doc).toContain(`about ${off} us a transaction less`);
+    // The lower ends of the two ranges apart, as "about".
+    expect(written - dropped).toBe(off);
+  });
+});
+
 describe("README, Development", () => {
   it("names the scripts package.json runs", () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
