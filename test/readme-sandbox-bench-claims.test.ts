@@ -312,6 +312,23 @@ describe("README, Benchmark: what a run's options change, as docs/benchmark.md m
   });
 });
 
+describe("README, Benchmark: peak RSS beside the first table's", () => {
+  it("gives the range of the other runs at 100,000 that docs/benchmark.md records, since the date it names", () => {
+    const [since = ""] = firstSaid(BENCH, /\(other runs since (\d{4}-\d\d-\d\d) \d+-\d+ MB/);
+    const said = range(BENCH, /\(other runs since [\d-]+ (\d+)-(\d+) MB/);
+    const doc = BENCHMARK_DOC.replace(/\s+/g, " ");
+    const [node20Low = 0, node20High = 0, node24Low = 0, node24High = 0] = firstNumbers(
+      doc,
+      new RegExp(`Peak RSS at 100,000, every run recorded since ${since}[^:]*: ([\\d.]+)-([\\d.]+) MB on Node 20, ([\\d.]+)-([\\d.]+) MB on Node 24`),
+    );
+    expectSpan(said, [node20Low, node20High, node24Low, node24High], "peak RSS of the other runs");
+    // The runs listed at 100,000 fall in the Node 20 range the record gives.
+    const listed = [.../At 100,000 on Node 20: (.*?); at 50,000/s.exec(BENCHMARK_DOC)?.[1]?.matchAll(/peak RSS ([\d.]+) MB/g) ?? []].map((m) => Number(m[1]));
+    expect(listed.length).toBeGreaterThan(3);
+    expectSpan([node20Low, node20High], [...listed, ...firstNumbers(BENCH, /met: (\d+) MB on Node 20/)], "Node 20's peak RSS at 100,000", 0.5);
+  });
+});
+
 describe("README, Development", () => {
   it("names the scripts package.json runs", () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
