@@ -75,15 +75,23 @@ describe("KeyIndex", () => {
       expect(index.set(key, { segment: 2, offset: 5, length: 20 })).toEqual({ segment: 1, offset: 0, length: 10 });
       expect(index.size).toBe(1);
     }
+    // Also once the table has grown: every key is placed again, that one included.
+    const index = new KeyIndex();
+    index.set("card:C0557998222", { segment: 1, offset: 0, length: 10 });
+    for (let i = 0; i < 1_000; i++) index.set(`card:F${i}`, { segment: 2, offset: i, length: 1 });
+    expect(index.bytes).toBe(2048 * 24);
+    expect(index.get("card:C0557998222")).toEqual({ segment: 1, offset: 0, length: 10 });
   });
 
-  it("keeps two keys apart that share half their fingerprint and their first slot (found by search)", () => {
-    const index = new KeyIndex();
-    // Same low 32 bits and the same starting slot of a 1024-slot table; the high 32 bits differ.
-    index.set("card:CA2539865", { segment: 1, offset: 0, length: 10 });
-    expect(index.set("card:CA2802000", { segment: 2, offset: 0, length: 20 })).toBeUndefined();
-    expect(index.size).toBe(2);
-    expect(index.get("card:CA2539865")).toEqual({ segment: 1, offset: 0, length: 10 });
-    expect(index.get("card:CA2802000")).toEqual({ segment: 2, offset: 0, length: 20 });
+  it("keeps two keys apart that share either half of their fingerprint and their first slot (found by search)", () => {
+    // Each pair starts at the same slot of a 1024-slot table: the first shares the low 32 bits, the second the high 32.
+    for (const [a, b] of [["card:CA2539865", "card:CA2802000"], ["card:CA1320267", "card:CA2140497"]] as const) {
+      const index = new KeyIndex();
+      index.set(a, { segment: 1, offset: 0, length: 10 });
+      expect(index.set(b, { segment: 2, offset: 0, length: 20 })).toBeUndefined();
+      expect(index.size).toBe(2);
+      expect(index.get(a)).toEqual({ segment: 1, offset: 0, length: 10 });
+      expect(index.get(b)).toEqual({ segment: 2, offset: 0, length: 20 });
+    }
   });
 });
