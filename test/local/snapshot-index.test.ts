@@ -62,4 +62,39 @@ describe("SnapshotIndex", () => {
     expect(first).toEqual([2, 2, 27, 11]);
     expect(again).toEqual(first);
   });
+
+  it("locates the keys of one segment together, each where its own line is", () => {
+    const index = new SnapshotIndex(dir);
+    const [first, second] = [1, 2].map((seq) => index.newSegment(`seg-00000000000${seq}-deadbeef.log`, seq)) as [Segment, Segment];
+    index.placeSegment(first, [["card:a", 0, 10], ["card:b", 11, 20]], 50);
+    index.placeSegment(second, [["card:c", 0, 5]], 40);
+    expect(index.locate(["card:a", "card:c", "card:b"])).toEqual(
+      new Map([
+        [first.id, [{ key: "card:a", offset: 50, length: 10 }, { key: "card:b", offset: 61, length: 20 }]],
+        [second.id, [{ key: "card:c", offset: 40, length: 5 }]],
+      ]),
+    );
+    expect([index.size, index.count]).toEqual([3, 2]);
+  });
+
+  it("tells a key's current entry from the one a segment's header lists at another place or in another segment", () => {
+    const index = new SnapshotIndex(dir);
+    const [old, current] = [1, 2].map((seq) => index.newSegment(`seg-00000000000${seq}-deadbeef.log`, seq)) as [Segment, Segment];
+    // Found on disk, so the superseded segment stays held: a walk still meets its header's entry for card:a.
+    index.addFound(old, [["card:a", 0, 10], ["card:b", 11, 20]], 50);
+    index.addFound(current, [["card:a", 0, 5]], 50);
+    expect(index.liveAt(current, { bodyStart: 50 }, "card:a", 0)).toEqual({ segment: current.id, offset: 50, length: 5 });
+    expect(index.liveAt(old, { bodyStart: 50 }, "card:a", 0)).toBeUndefined();
+    // The offset a header lists counts from its own body's start.
+    expect(index.liveAt(old, { bodyStart: 50 }, "card:b", 11)).toEqual({ segment: old.id, offset: 61, length: 20 });
+    expect(index.liveAt(old, { bodyStart: 50 }, "card:b", 61)).toBeUndefined();
+  });
+
+  it("throws CorruptStateError naming the snapshots directory for a segment id it does not hold", () => {
+    const index = new SnapshotIndex(dir);
+    const segment = index.newSegment("seg-000000000001-deadbeef.log", 1);
+    index.placeSegment(segment, [["card:a", 0, 10]], 50);
+    expect(index.segment(segment.id)).toBe(segment);
+    expect(() => index.segment(segment.id + 1)).toThrow(expect.objectContaining({ name: "CorruptStateError", message: "Snapshot index names a segment that is gone", file: dir }));
+  });
 });
