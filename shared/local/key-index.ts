@@ -17,8 +17,11 @@ export interface KeyLocation {
 
 const INITIAL_CAPACITY = 1024;
 
-/** Two independent 32-bit string hashes (cyrb53-style mixing), so a key maps to 64 bits. */
-function fingerprint(key: string): [number, number] {
+/**
+ * Two independent 32-bit string hashes (cyrb53-style mixing), so a key maps to 64 bits: `[high, low]`, low never 0.
+ * Exported for the tests, whose colliding key pairs were found by search and hold only for this hash.
+ */
+export function fingerprint(key: string): [number, number] {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < key.length; i++) {

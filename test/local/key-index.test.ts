@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyIndex, sameFingerprint } from "../../shared/local/key-index.js";
+import { KeyIndex, fingerprint, sameFingerprint } from "../../shared/local/key-index.js";
 
 describe("KeyIndex", () => {
   it("finds every key it holds and reports the location of an entry it replaces", () => {
@@ -45,8 +45,10 @@ describe("KeyIndex", () => {
     expect(sameFingerprint("transaction:7", "transaction:7")).toBe(true);
     expect(sameFingerprint("transaction:7", "transaction:8")).toBe(false);
     // These two share the first 32 bits of the fingerprint only (found by search): they never share a slot.
+    expect(fingerprint("card:CA15059")[0]).toBe(fingerprint("card:CA31898")[0]);
     expect(sameFingerprint("card:CA15059", "card:CA31898")).toBe(false);
     // These two share the last 32 bits only (found by search), the half the index marks an empty slot with.
+    expect(fingerprint("card:CA2539865")[1]).toBe(fingerprint("card:CA2802000")[1]);
     expect(sameFingerprint("card:CA2539865", "card:CA2802000")).toBe(false);
   });
 
@@ -68,6 +70,8 @@ describe("KeyIndex", () => {
 
   it("holds keys whose fingerprint has a half of 0, which an empty slot is marked with (found by search)", () => {
     // The high 32 bits of the first are 0; the low 32 bits of the second are 0 before the index maps them to 1.
+    expect(fingerprint("card:C0557998222")[0]).toBe(0);
+    expect(fingerprint("card:C1660957435")[1]).toBe(1);
     for (const key of ["card:C0557998222", "card:C1660957435"]) {
       const index = new KeyIndex();
       expect(index.set(key, { segment: 1, offset: 0, length: 10 })).toBeUndefined();
@@ -85,7 +89,8 @@ describe("KeyIndex", () => {
 
   it("keeps two keys apart that share either half of their fingerprint and their first slot (found by search)", () => {
     // Each pair starts at the same slot of a 1024-slot table: the first shares the low 32 bits, the second the high 32.
-    for (const [a, b] of [["card:CA2539865", "card:CA2802000"], ["card:CA1320267", "card:CA2140497"]] as const) {
+    for (const [a, b, shared] of [["card:CA2539865", "card:CA2802000", 1], ["card:CA1320267", "card:CA2140497", 0]] as const) {
+      expect(fingerprint(a)[shared]).toBe(fingerprint(b)[shared]);
       const index = new KeyIndex();
       index.set(a, { segment: 1, offset: 0, length: 10 });
       expect(index.set(b, { segment: 2, offset: 0, length: 20 })).toBeUndefined();
