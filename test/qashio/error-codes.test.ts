@@ -118,6 +118,15 @@ describe("envelope errors[] field and code", () => {
     for (const leak of [BEARER, BEARER.slice(0, 20), "khalid", "card holder"]) expect(text).not.toContain(leak);
   });
 
+  it("names no OAuth code in a data endpoint's message, even when its body carries error or code: only a token endpoint's is read so", async () => {
+    const body = { status_code: 400, message: "rejected", errors: [], error: "invalid_request", code: "NOT_FOUND" };
+    const client = new QashioClient({ baseUrl: BASE_URL, tokenProvider: new StaticTokenProvider(BEARER), fetch: scriptedFetch(json(400, body)), clock: fakeClock() });
+    const error = (await client.getCompanySummary().catch((e: unknown) => e)) as BadRequestError;
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.message).toBe("GET /public/v1/erp/company/summary answered 400");
+    expect(error.errors).toEqual([]);
+  });
+
   it("logToken, the rule the client and the engine share, keeps identifiers up to 128 characters and nothing else", () => {
     for (const token of ["NOT_FOUND", "page_size", "transaction_ids.12", "line_items[0].amount", `a${".b".repeat(63)}`]) expect(logToken(token)).toBe(token);
     for (const value of ["", "abc-def", "card holder", "ann@example.com", "1abc", `a${".b".repeat(64)}`, 7, null, undefined]) {
