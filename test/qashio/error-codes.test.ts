@@ -71,6 +71,11 @@ describe("OAuth error codes", () => {
     expect((await refreshAnswered(401, { error: "invalid_client", code: 401 })).message).toBe("POST /oauth2/token answered 401 (invalid_client)");
   });
 
+  it("takes a refused grant only from a 401, or a 400 naming invalid_grant: a 403 naming it leaves the token family alone", async () => {
+    expect(isRejectedGrant(await refreshAnswered(400, { error: "invalid_grant" }))).toBe(true);
+    expect(isRejectedGrant(await refreshAnswered(403, { error: "invalid_grant" }))).toBe(false);
+  });
+
   it("reports no code for an empty one: the answer names none", async () => {
     const error = await refreshAnswered(400, { error: "" });
     expect(error.message).toBe("POST /oauth2/token answered 400");
