@@ -462,12 +462,19 @@ describe("OAuthTokenProvider", () => {
       json(200, { access_token: jwt({ iat: now, exp: now * 1_000_000 }), token_type: "Bearer", refresh_token: "rt-2" }),
       json(200, { access_token: jwt({ exp: now * 1_000_000 }), token_type: "Bearer", refresh_token: "rt-3" }),
       json(200, { access_token: "opaque-access", token_type: "Bearer", refresh_token: "rt-4", expires_in: 1e300 }),
+      // Past the last time a Date can hold (8.64e15 ms) yet still a safe integer: a Date of it is Invalid Date.
+      json(200, { access_token: "opaque-access-2", token_type: "Bearer", refresh_token: "rt-5", expires_in: (8.64e15 - clock.now()) / 1000 + 1 }),
+      // The last time itself is kept.
+      json(200, { access_token: "opaque-access-3", token_type: "Bearer", refresh_token: "rt-6", expires_in: (8.64e15 - clock.now()) / 1000 }),
     );
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock });
     const first = await provider.getAccessToken();
     const second = await provider.refreshAfterUnauthorized(first);
-    await provider.refreshAfterUnauthorized(second);
-    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3", "rt-4"]);
+    const third = await provider.refreshAfterUnauthorized(second);
+    const fourth = await provider.refreshAfterUnauthorized(third);
+    await provider.refreshAfterUnauthorized(fourth);
+    expect(store.saves.map((s) => s.refreshToken)).toEqual(["rt-2", "rt-3", "rt-4", "rt-5", "rt-6"]);
+    expect(store.saves.slice(3).map((s) => s.accessTokenExpiresAt)).toEqual([undefined, 8.64e15]);
     for (const saved of store.saves) {
       const expiresAt = saved.accessTokenExpiresAt;
       // A time a Date can hold is a safe integer or close: what the DynamoDB marshaller takes.
@@ -682,6 +689,15 @@ describe("OAuthTokenProvider", () => {
     const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshSkewMs: MINUTE });
     expect(await provider.getAccessToken()).toBe("at-2");
     expect(fetch.calls).toHaveLength(1);
+  });
+
+  it("takes a refreshSkewMs of 0 as it is: the access token is used up to its expiry, not refreshed the default minute early", async () => {
+    const clock = fakeClock();
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "at-1", accessTokenExpiresAt: clock.now() + 1_000 });
+    const fetch = scriptedFetch(json(200, { access_token: "at-2", token_type: "Bearer", refresh_token: "rt-2" }));
+    const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, refreshSkewMs: 0 });
+    expect(await provider.getAccessToken()).toBe("at-1");
+    expect(fetch.calls).toHaveLength(0);
   });
 
   it("refreshes an access token shorter-lived than the skew after half its life, not before every call", async () => {
