@@ -200,11 +200,24 @@ class RedriveRun extends TransactionRun {
       }
       return inTime;
     };
+    /** Processes the batch once it holds a page's worth; false when it ran out of time, the refs from `from` on then not reached. */
+    const flushIfFull = async (from: number): Promise<boolean> => {
+      if (batch.length < this.pageSize || (await flush())) return true;
+      for (const r of toRead.slice(from)) unreached.push(r.id);
+      return false;
+    };
     // Read a batch's worth at a time, a few reads in flight (the memory of one page of bodies, as before), and taken in
     // the refs' order whichever answered first: the batches, events and ids are those of reads made one by one.
     let stopped = false;
     let next = 0;
     while (!stopped && next < toRead.length) {
+      // A read of the last window may have lowered the page size (a page_size the provider rejected) to the batch in
+      // hand or under it: a page's worth then, processed before the next window, which would otherwise be empty (read
+      // again and again, for ever: nothing in it awaits a call or a timer).
+      if (!(await flushIfFull(next))) {
+        stopped = true;
+        break;
+      }
       const window = toRead.slice(next, next + this.pageSize - batch.length);
       const reads = await mapSingleReads(window, (ref) => this.readByQashioId(ref));
       for (const [k, read] of reads.entries()) {
@@ -236,8 +249,7 @@ class RedriveRun extends TransactionRun {
         }
         this.report.pulled += 1;
         batch.push(entry);
-        if (batch.length >= this.pageSize && !(await flush())) {
-          for (const r of toRead.slice(i + 1)) unreached.push(r.id);
+        if (!(await flushIfFull(i + 1))) {
           stopped = true;
           break;
         }
