@@ -87,6 +87,22 @@ describe("parseEnvFile", () => {
     expect(parseEnvFile(text)).toEqual({ values: { BRIDGE_TENANT: "demo", BRIDGE_EVENT_SOURCE: "my.src" }, malformed: [], unclosed: [1, 4], cutAtHash: [], afterQuote: [], repeated: {}, strayCr: [] });
   });
 
+  it("reports a quote not closed, or text after a closing quote, after blanks between = and the quote, as without them", () => {
+    expect(parseEnvFile('QASHIO_CLIENT_SECRET= "s3cret\nBRIDGE_TENANT=\t\'acme\nBRIDGE_PII_SALT= "abcdefgh"ijklmnop\n')).toMatchObject({ unclosed: [1, 2], afterQuote: [3] });
+  });
+
+  it("reports a variable set twice even when one of its lines is refused for an unclosed quote (all refusals at once)", () => {
+    expect(parseEnvFile('QASHIO_CLIENT_SECRET="s3cret\nQASHIO_CLIENT_SECRET=other\n')).toMatchObject({ unclosed: [1], repeated: { QASHIO_CLIENT_SECRET: [1, 2] } });
+  });
+
+  it("reads a name that starts with export (exported=1) as that name, not as an export of the rest", () => {
+    expect(parseEnvFile("exported=1\nexport exported_at=2\n").values).toEqual({ exported: "1", exported_at: "2" });
+  });
+
+  it("reports a carriage return inside a line, not only one at its end (CR-only endings, the last line without one)", () => {
+    expect(parseEnvFile("BRIDGE_TENANT=demo\rBRIDGE_LOG_LEVEL=warn\n")).toEqual({ values: {}, ...clean, strayCr: [1] });
+  });
+
   it("reports a line holding a carriage return that ends no line (CR-only or CR CR LF line endings) by number, reading none of it, a comment included", () => {
     // CR only (classic Mac): one line, which starts as a comment and would hide every setting after it.
     expect(parseEnvFile("# settings\rBRIDGE_TENANT=demo\rBRIDGE_LOG_LEVEL=warn\r")).toEqual({ values: {}, ...clean, strayCr: [1] });
