@@ -1,5 +1,5 @@
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, symlink, writeFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -419,6 +419,43 @@ describe("loadEnv", () => {
     const env = await loadEnv({}, dir, undefined, { pipeWaitMs: 5_000 });
     await writer;
     expect(env).toMatchObject({ BRIDGE_TENANT: "acme", QASHIO_CLIENT_ID: "cid" });
+  });
+
+  it("waits for a .env pipe's writer that has opened it but not written yet, rather than fail on the empty read", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    const loading = loadEnv({}, dir, undefined, { pipeWaitMs: 5_000 }).catch((e: unknown) => e);
+    try {
+      // A writer's open without blocking succeeds only once the reader holds the pipe open.
+      let writer;
+      for (let tries = 0; writer === undefined && tries < 100; tries++) {
+        writer = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => sleep(20).then(() => undefined));
+      }
+      expect(writer).toBeDefined();
+      await sleep(200);
+      await writer?.write("BRIDGE_TENANT=acme\n");
+      await writer?.close();
+      expect(await loading).toMatchObject({ BRIDGE_TENANT: "acme" });
+    } finally {
+      letReaderGo(fifo);
+    }
+  });
+
+  it("stops at once on a .env pipe nothing wrote to when told to wait 0 ms, not the default wait", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    try {
+      const error = await Promise.race([loadEnv({}, dir, undefined, { pipeWaitMs: 0 }).catch((e: unknown) => e), sleep(3_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(EnvFileError);
+      expect((error as EnvFileError).message).toContain("(a named pipe nothing wrote to within 0 s: ");
+    } finally {
+      letReaderGo(fifo);
+    }
+  });
+
+  it("reads an empty .env as no settings at once, not as a pipe to wait for", async () => {
+    await writeFile(join(dir, ".env"), "");
+    expect(await loadEnv({ BRIDGE_TENANT: "acme" }, dir, undefined, { pipeWaitMs: 200 })).toEqual({ BRIDGE_TENANT: "acme" });
   });
 
   it("names a .env that is a directory as one, with exit 2", async () => {
