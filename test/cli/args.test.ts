@@ -600,5 +600,8 @@ describe("invokedIn", () => {
   it("takes INIT_CWD under this package's scripts only when it is an absolute path", () => {
     expect(invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "/srv/tenant-a" }, "/opt/qashio-bridge")).toBe("/srv/tenant-a");
     expect(invokedIn({ npm_lifecycle_event: "bridge", INIT_CWD: "tenant-a" }, "/opt/qashio-bridge")).toBe("/opt/qashio-bridge");
+    // npx and other packages' scripts set INIT_CWD too, and a script of ours may run without one.
+    expect(invokedIn({ npm_lifecycle_event: "test", INIT_CWD: "/srv/tenant-a" }, "/opt/qashio-bridge")).toBe("/opt/qashio-bridge");
+    expect(invokedIn({ npm_lifecycle_event: "bridge" }, "/opt/qashio-bridge")).toBe("/opt/qashio-bridge");
   });
 });
