@@ -469,6 +469,11 @@ describe("parseCommand under npm", () => {
     );
   });
 
+  it("refuses what npm kept whatever else the command line holds (an option unknown, a value left out), keeping that in the suggestion", () => {
+    expect(() => parseCommand(["run", "--bogus"], npm("bridge", { npm_config_once: "true" }))).toThrow(/^npm kept --once for itself: .* as in `npm run bridge -- run --bogus --once`/);
+    expect(() => parseCommand(["run", "--interval"], npm("bridge", { npm_config_once: "true" }))).toThrow(/^npm kept --once for itself: .* as in `npm run bridge -- run --interval --once`/);
+  });
+
   it("refuses an option of several words npm kept (run --new-pii-salt, npm_config_new_pii_salt), not only one-dash names", () => {
     expect(() => parseCommand(["run", "--once"], npm("bridge", { npm_config_new_pii_salt: "true" }))).toThrow(
       /^npm kept --new-pii-salt for itself: .* as in `npm run bridge -- run --once --new-pii-salt`/,
