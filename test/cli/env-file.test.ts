@@ -334,6 +334,19 @@ describe("loadEnv", () => {
     expect((error as EnvFileError).message).toBe(`cannot read the settings file ${join(dir, ".env")} (larger than 1 MiB, which no settings file is): fix or remove it`);
   });
 
+  it("refuses a .env pipe that brings more than 1 MiB, read in the pipe's chunks, rather than read its first MiB", async () => {
+    const fifo = join(dir, ".env");
+    execFileSync("mkfifo", [fifo]);
+    // The reader stops a byte past the cap and closes the pipe: the writer's EPIPE is expected.
+    const writer = sleep(100).then(() => writeFile(fifo, `# ${"x".repeat(1024 * 1024)}\n`)).catch(() => undefined);
+    try {
+      await expect(loadEnv({}, dir, undefined, { pipeWaitMs: 5_000 })).rejects.toThrow(/\(larger than 1 MiB, which no settings file is\)/);
+    } finally {
+      letReaderGo(fifo);
+      await writer;
+    }
+  });
+
   it("reads a .env of exactly 1 MiB", async () => {
     const line = "BRIDGE_TENANT=acme\n";
     await writeFile(join(dir, ".env"), `${line}#${"x".repeat(1024 * 1024 - line.length - 2)}\n`);
