@@ -497,6 +497,8 @@ describe("parseCommand under npm", () => {
     expect(npmOwnOptionWarnings(["authorize"], npm("bridge", { npm_config_scope: "cards:read" }))).toHaveLength(1);
     expect(npmOwnOptionWarnings(["authorize", "--scope", "cards:read"], npm("bridge", { npm_config_scope: "cards:read" }))).toEqual([]);
     expect(npmOwnOptionWarnings(["bench"], npm("bench", { npm_config_json: "false" }))).toEqual([]);
+    // npm left no json setting at all: nothing to warn of.
+    expect(npmOwnOptionWarnings(["bench"], npm("bench", {}))).toEqual([]);
     // npm's own default scope is empty: nothing was kept.
     expect(npmOwnOptionWarnings(["authorize"], npm("bridge", { npm_config_scope: "" }))).toEqual([]);
     expect(npmOwnOptionWarnings(["run"], npm("bridge", { npm_config_json: "true" })), "run has no --json").toEqual([]);
