@@ -1,4 +1,4 @@
-import { readdir, readFile, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
@@ -88,6 +88,21 @@ describe("JsonlEventPublisher after a power loss tore a line", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
     expect((await readFile(`${first}.100`)).equals(torn)).toBe(true);
     for (const name of taken) expect(await readFile(name, "utf8")).toBe("an earlier cut\n");
+  });
+
+  it("takes a directory at a recovery name for one holding other bytes also when its size is the cut's length", async (context) => {
+    const good = `${lineOf(1)}\n`;
+    const first = `${file}.cut-${Buffer.byteLength(good)}`;
+    await mkdir(first);
+    // A directory's size is the file system's (4096 on ext4): a tear of that length is compared by its kind, not read.
+    const size = (await stat(first)).size;
+    if (size < 2) context.skip();
+    const torn = Buffer.concat([Buffer.from(lineOf(2).slice(0, 1)), Buffer.alloc(size - 1)]);
+    await writeFile(file, Buffer.concat([Buffer.from(good), torn]));
+    await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
+    expect(await readdir(first)).toEqual([]);
+    expect((await readFile(`${first}.2`)).equals(torn)).toBe(true);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
   it("cuts a tear as far back as the most it writes between two fsyncs, not only a nearer one", async () => {
