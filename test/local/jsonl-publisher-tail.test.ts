@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
@@ -118,6 +118,19 @@ describe("JsonlEventPublisher after a power loss tore a line", () => {
     await new JsonlEventPublisher({ file }).publish([sampleEvent(2)]);
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
     expect((await readFile(`${file}.cut-${Buffer.byteLength(good)}`)).equals(torn)).toBe(true);
+  });
+
+  it("looks for a tear in a file put at its path after its last append, though as long as the file it left", async () => {
+    const publisher = new JsonlEventPublisher({ file });
+    await publisher.publish([sampleEvent(1)]);
+    const left = await readFile(file);
+    // A rotation moved the file away; another process's append to the new file, of the same length, a power loss tore.
+    await rename(file, `${file}.1`);
+    const torn = Buffer.concat([Buffer.from(lineOf(2).slice(0, 40)), Buffer.alloc(left.length - 41), Buffer.from("\n")]);
+    await writeFile(file, torn);
+    await publisher.publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([sampleEvent(2).detail.id]);
+    expect((await readFile(`${file}.cut-0`)).equals(torn)).toBe(true);
   });
 
   it("counts the last line, cut short without its newline, among the lines it says it cut", async () => {
