@@ -23,6 +23,24 @@ export function specGapsSection(title: string): string {
 }
 
 /**
+ * The `### <from>` subsection of section `title` up to the next one, or through the `### <through>` subsection when
+ * given, line breaks read as spaces.
+ *
+ * @example
+ * specGapsPart("Sandbox", "OAuth"); // "### OAuth ..."
+ */
+export function specGapsPart(title: string, from: string, through: string = from): string {
+  const section = specGapsSection(title);
+  const heading = (name: string): number => {
+    const at = section.indexOf(`### ${name} `);
+    if (at < 0) throw new Error(`docs/spec-gaps.md's ${title} has no subsection ${name}`);
+    return at;
+  };
+  const end = section.indexOf(" ### ", heading(through) + 1);
+  return section.slice(heading(from), end < 0 ? undefined : end);
+}
+
+/**
  * The `path.ts` `name`, `name` citations of `section` (paths under the repository, `auth/` under shared/qashio/),
  * checked to name files that exist and hold each name cited there; returns how many it checked.
  */

@@ -20,14 +20,13 @@ import { OAUTH_ERROR_CODES, errorForResponse } from "../../shared/qashio/respons
 import { ERROR_CODES } from "../../shared/qashio/schemas/index.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
 import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
-import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { fakeClock, json, scriptedFetch } from "./helpers.js";
 
-const CLIENT = specGapsSection("Provider API client");
-/** The two parts checked here: from "Operations whose shape is not shown" up to "Retries, limits, timeouts". */
-const PART = CLIENT.slice(CLIENT.indexOf("### Operations whose shape is not shown"), CLIENT.indexOf("### Retries, limits, timeouts"));
-const OPERATIONS = PART.slice(0, PART.indexOf("### Authentication"));
-const AUTH = PART.slice(PART.indexOf("### Authentication"));
+/** The two parts checked here: "Operations whose shape is not shown" and "Authentication". */
+const PART = specGapsPart("Provider API client", "Operations whose shape is not shown", "Authentication");
+const OPERATIONS = specGapsPart("Provider API client", "Operations whose shape is not shown");
+const AUTH = specGapsPart("Provider API client", "Authentication");
 
 /** A transaction UUID of spec §2.1. */
 const TRANSACTION_ID = "7b0e0c52-9a3c-4b8e-8f2a-3c1d2e4f5a6b";

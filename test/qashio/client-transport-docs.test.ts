@@ -14,11 +14,11 @@ import { DEFAULT_MAX_PAGES, pagesByHasNext, pagesByNextPage } from "../../shared
 import { safeRequestId } from "../../shared/qashio/redact.js";
 import { SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
-import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { fail, fakeClock, heldFetch, json, manualClock, ok, pagination, scriptedFetch, turns } from "./helpers.js";
 
 /** The three subsections, line breaks read as spaces: from "Retries, limits, timeouts" to the section's end. */
-const CLIENT = ((section: string): string => section.slice(section.indexOf("### Retries, limits, timeouts")))(specGapsSection("Provider API client"));
+const CLIENT = specGapsPart("Provider API client", "Retries, limits, timeouts", "Addresses and versions");
 
 const said = (pattern: RegExp): number[][] => numbersSaid(CLIENT, pattern);
 const quoted = (pattern: RegExp): string[][] => textsSaid(CLIENT, pattern);

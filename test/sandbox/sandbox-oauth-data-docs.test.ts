@@ -13,22 +13,12 @@ import { round2 } from "../../sandbox/prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/index.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
-import { ROOT, expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { ROOT, expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { BASE, CLIENT, REDIRECT_URI, START, errorCodes, harness, type Harness, type Row } from "./helpers.js";
 
-const SANDBOX = specGapsSection("Sandbox");
-
-/** The `### <title>` subsection of the Sandbox section, up to the next one. */
-function subsection(title: string): string {
-  const start = SANDBOX.indexOf(`### ${title} `);
-  if (start < 0) throw new Error(`Sandbox has no subsection ${title}`);
-  const end = SANDBOX.indexOf(" ### ", start + 1);
-  return SANDBOX.slice(start, end < 0 ? undefined : end);
-}
-
-const OAUTH = subsection("OAuth");
-const LEGACY = subsection("Earlier generation (§9)");
-const DATA = subsection("Data, time, faults");
+const OAUTH = specGapsPart("Sandbox", "OAuth");
+const LEGACY = specGapsPart("Sandbox", "Earlier generation (§9)");
+const DATA = specGapsPart("Sandbox", "Data, time, faults");
 
 /** The bullet of `text` that starts with `opening`. */
 function bullet(text: string, opening: string): string {
