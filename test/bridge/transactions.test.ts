@@ -518,7 +518,10 @@ describe("pollTransactions", () => {
   it("stops at the page bound when the provider keeps adding transactions", async () => {
     const rig = makeRig();
     rig.provider.beforeCall = (call) => {
-      if (call.op === "listTransactions") for (let i = 0; i < 6; i++) rig.provider.addTransaction();
+      if (call.op !== "listTransactions") return;
+      // A walk past its bound would read this list for ever: failed here rather than hung.
+      if (rig.provider.count("listTransactions") > 60) throw new Error("listed past the page bound");
+      for (let i = 0; i < 6; i++) rig.provider.addTransaction();
     };
     const report = await pollTransactions(rig.deps, { pageSize: 5, maxPages: 50 });
     expect(report.outcome).toBe("page_limit");
@@ -536,6 +539,8 @@ describe("pollTransactions", () => {
       rig.provider.changeTransaction(changed.id, { memo: "corrected" });
       for (let i = 0; i < 20; i++) rig.provider.addTransaction();
       rig.provider.beforeCall = (call) => {
+        // A pass past its bound or its time would read this list for ever: failed here rather than hung.
+        if (rig.provider.count("listTransactions") > 100) throw new Error("listed past the page bound and the deadline");
         if (call.op === "listTransactions" && call.query.client_sync_status === "not_synced") for (let i = 0; i < 10; i++) rig.provider.addTransaction();
         if (call.op === "acknowledgeTransactions") rig.clock.advance(1000);
       };
@@ -1855,6 +1860,8 @@ describe("pollTransactions", () => {
     rig.provider.beforeCall = (call) => {
       if (call.op !== "acknowledgeTransactions") return;
       calls.push([...call.ids]);
+      // A refusal that did not shrink the call would ask again for ever: failed here rather than hung.
+      if (calls.length > 20) throw new Error("acknowledge asked again past every refusal");
       const first = call.ids.find((id) => stuck.includes(id));
       if (first !== undefined) throw refusal(call.ids, [first]);
     };
