@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, assert, describe, expect, it } from "vitest";
 import { EVENT_TYPES, parseEventDetail, type EventType } from "../../shared/bridge/events/index.js";
 import type { BridgeEvent, Logger } from "../../shared/bridge/ports.js";
 import { PublishError } from "../../shared/aws/errors.js";
@@ -200,8 +200,10 @@ describe("EventBridgePublisher", () => {
   });
 
   it("returns entries that keep failing, and permanent failures at once, as failed with the reason", async () => {
+    let calls = 0;
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
-      FailedEntryCount: input.Entries.length,
+      // Re-sent past its attempts, the entry would be sent for ever: failed here rather than hung.
+      FailedEntryCount: ++calls > 10 ? assert.fail("PutEvents sent past the attempts allowed") : input.Entries.length,
       Entries: input.Entries.map((entry) =>
         entry.Detail?.includes('"ev_bad"') ? { ErrorCode: "MalformedDetail", ErrorMessage: "bad json" } : { ErrorCode: "InternalFailure", ErrorMessage: "boom" },
       ),
@@ -356,8 +358,10 @@ describe("EventBridgePublisher", () => {
   });
 
   it("fails for now, saying why, an entry that answers with failures leave blank past the retries", async () => {
+    let calls = 0;
     mock.on(PutEventsCommand).callsFake((input: { Entries: PutEventsRequestEntry[] }) => ({
-      FailedEntryCount: 1,
+      // As above: failed past the attempts allowed rather than hung.
+      FailedEntryCount: ++calls > 10 ? assert.fail("PutEvents sent past the attempts allowed") : 1,
       Entries: input.Entries.map((_, i) => (i === 0 ? {} : { ErrorCode: "InternalFailure", ErrorMessage: "boom" })),
     }));
     const result = await publisher(new FakeClock(), 3).publish([event("ev_blank"), event("ev_other")]);
