@@ -47,20 +47,14 @@ beforeEach(async () => {
 const claimsOf = (jwt: string): Row => JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString("utf8")) as Row;
 const headerOf = (jwt: string): Row => JSON.parse(Buffer.from(jwt.split(".")[0] ?? "", "base64url").toString("utf8")) as Row;
 
-async function tokenCall(body: Record<string, unknown>): Promise<{ status: number; body: Row; headers: Headers }> {
-  const res = await h.sandbox.fetch(`${BASE}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Row, headers: res.headers };
-}
+const tokenCall = (body: Record<string, unknown>) => h.json("/oauth2/token", { body, token: null });
 
 const exchange = (code: string, redirectUri: string, secret: string = CLIENT.client_secret) =>
   tokenCall({ grant_type: "authorization_code", client_id: CLIENT.client_id, client_secret: secret, code, redirect_uri: redirectUri });
 
 const codeFor = (redirectUri = REDIRECT_URI, companyId = h.companyId) => h.sandbox.control.issueAuthorizationCode({ companyId, redirectUri });
 
-async function control(path: string, body: unknown): Promise<{ status: number; body: Row }> {
-  const res = await h.sandbox.fetch(`${BASE}/_sandbox${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Row };
-}
+const control = (path: string, body: unknown) => h.json(`/_sandbox${path}`, { body, token: null });
 
 describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
   it("gives the lifetimes the sandbox issues: access tokens, refresh tokens and codes", async () => {
@@ -138,7 +132,7 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
     const [unauthorized = "", challenge = ""] = firstTexts(validate, /`401 \{ error: "(\w+)" \}` with `WWW-Authenticate: ([^`]+)`/);
     const [forbidden = ""] = firstTexts(validate, /`403 \{ error: "(\w+)" \}` when the company's API access is disabled/);
     const call = async (token: string) => {
-      const res = await h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${token}` } });
+      const res = await h.call("/oauth2/validate", { token });
       return { status: res.status, body: (await res.json()) as Row, challenge: res.headers.get("www-authenticate") };
     };
     const ok = await call(h.tokens.access_token);
@@ -350,7 +344,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
     ];
     for (const [path, status, error] of cases) {
       await control("/faults", { path_prefix: path, status, count: 1 });
-      const res = await h.sandbox.fetch(`${BASE}${path}`, path === "/oauth2/token" ? { method: "POST", headers: { "content-type": "application/json" }, body: "{}" } : { headers: { authorization: `Bearer ${h.tokens.access_token}` } });
+      const res = await h.call(path, path === "/oauth2/token" ? { body: "{}", token: null } : {});
       expect([path, res.status, ((await res.json()) as Row).error]).toEqual([path, status, error]);
     }
   });
