@@ -3,8 +3,7 @@
  * "Addresses and versions", held to the client: the numbers, names and messages it states, read from the doc and
  * checked against the code's exported constants or its behaviour, and the code it cites for each choice.
  */
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { PATHS } from "../../shared/qashio/client.js";
 import { BASE_URL_ENV_VARS, resolveAuthorizeUrl, resolveBaseUrl } from "../../shared/qashio/config.js";
 import { ClientConfigurationError, QashioError, statusClassOf } from "../../shared/qashio/errors.js";
@@ -16,6 +15,7 @@ import { SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { fail, fakeClock, heldFetch, json, manualClock, ok, pagination, scriptedFetch, turns } from "./helpers.js";
+import { closeLoopbacks, closedPortUrl, eventually, loopback } from "./loopback.js";
 
 /** The three subsections, line breaks read as spaces: from "Retries, limits, timeouts" to the section's end. */
 const CLIENT = specGapsPart("Provider API client", "Retries, limits, timeouts", "Addresses and versions");
@@ -25,6 +25,8 @@ const quoted = (pattern: RegExp): string[][] => textsSaid(CLIENT, pattern);
 const MIB = 1024 * 1024;
 
 const read = { method: "GET", path: "/public/v1/erp/transactions", auth: "none", retry: "idempotent" } as const;
+
+afterEach(closeLoopbacks);
 
 /** The error a request ends with, or a failure of the test when it succeeds. */
 async function errorOf(pending: Promise<unknown>): Promise<QashioError> {
@@ -223,44 +225,27 @@ describe("docs/spec-gaps.md, Provider API client: transport", () => {
     const [[accept = ""] = []] = quoted(/Requests send `accept-encoding: (\w+)`/);
     const [[agent = ""] = []] = quoted(/Requests also send `user-agent: ([\w-]+)` unless the caller gives one/);
     const [[sockets = 0] = []] = said(/at most (\d+) sockets per host/);
-    const seen: IncomingHttpHeaders[] = [];
     const held: (() => void)[] = [];
-    let connections = 0;
-    const server = createServer((req, res) => {
-      seen.push(req.headers);
-      held.push(() => res.writeHead(200).end("{}"));
-    });
-    server.on("connection", () => (connections += 1));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const address = server.address();
-    if (address === null || typeof address === "string") throw new Error("no port");
-    try {
-      const pending = Array.from({ length: sockets + 2 }, () => nodeHttpFetch(`http://127.0.0.1:${address.port}/`, { headers: { "accept-encoding": "gzip" } }));
-      await expect.poll(() => seen.length).toBe(sockets);
-      // More time for a socket past the bound to show up: none does while the first ones are held.
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect({ connections, requests: seen.length }).toEqual({ connections: sockets, requests: sockets });
-      while (held.length > 0 || seen.length < sockets + 2) {
-        held.shift()?.();
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      await Promise.all(pending.map(async (response) => (await response).text()));
-      expect(connections).toBe(sockets);
-      expect(seen[0]).toMatchObject({ "accept-encoding": accept, "user-agent": agent });
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+    const server = await loopback((_request, res) => held.push(() => res.writeHead(200).end("{}")));
+    const pending = Array.from({ length: sockets + 2 }, () => nodeHttpFetch(`${server.url}/`, { headers: { "accept-encoding": "gzip" } }));
+    await expect.poll(() => server.received.length).toBe(sockets);
+    // More time for a socket past the bound to show up: none does while the first ones are held.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect({ connections: server.connections, requests: server.received.length }).toEqual({ connections: sockets, requests: sockets });
+    while (held.length > 0 || server.received.length < sockets + 2) {
+      held.shift()?.();
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
+    await Promise.all(pending.map(async (response) => (await response).text()));
+    expect(server.connections).toBe(sockets);
+    expect(server.received[0]?.headers).toMatchObject({ "accept-encoding": accept, "user-agent": agent });
 
     const [[codes = ""] = []] = quoted(/whose message names only the system code \(([^)]+), \.\.\.\)/);
     expect(codes).toContain("`ECONNREFUSED`");
     // A port nothing listens on (bound, then released), with no pooled socket: the one above was kept alive.
-    const unused = createServer();
-    await new Promise<void>((resolve) => unused.listen(0, "127.0.0.1", resolve));
-    const port = (unused.address() as { port: number }).port;
-    await new Promise((resolve) => unused.close(resolve));
+    const unused = await closedPortUrl();
     const refused = await errorOf(
-      new HttpCore({ baseUrl: `http://127.0.0.1:${port}`, clock: fakeClock(), retry: { maxAttempts: 1 } }).request({ ...read, query: { qashio_id: "QID-SECRET-QUERY" } }),
+      new HttpCore({ baseUrl: unused, clock: fakeClock(), retry: { maxAttempts: 1 } }).request({ ...read, query: { qashio_id: "QID-SECRET-QUERY" } }),
     );
     expect(refused).toMatchObject({ name: "NetworkError", reason: "ECONNREFUSED" });
     expect(refused.message).toBe(`${read.method} ${read.path} failed before a response (ECONNREFUSED)`);
@@ -272,22 +257,13 @@ describe("docs/spec-gaps.md, Provider API client: transport", () => {
     // The server keeps a socket half as long as the transport would and says so (Keep-Alive: timeout=<n>); the transport
     // closes it first, so the close comes before the server's own.
     const serverKeepsMs = (idle * 1000) / 2;
-    const server = createServer((_req, res) => res.writeHead(200).end("{}"));
-    server.keepAliveTimeout = serverKeepsMs;
-    const closedAt: number[] = [];
-    server.on("connection", (socket) => socket.on("close", () => closedAt.push(Date.now())));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const response = await nodeHttpFetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
-      expect(response.headers.get("keep-alive")).toBe(`timeout=${serverKeepsMs / 1000}`);
-      await response.text();
-      const idleFrom = Date.now();
-      await expect.poll(() => closedAt.length, { timeout: idle * 1000 }).toBe(1);
-      expect(closedAt[0]! - idleFrom).toBeLessThan(serverKeepsMs - 200);
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    const server = await loopback((_request, res) => res.writeHead(200).end("{}"), serverKeepsMs);
+    const response = await nodeHttpFetch(`${server.url}/`);
+    expect(response.headers.get("keep-alive")).toBe(`timeout=${serverKeepsMs / 1000}`);
+    await response.text();
+    const idleFrom = Date.now();
+    await eventually(() => server.closedConnections >= 1);
+    expect(Date.now() - idleFrom).toBeLessThan(serverKeepsMs - 200);
   });
 
   it("asks an injected fetch not to follow a redirect, and fails a 3xx once with its status", async () => {

@@ -1,5 +1,5 @@
 /** The node:http transport against real loopback servers: a tiny node:http server per test, and the sandbox end to end. */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { readFile } from "node:fs/promises";
@@ -13,76 +13,13 @@ import { HttpCore } from "../../shared/qashio/http.js";
 import { InvalidResponseError, NetworkError, NotFoundError, TimeoutError } from "../../shared/qashio/errors.js";
 import { PIECEWISE_FROM_BYTES } from "../../shared/qashio/json-body.js";
 import { recordBufferDecodes } from "./helpers.js";
+import { closeLoopbacks, closedPortUrl, eventually, loopback, type Loopback, type Received } from "./loopback.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { exchangeCode } from "../../shared/qashio/auth/oauth.js";
 import { createSandbox } from "../../sandbox/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-
-interface Received {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
-interface Loopback {
-  readonly url: string;
-  readonly received: Received[];
-  /** Connections the server accepted. */
-  connections: number;
-  /** Of those, the ones closed since. */
-  closedConnections: number;
-  close(): Promise<void>;
-}
-
-const opened: Loopback[] = [];
-
-/**
- * A loopback server that records each request (body included) and then lets `handler` answer, or not; it keeps an idle
- * connection `keepAliveTimeoutMs` (Node's default, 5 s, unless given).
- */
-async function loopback(handler: (request: Received, res: ServerResponse) => void, keepAliveTimeoutMs?: number): Promise<Loopback> {
-  const received: Received[] = [];
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const request = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
-      received.push(request);
-      handler(request, res);
-    });
-  });
-  if (keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = keepAliveTimeoutMs;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("no port");
-  const box: Loopback = {
-    url: `http://127.0.0.1:${address.port}`,
-    received,
-    connections: 0,
-    closedConnections: 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  server.on("connection", (socket) => {
-    box.connections += 1;
-    socket.on("close", () => (box.closedConnections += 1));
-  });
-  opened.push(box);
-  return box;
-}
-
-/** A port nothing listens on: bound, then released. */
-async function closedPortUrl(): Promise<string> {
-  const server = await loopback(() => undefined);
-  await server.close();
-  return server.url;
-}
 
 /**
  * Answers 200 with an endless chunked body of spaces (valid JSON whitespace), written as fast as the client reads, until
@@ -107,22 +44,12 @@ function endlessBody(status = 200): { handler: (request: Received, res: ServerRe
   return { handler, closed };
 }
 
-/** Resolves once `done()` holds, checked every millisecond or so (no fixed sleep). */
-function eventually(done: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const poll = () => (done() ? resolve() : setTimeout(poll, 1));
-    poll();
-  });
-}
-
 /** Resolves when the server has received `count` requests. */
 function receivedCount(server: Loopback, count: number): Promise<void> {
   return eventually(() => server.received.length >= count);
 }
 
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((server) => server.close()));
-});
+afterEach(closeLoopbacks);
 
 const SECRET_QUERY = "query-secret-7f3a";
 const SECRET_TOKEN = "bearer-secret-91c2";
