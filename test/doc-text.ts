@@ -27,3 +27,9 @@ export function textsSaid(text: string, pattern: RegExp): string[][] {
 export function numbersSaid(text: string, pattern: RegExp): number[][] {
   return textsSaid(text, pattern).map((groups) => groups.map((n) => WORDS[n] ?? Number(n.replace(/,/g, ""))));
 }
+
+/** The groups of the first match of `pattern` in `text`, as written; fails when it matches nowhere. */
+export const firstTextsSaid = (text: string, pattern: RegExp): string[] => textsSaid(text, pattern)[0] ?? [];
+
+/** The groups of the first match of `pattern` in `text`, as numbers; fails when it matches nowhere. */
+export const firstNumbersSaid = (text: string, pattern: RegExp): number[] => numbersSaid(text, pattern)[0] ?? [];

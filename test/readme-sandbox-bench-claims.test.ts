@@ -13,7 +13,7 @@ import { DEFAULT_PAGE_SIZE } from "../shared/bridge/index.js";
 import { parseCommand } from "../shared/cli/args.js";
 import { BUDGETS, floorOf, toBenchJson, type BenchMeasurement } from "../shared/cli/bench-report.js";
 import { DEFAULT_EVENT_SOURCE } from "../shared/cli/config.js";
-import { docText, numbersSaid, textsSaid } from "./doc-text.js";
+import { docText, firstNumbersSaid, firstTextsSaid, numbersSaid, textsSaid } from "./doc-text.js";
 import { ROOT } from "./spec-gaps-section.js";
 
 const README = docText("README.md");
@@ -32,14 +32,10 @@ const SANDBOX = readmeSection("Provider sandbox");
 const BENCH = readmeSection("Benchmark: `npm run bench`");
 const DEVELOPMENT = readmeSection("Development");
 
-/** The groups of the first match of `pattern` in `text` (fails when none). */
-const firstSaid = (text: string, pattern: RegExp): string[] => textsSaid(text, pattern)[0] ?? [];
-/** The groups of the first match of `pattern` in `text`, as numbers (fails when none). */
-const firstNumbers = (text: string, pattern: RegExp): number[] => numbersSaid(text, pattern)[0] ?? [];
 
 /** A `[a-b]` range as numbers. */
 const range = (text: string, pattern: RegExp): [number, number] => {
-  const [low = Number.NaN, high = Number.NaN] = firstNumbers(text, pattern);
+  const [low = Number.NaN, high = Number.NaN] = firstNumbersSaid(text, pattern);
   return [low, high];
 };
 
@@ -57,17 +53,17 @@ async function post(sandbox: Sandbox, path: string, body: unknown, method = "POS
 
 describe("README, Events", () => {
   it("names the default Source and the PII modes the code has", () => {
-    const [source = ""] = firstSaid(EVENTS, /`Source` is configurable \(default `([\w.-]+)`\)/);
+    const [source = ""] = firstTextsSaid(EVENTS, /`Source` is configurable \(default `([\w.-]+)`\)/);
     expect(source).toBe(DEFAULT_EVENT_SOURCE);
-    const [modes = ""] = firstSaid(EVENTS, /PII modes \(([^)]*)\)/);
+    const [modes = ""] = firstTextsSaid(EVENTS, /PII modes \(([^)]*)\)/);
     expect([...modes.matchAll(/`(\w+)`/g)].map((m) => m[1])).toEqual([...PII_MODES]);
   });
 });
 
 describe("README, Provider sandbox", () => {
   it("starts with the port, seed and latency its Start line shows when none is given, and takes each option it names", () => {
-    const [port = 0, seed = 0, latency = 0] = firstNumbers(SANDBOX, /`npm run sandbox -- --port (\d+) \[--seed (\d+)\] \[--latency-ms (\d+)\] \[--frozen-clock\]` prints `http:\/\/127\.0\.0\.1:(?:\d+)`/);
-    const [printed = 0] = firstNumbers(SANDBOX, /prints `http:\/\/127\.0\.0\.1:(\d+)`/);
+    const [port = 0, seed = 0, latency = 0] = firstNumbersSaid(SANDBOX, /`npm run sandbox -- --port (\d+) \[--seed (\d+)\] \[--latency-ms (\d+)\] \[--frozen-clock\]` prints `http:\/\/127\.0\.0\.1:(?:\d+)`/);
+    const [printed = 0] = firstNumbersSaid(SANDBOX, /prints `http:\/\/127\.0\.0\.1:(\d+)`/);
     expect([port, printed]).toEqual([DEFAULT_PORT, DEFAULT_PORT]);
     expect(parseMainArgs([])).toMatchObject({ port, seed, latencyMs: latency, frozenClock: false });
     expect(parseMainArgs(["--port", String(port), "--seed", String(seed), "--latency-ms", String(latency), "--frozen-clock"])).toMatchObject({ frozenClock: true });
@@ -77,12 +73,12 @@ describe("README, Provider sandbox", () => {
   });
 
   it("names the options createSandbox takes, and issues access tokens for the seconds it says unless told (15 minutes, 900 s)", async () => {
-    const [options = ""] = firstSaid(SANDBOX, /`createSandbox\(\{ ([\w, ]+) \}\)`/);
+    const [options = ""] = firstTextsSaid(SANDBOX, /`createSandbox\(\{ ([\w, ]+) \}\)`/);
     const source = readFileSync(join(ROOT, "sandbox/index.ts"), "utf8");
     for (const name of options.split(", ")) expect(source, name).toMatch(new RegExp(`readonly ${name}\\?:`));
-    const [ttlSeconds = 0] = firstNumbers(SANDBOX, /access tokens live (\d+) s unless told/);
-    const [ttlMinutes = 0] = firstNumbers(SANDBOX, /Access tokens live (\d+) minutes of sandbox time/);
-    const [clientId = "", clientSecret = ""] = firstSaid(SANDBOX, /OAuth client `client_id=([\w-]+)`, `client_secret=([\w-]+)`/);
+    const [ttlSeconds = 0] = firstNumbersSaid(SANDBOX, /access tokens live (\d+) s unless told/);
+    const [ttlMinutes = 0] = firstNumbersSaid(SANDBOX, /Access tokens live (\d+) minutes of sandbox time/);
+    const [clientId = "", clientSecret = ""] = firstTextsSaid(SANDBOX, /OAuth client `client_id=([\w-]+)`, `client_secret=([\w-]+)`/);
     const expiresIn = async (sandbox: Sandbox) => {
       const [company] = sandbox.control.companies();
       const redirectUri = "http://127.0.0.1:8765/callback";
@@ -102,7 +98,7 @@ describe("README, Provider sandbox", () => {
     expect(said.map(([name, id, disabled]) => ({ name: name?.replace(/^(?:Companies \(ids fixed, data from the seed\): |[^A-Z]*)/, ""), id, apiAccessEnabled: disabled === "" }))).toEqual(
       companies.map(({ name, id, apiAccessEnabled }) => ({ name, id, apiAccessEnabled })),
     );
-    const [keys = ""] = firstSaid(SANDBOX, /Seeded keys: ((?:`[\w-]+`,? ?)+)/);
+    const [keys = ""] = firstTextsSaid(SANDBOX, /Seeded keys: ((?:`[\w-]+`,? ?)+)/);
     expect([...keys.matchAll(/`([\w-]+)`/g)].map((m) => m[1])).toEqual(companies.map((c) => c.apiKey));
   });
 
@@ -116,7 +112,7 @@ describe("README, Provider sandbox", () => {
   });
 
   it("holds page_size to the maximum it gives", async () => {
-    const [max = 0] = firstNumbers(SANDBOX, /the maximum `page_size` is (\d+)/);
+    const [max = 0] = firstNumbersSaid(SANDBOX, /the maximum `page_size` is (\d+)/);
     const sandbox = createSandbox();
     const [company] = sandbox.control.companies();
     const [key] = [company?.apiKey ?? ""];
@@ -149,11 +145,11 @@ describe("README, Provider sandbox", () => {
     const sandbox = createSandbox();
     const company = sandbox.control.companies()[0]?.id ?? "";
     const card = sandbox.control.company(company)?.cards[0]?.id ?? "";
-    const [deposit = 0] = firstNumbers(SANDBOX, /such as `\{"amount": [\d.]+\}`, at most ([\d,]+)\)/);
-    const [spendLimit = 0] = firstNumbers(SANDBOX, /`max_amount` to the cent, at most ([\d,]+)/);
-    const [delay = 0] = firstNumbers(SANDBOX, /is at most ([\d,]+) \(400 `OUT_OF_RANGE` beyond\)/);
-    const [backlog = 0] = firstNumbers(SANDBOX, /a `not_synced` backlog, at most ([\d,]+) \(400 `OUT_OF_RANGE` beyond/);
-    const [latency = 0] = firstNumbers(SANDBOX, /at most ([\d,]+) as `--latency-ms` \(400 `OUT_OF_RANGE` beyond\)/);
+    const [deposit = 0] = firstNumbersSaid(SANDBOX, /such as `\{"amount": [\d.]+\}`, at most ([\d,]+)\)/);
+    const [spendLimit = 0] = firstNumbersSaid(SANDBOX, /`max_amount` to the cent, at most ([\d,]+)/);
+    const [delay = 0] = firstNumbersSaid(SANDBOX, /is at most ([\d,]+) \(400 `OUT_OF_RANGE` beyond\)/);
+    const [backlog = 0] = firstNumbersSaid(SANDBOX, /a `not_synced` backlog, at most ([\d,]+) \(400 `OUT_OF_RANGE` beyond/);
+    const [latency = 0] = firstNumbersSaid(SANDBOX, /at most ([\d,]+) as `--latency-ms` \(400 `OUT_OF_RANGE` beyond\)/);
     const cases: [string, (n: number) => unknown, number, number, string | undefined][] = [
       [`/_sandbox/companies/${company}/deposits`, (n) => ({ amount: n }), deposit, 0.01, undefined],
       [`/_sandbox/companies/${company}/cards/${card}/spend_limit`, (n) => ({ max_amount: n }), spendLimit, 0.01, undefined],
@@ -174,7 +170,7 @@ describe("README, Provider sandbox", () => {
   });
 
   it("serves the earlier generation's read paths it names with x-api-key and companyId, without the parent_qashio_id filter", async () => {
-    const [head = ""] = firstSaid(SANDBOX, /\*\*Earlier generation\.\*\* (.*?) with header `x-api-key` and query `companyId`/);
+    const [head = ""] = firstTextsSaid(SANDBOX, /\*\*Earlier generation\.\*\* (.*?) with header `x-api-key` and query `companyId`/);
     const paths = [...head.matchAll(/`(\/legacy\/[\w-]+)`/g)].map((m) => m[1] ?? "");
     expect(paths.length).toBeGreaterThanOrEqual(4);
     const sandbox = createSandbox();
@@ -206,19 +202,19 @@ const MEASUREMENT: BenchMeasurement = {
 
 describe("README, Benchmark", () => {
   it("runs with the backlog and latency its first command's comment gives when none is told", () => {
-    const [backlog = 0, latency = 0] = firstNumbers(BENCH, /npm run bench # ([\d,]+)-transaction backlog, (\d+) ms per provider request/);
+    const [backlog = 0, latency = 0] = firstNumbersSaid(BENCH, /npm run bench # ([\d,]+)-transaction backlog, (\d+) ms per provider request/);
     expect(parseCommand(["bench"])).toMatchObject({ args: { transactions: backlog, latencyMs: latency } });
   });
 
   it("gives the JSON line's keys in their order, the baseline's last", () => {
-    const [keys = ""] = firstSaid(BENCH, /`--json` prints `\{([^}]*)\}`/);
+    const [keys = ""] = firstTextsSaid(BENCH, /`--json` prints `\{([^}]*)\}`/);
     expect([...keys.matchAll(/"(\w+)"/g)].map((m) => m[1])).toEqual(Object.keys(toBenchJson(MEASUREMENT)));
-    const [last = ""] = firstSaid(BENCH, /added to the JSON line, last, as `(\w+)`/);
+    const [last = ""] = firstTextsSaid(BENCH, /added to the JSON line, last, as `(\w+)`/);
     expect(Object.keys(toBenchJson({ ...MEASUREMENT, baselineCpuUs: 5_000 })).at(-1)).toBe(last);
   });
 
   it("counts the floor as it says (pages of the engine's page size, one empty outdated page, one acknowledge a page), and the calls its table gives against it", () => {
-    const [pageSize = 0, ackSize = 0] = firstNumbers(BENCH, /list pages \(`ceil\(N\/(\d+)\)` \+ one empty `outdated` page\) \+ acknowledge calls \(`ceil\(N\/(\d+)\)`\)/);
+    const [pageSize = 0, ackSize = 0] = firstNumbersSaid(BENCH, /list pages \(`ceil\(N\/(\d+)\)` \+ one empty `outdated` page\) \+ acknowledge calls \(`ceil\(N\/(\d+)\)`\)/);
     expect([pageSize, ackSize]).toEqual([DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE]);
     const said = numbersSaid(BENCH, /([\d,]+) (?:calls )?against ([\d,]+) at ([\d,]+)/);
     expect(said.length).toBe(2);
@@ -226,16 +222,16 @@ describe("README, Benchmark", () => {
       expect(floorOf({ transactions: backlog, pageSize, ackBatchSize: ackSize }).calls, `floor at ${backlog}`).toBe(floor);
       expect(calls - floor, "one call past the floor").toBe(1);
     }
-    const [ratio = 0] = firstNumbers(BENCH, /at 10,000 \(([\d.]+)x\)/);
+    const [ratio = 0] = firstNumbersSaid(BENCH, /at 10,000 \(([\d.]+)x\)/);
     const [calls = 0, floor = 0] = said[0] ?? [];
     expect(ratio).toBe(Math.round((calls / floor) * 1000) / 1000);
   });
 
   it("states the budgets of its table as the bench checks them", () => {
-    const [calls = 0] = firstNumbers(BENCH, /\| provider calls <= ([\d.]+)x floor \|/);
-    const [wall = 0] = firstNumbers(BENCH, /\| wall <= ([\d.]+)x floor \|/);
-    const [cpu = 0] = firstNumbers(BENCH, /\| CPU <= (\d+) us per transaction \|/);
-    const [rss = 0] = firstNumbers(BENCH, /\| peak RSS < (\d+) MB at 100,000 \|/);
+    const [calls = 0] = firstNumbersSaid(BENCH, /\| provider calls <= ([\d.]+)x floor \|/);
+    const [wall = 0] = firstNumbersSaid(BENCH, /\| wall <= ([\d.]+)x floor \|/);
+    const [cpu = 0] = firstNumbersSaid(BENCH, /\| CPU <= (\d+) us per transaction \|/);
+    const [rss = 0] = firstNumbersSaid(BENCH, /\| peak RSS < (\d+) MB at 100,000 \|/);
     expect({ callsRatio: calls, wallRatio: wall, cpuUsPerTxn: cpu, peakRssMb: rss }).toEqual({ ...BUDGETS });
     // "which leaves 0-62 us": the CPU budget less the floor's range, none below 0.
     const [floorLow, floorHigh] = range(BENCH, /takes (\d+)-(\d+) us a transaction on this VM/);
@@ -270,7 +266,7 @@ describe("README, Benchmark: the measurements agree with docs/benchmark.md", () 
   });
 
   it("counts no more runs, nor runs within the budget, than the sittings hold", () => {
-    const [runs = 0, within = 0] = firstNumbers(cpuRow, /over more than (\d+) runs, within the budget in at least (\d+) of them/);
+    const [runs = 0, within = 0] = firstNumbersSaid(cpuRow, /over more than (\d+) runs, within the budget in at least (\d+) of them/);
     const counts = SITTINGS.map((s) => [...(s[1] ?? "").matchAll(/(?:^|: )(\d+)(?:,| at)/g)].reduce((sum, m) => sum + Number(m[1]), 0));
     const withins = SITTINGS.map((s) => {
       const cell = s[1] ?? "";
@@ -285,27 +281,27 @@ describe("README, Benchmark: the measurements agree with docs/benchmark.md", () 
   it("gives the CPU range at 100,000 on Node 20 of the runs listed, and the first table's calls and peak RSS", () => {
     const list = /At 100,000 on Node 20: (.*?); at 50,000/s.exec(BENCHMARK_DOC)?.[1] ?? "";
     expectSpan(range(cpuRow, /(\d+)-(\d+) us at 100,000/), [...list.matchAll(/([\d.]+) us \(/g)].map((m) => Number(m[1])), "Node 20 CPU at 100,000");
-    const [node20 = 0, node24 = 0] = firstNumbers(BENCH, /met: (\d+) MB on Node 20, (\d+) MB on Node 24/);
+    const [node20 = 0, node24 = 0] = firstNumbersSaid(BENCH, /met: (\d+) MB on Node 20, (\d+) MB on Node 24/);
     expect(BENCHMARK_DOC).toMatch(new RegExp(`\\| 20 \\| 100,000 \\(1 run\\) \\| 2,002 \\(2,001\\)[^\\n]*\\| ${node20} MB \\|`));
     expect(BENCHMARK_DOC).toMatch(new RegExp(`\\| 24 \\| 100,000 \\(1 run\\) \\| 2,002 \\(2,001\\)[^\\n]*\\| ${node24} MB \\|`));
     expect(BENCHMARK_DOC).toMatch(/\| 20 \| 10,000 \| 202 \(201\)/);
   });
 
   it("gives the figures of its explanation as docs/benchmark.md measured them", () => {
-    const [low = 0, high = 0] = firstNumbers(BENCH, /against the (\d+)-(\d+) us it spends on it/);
+    const [low = 0, high = 0] = firstNumbersSaid(BENCH, /against the (\d+)-(\d+) us it spends on it/);
     expect(BENCHMARK_DOC.replace(/\s+/g, " ")).toContain(`against the ${low}-${high} us it spends on it`);
-    const [compiled = 0] = firstNumbers(BENCH, /compiles about (\d+) ms of the bridge/);
+    const [compiled = 0] = firstNumbersSaid(BENCH, /compiles about (\d+) ms of the bridge/);
     expect(BENCHMARK_DOC.replace(/\s+/g, " ")).toContain(`compiles about ${compiled} ms of the bridge`);
-    const [cpu = 0] = firstNumbers(BENCH, /whose CPU was about (\d+) us a transaction or more/);
+    const [cpu = 0] = firstNumbersSaid(BENCH, /whose CPU was about (\d+) us a transaction or more/);
     expect(BENCHMARK_DOC.replace(/\s+/g, " ")).toContain(`CPU was ${cpu} us or more`);
   });
 });
 
 describe("README, Benchmark: what a run's options change, as docs/benchmark.md measured it", () => {
   it("gives the CPU a null sink takes off as docs/benchmark.md measured it", () => {
-    const [off = 0] = firstNumbers(BENCH, /a null sink takes about (\d+) us a transaction off/);
+    const [off = 0] = firstNumbersSaid(BENCH, /a null sink takes about (\d+) us a transaction off/);
     const doc = BENCHMARK_DOC.replace(/\s+/g, " ");
-    const [dropped = 0, written = 0] = firstNumbers(doc, /`--sink null`[^.]*? took (\d+)-\d+ us a transaction, against (\d+)-\d+ us for drains writing them/);
+    const [dropped = 0, written = 0] = firstNumbersSaid(doc, /`--sink null`[^.]*? took (\d+)-\d+ us a transaction, against (\d+)-\d+ us for drains writing them/);
     expect(doc).toContain(`about ${off} us a transaction less`);
     // The lower ends of the two ranges apart, as "about".
     expect(written - dropped).toBe(off);
@@ -314,10 +310,10 @@ describe("README, Benchmark: what a run's options change, as docs/benchmark.md m
 
 describe("README, Benchmark: peak RSS beside the first table's", () => {
   it("gives the range of the other runs at 100,000 that docs/benchmark.md records, since the date it names", () => {
-    const [since = ""] = firstSaid(BENCH, /\(other runs since (\d{4}-\d\d-\d\d) \d+-\d+ MB/);
+    const [since = ""] = firstTextsSaid(BENCH, /\(other runs since (\d{4}-\d\d-\d\d) \d+-\d+ MB/);
     const said = range(BENCH, /\(other runs since [\d-]+ (\d+)-(\d+) MB/);
     const doc = BENCHMARK_DOC.replace(/\s+/g, " ");
-    const [node20Low = 0, node20High = 0, node24Low = 0, node24High = 0] = firstNumbers(
+    const [node20Low = 0, node20High = 0, node24Low = 0, node24High = 0] = firstNumbersSaid(
       doc,
       new RegExp(`Peak RSS at 100,000, every run recorded since ${since}[^:]*: ([\\d.]+)-([\\d.]+) MB on Node 20, ([\\d.]+)-([\\d.]+) MB on Node 24`),
     );
@@ -325,7 +321,7 @@ describe("README, Benchmark: peak RSS beside the first table's", () => {
     // The runs listed at 100,000 fall in the Node 20 range the record gives.
     const listed = [.../At 100,000 on Node 20: (.*?); at 50,000/s.exec(BENCHMARK_DOC)?.[1]?.matchAll(/peak RSS ([\d.]+) MB/g) ?? []].map((m) => Number(m[1]));
     expect(listed.length).toBeGreaterThan(3);
-    expectSpan([node20Low, node20High], [...listed, ...firstNumbers(BENCH, /met: (\d+) MB on Node 20/)], "Node 20's peak RSS at 100,000", 0.5);
+    expectSpan([node20Low, node20High], [...listed, ...firstNumbersSaid(BENCH, /met: (\d+) MB on Node 20/)], "Node 20's peak RSS at 100,000", 0.5);
   });
 });
 
@@ -333,21 +329,21 @@ describe("README, Development", () => {
   it("names the scripts package.json runs", () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
     expect(scripts["test"]).toBe("vitest run");
-    const [typecheck = ""] = firstSaid(DEVELOPMENT, /npm run typecheck # ([\w -]+?),/);
+    const [typecheck = ""] = firstTextsSaid(DEVELOPMENT, /npm run typecheck # ([\w -]+?),/);
     expect(scripts["typecheck"]).toBe(typecheck);
     expect(scripts["lint"]).toMatch(/^eslint\b/);
-    const [tenantsSaid = 0] = firstNumbers(DEVELOPMENT, /cdk synth of the (\w+)-tenant example/);
+    const [tenantsSaid = 0] = firstNumbersSaid(DEVELOPMENT, /cdk synth of the (\w+)-tenant example/);
     const tenantsFile = /tenantsFile=(\S+)/.exec(scripts["synth"] ?? "")?.[1] ?? "";
     expect((JSON.parse(readFileSync(join(ROOT, tenantsFile), "utf8")) as { tenants: unknown[] }).tenants).toHaveLength(tenantsSaid);
   });
 
   it("gives .ci/run's limits of a test run, and the slow tests the Node 24 pass skips", () => {
     const ci = readFileSync(join(ROOT, ".ci/run"), "utf8");
-    const [node20 = 0, node24 = 0] = firstNumbers(DEVELOPMENT, /after its limit \((\d+) min under Node 20, (\d+) under Node 24/);
+    const [node20 = 0, node24 = 0] = firstNumbersSaid(DEVELOPMENT, /after its limit \((\d+) min under Node 20, (\d+) under Node 24/);
     expect(Number(/run_tests "tests \(Node 20\)" (\d+) /.exec(ci)?.[1]) / 60).toBe(node20);
     expect(Number(/run_tests "unit tests \(Node 24\)" (\d+) /.exec(ci)?.[1]) / 60).toBe(node24);
     expect(ci).toMatch(/QASHIO_SKIP_SLOW=1 run_tests "unit tests \(Node 24\)"/);
-    const [slow = 0] = firstNumbers(DEVELOPMENT, /skips the (\w+) slowest tests \(`QASHIO_SKIP_SLOW=1`/);
+    const [slow = 0] = firstNumbersSaid(DEVELOPMENT, /skips the (\w+) slowest tests \(`QASHIO_SKIP_SLOW=1`/);
     const skipping = readdirSync(join(ROOT, "test"), { recursive: true, encoding: "utf8" })
       .filter((file) => file.endsWith(".test.ts"))
       .flatMap((file) => [...readFileSync(join(ROOT, "test", file), "utf8").matchAll(/skipIf\(process\.env\.QASHIO_SKIP_SLOW === "1"\)/g)].map(() => file));

@@ -18,7 +18,7 @@ import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { formatEvent, shouldColour } from "../../shared/cli/printer.js";
 import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
 import { parseMainArgs } from "../../sandbox/main.js";
-import { docText, numbersSaid, textsSaid } from "../doc-text.js";
+import { docText, firstTextsSaid, numbersSaid, textsSaid } from "../doc-text.js";
 import { seconds } from "../spec-gaps-section.js";
 
 const README = docText("README.md");
@@ -32,8 +32,6 @@ function between(from: string, to: string): string {
   return README.slice(start, end);
 }
 
-/** The groups of `pattern`'s first match in `text`, as written; fails when it matches nowhere. */
-const saidOnce = (text: string, pattern: RegExp): string[] => textsSaid(text, pattern)[0] ?? [];
 
 const DEMO = between("## Try it: `npm start`", "## Architecture");
 const LOCAL = between("## Local mode", "### Onboarding an AWS tenant");
@@ -55,7 +53,7 @@ describe("README, Try it: npm start", () => {
   });
 
   it("names the colour switches that turn colour off and on, FORCE_COLOR winning over NO_COLOR", () => {
-    const [off, forceOff, offValue, forceOn, onValue, beside] = saidOnce(DEMO, /`(\w+)` and `(\w+)=(\d)` turn it off, `(\w+)=(\d)` on, even beside `(\w+)`/);
+    const [off, forceOff, offValue, forceOn, onValue, beside] = firstTextsSaid(DEMO, /`(\w+)` and `(\w+)=(\d)` turn it off, `(\w+)=(\d)` on, even beside `(\w+)`/);
     const tty = { write: () => true, isTTY: true };
     const pipe = { write: () => true, isTTY: false };
     expect(shouldColour(tty, { [off ?? ""]: "1" })).toBe(false);
@@ -64,7 +62,7 @@ describe("README, Try it: npm start", () => {
   });
 
   it("names as the changes a line counts, not shows, the bookkeeping moves the printer holds back", () => {
-    const [first, second] = saidOnce(DEMO, /A line shows at most \w+ changes and counts the rest: `\+2 more` are the `(\w+)` \/ `(\w+)` moves/);
+    const [first, second] = firstTextsSaid(DEMO, /A line shows at most \w+ changes and counts the rest: `\+2 more` are the `(\w+)` \/ `(\w+)` moves/);
     const [most = 0] = numbersSaid(DEMO, /A line shows at most (\w+) changes/)[0] ?? [];
     const event = (paths: string[]): BridgeEvent => ({
       source: "qashio.bridge",
@@ -98,18 +96,18 @@ describe("README, Local mode", () => {
     const { scope, timeoutMs } = argsOf("authorize").args;
     expect(scope).toBeUndefined();
     expect(textsSaid(LOCAL, /\[--scope "([^"]+)"\]/)).toEqual([[DEFAULT_SCOPES]]);
-    const [timeout] = saidOnce(LOCAL, /\[--timeout (\w+)\]/);
+    const [timeout] = firstTextsSaid(LOCAL, /\[--timeout (\w+)\]/);
     expect(argsOf("authorize", ["--timeout", timeout ?? ""]).args.timeoutMs).toBe(timeoutMs);
   });
 
   it("gives run's pace without --interval as the one it keeps", () => {
-    const [unit] = saidOnce(LOCAL, /a cycle every (minute|hour|second) by default/);
+    const [unit] = firstTextsSaid(LOCAL, /a cycle every (minute|hour|second) by default/);
     const given = { second: "1s", minute: "1m", hour: "1h" }[unit as "second" | "minute" | "hour"];
     expect(argsOf("run").args.intervalMs).toBe(argsOf("run", ["--interval", given]).args.intervalMs);
   });
 
   it("gives the cycle budget's floor, a provider call's overrun and the transactions' share as the code has them", () => {
-    const [floor] = saidOnce(LOCAL, /time budget of one cycle \(and of one `redrive` or `conform-pii`\), at least `(\w+)`/);
+    const [floor] = firstTextsSaid(LOCAL, /time budget of one cycle \(and of one `redrive` or `conform-pii`\), at least `(\w+)`/);
     const env = { QASHIO_BASE_URL: "http://127.0.0.1:9", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s", BRIDGE_TENANT: "acme", QASHIO_REFRESH_TOKEN: "r" };
     const floorMs = readLocalSettings({ ...env, BRIDGE_CYCLE_BUDGET: floor }, "/w").cycleBudgetMs;
     expect(() => readLocalSettings({ ...env, BRIDGE_CYCLE_BUDGET: `${floorMs - 1}ms` }, "/w")).toThrow(/BRIDGE_CYCLE_BUDGET/);
@@ -123,10 +121,10 @@ describe("README, Local mode", () => {
   });
 
   it("runs the standalone sandbox example with the sandbox's client, and counts cycle 1 of the company it tells you to choose", () => {
-    const [port] = saidOnce(LOCAL, /npm run sandbox -- --port (\d+) &/);
-    const [baseUrlPort, clientId, clientSecret] = saidOnce(LOCAL, /export QASHIO_BASE_URL=http:\/\/127\.0\.0\.1:(\d+) QASHIO_CLIENT_ID=(\S+) QASHIO_CLIENT_SECRET=(\S+) /);
+    const [port] = firstTextsSaid(LOCAL, /npm run sandbox -- --port (\d+) &/);
+    const [baseUrlPort, clientId, clientSecret] = firstTextsSaid(LOCAL, /export QASHIO_BASE_URL=http:\/\/127\.0\.0\.1:(\d+) QASHIO_CLIENT_ID=(\S+) QASHIO_CLIENT_SECRET=(\S+) /);
     expect({ baseUrlPort, clientId, clientSecret }).toEqual({ baseUrlPort: port, ...SANDBOX_CLIENT });
-    const [legalName] = saidOnce(LOCAL, /npm run bridge -- authorize # open the printed URL, keep the first company \(([^)]+)\), Approve/);
+    const [legalName] = firstTextsSaid(LOCAL, /npm run bridge -- authorize # open the printed URL, keep the first company \(([^)]+)\), Approve/);
     const [events, created, acknowledged] = numbersSaid(LOCAL, /run --once # ── cycle 1: (\d+) events \((\d+) transaction\.created\) · (\d+) acknowledged/)[0] ?? [];
     // The sandbox as that command line makes it (no --seed: its default data).
     const sandbox = createSandbox({ seed: parseMainArgs(["--port", port ?? ""]).seed });

@@ -43,7 +43,7 @@ import {
   checkQuery,
   type CheckResult,
 } from "../../shared/qashio/schemas/queries.js";
-import { textsSaid } from "../doc-text.js";
+import { firstTextsSaid, textsSaid } from "../doc-text.js";
 import { ROOT, expectCitationsHold, specGapsSection } from "../spec-gaps-section.js";
 import { transactionFixture } from "./schemas/fixtures.js";
 
@@ -57,7 +57,7 @@ const SCHEMAS_DIR = "shared/qashio/schemas/";
 const said = (pattern: RegExp): string[][] => textsSaid(SCHEMAS, pattern);
 
 /** The groups of the first match of `pattern` in the section; fails when it matches nowhere. */
-const saidFirst = (pattern: RegExp): string[] => said(pattern)[0] ?? [];
+const saidFirst = (pattern: RegExp): string[] => firstTextsSaid(SCHEMAS, pattern);
 
 /** A transaction's `card_last_four` as the schema reads `value`. */
 const lastFourOf = (value: unknown): unknown => TransactionSchema.parse(transactionFixture({ card_last_four: value })).card_last_four;

@@ -12,7 +12,7 @@ import { seedCompanies } from "../../sandbox/data/seed.js";
 import { round2 } from "../../sandbox/prng.js";
 import { TRANSACTION_CATEGORIES } from "../../shared/qashio/schemas/index.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
-import { numbersSaid, textsSaid } from "../doc-text.js";
+import { firstNumbersSaid, firstTextsSaid, numbersSaid, textsSaid } from "../doc-text.js";
 import { ROOT, expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { BASE, CLIENT, REDIRECT_URI, START, errorCodes, harness, type Harness, type Row } from "./helpers.js";
 
@@ -27,12 +27,6 @@ function bullet(text: string, opening: string): string {
   const end = text.indexOf(" - ", start + 2);
   return text.slice(start, end < 0 ? undefined : end);
 }
-
-/** The groups of the first match of `pattern` in `text`, as written; fails when it matches nowhere. */
-const firstTexts = (text: string, pattern: RegExp): string[] => textsSaid(text, pattern)[0] ?? [];
-
-/** The groups of the first match of `pattern` in `text`, as numbers; fails when it matches nowhere. */
-const firstNumbers = (text: string, pattern: RegExp): number[] => numbersSaid(text, pattern)[0] ?? [];
 
 const only = (numbers: number[][]): number => {
   expect(numbers).toHaveLength(1);
@@ -75,11 +69,11 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
   });
 
   it("signs access tokens as the JWT it describes, with exactly the claims it lists, and refresh tokens with its prefix", () => {
-    const [alg = "", listed = ""] = firstTexts(OAUTH, /Access tokens: (\w+) JWT \(random key per sandbox instance\) with ([^;]+);/);
+    const [alg = "", listed = ""] = firstTextsSaid(OAUTH, /Access tokens: (\w+) JWT \(random key per sandbox instance\) with ([^;]+);/);
     const claims = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1]);
     expect(Object.keys(claimsOf(h.tokens.access_token)).sort()).toEqual(claims.sort());
     expect(headerOf(h.tokens.access_token)).toMatchObject({ alg, typ: "JWT" });
-    const [prefix = ""] = firstTexts(OAUTH, /Refresh tokens: opaque `(\w+)…`/);
+    const [prefix = ""] = firstTextsSaid(OAUTH, /Refresh tokens: opaque `(\w+)…`/);
     expect(h.tokens.refresh_token.startsWith(prefix)).toBe(true);
   });
 
@@ -128,9 +122,9 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
 
   it("answers validate with the fields, error codes and challenge it gives", async () => {
     const validate = bullet(OAUTH, "Validate:");
-    const [fields = ""] = firstTexts(validate, /`200 \{ active: true, ([\w, ]+) \}`/);
-    const [unauthorized = "", challenge = ""] = firstTexts(validate, /`401 \{ error: "(\w+)" \}` with `WWW-Authenticate: ([^`]+)`/);
-    const [forbidden = ""] = firstTexts(validate, /`403 \{ error: "(\w+)" \}` when the company's API access is disabled/);
+    const [fields = ""] = firstTextsSaid(validate, /`200 \{ active: true, ([\w, ]+) \}`/);
+    const [unauthorized = "", challenge = ""] = firstTextsSaid(validate, /`401 \{ error: "(\w+)" \}` with `WWW-Authenticate: ([^`]+)`/);
+    const [forbidden = ""] = firstTextsSaid(validate, /`403 \{ error: "(\w+)" \}` when the company's API access is disabled/);
     const call = async (token: string) => {
       const res = await h.call("/oauth2/validate", { token });
       return { status: res.status, body: (await res.json()) as Row, challenge: res.headers.get("www-authenticate") };
@@ -149,10 +143,10 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
 
   it("redirects each of the authorize screen's refusals with the error it names for it", async () => {
     const page = bullet(OAUTH, "Authorize page");
-    const [repeated = ""] = firstTexts(page, /Another of its parameters sent twice \(RFC 6749 §3\.1, [^)]*\) redirects with `error=(\w+)`/);
-    const [unsupported = "", absent = ""] = firstTexts(page, /`response_type` other than `code`: redirect with `error=(\w+)`, none \(or empty\): `error=(\w+)`/);
-    const [unknownScope = ""] = firstTexts(page, /unknown scope: `error=(\w+)`/);
-    const [denied = ""] = firstTexts(page, /Deny redirects with `error=(\w+)` and the `state`/);
+    const [repeated = ""] = firstTextsSaid(page, /Another of its parameters sent twice \(RFC 6749 §3\.1, [^)]*\) redirects with `error=(\w+)`/);
+    const [unsupported = "", absent = ""] = firstTextsSaid(page, /`response_type` other than `code`: redirect with `error=(\w+)`, none \(or empty\): `error=(\w+)`/);
+    const [unknownScope = ""] = firstTextsSaid(page, /unknown scope: `error=(\w+)`/);
+    const [denied = ""] = firstTextsSaid(page, /Deny redirects with `error=(\w+)` and the `state`/);
     const screen = (params: Record<string, string | string[]>) => {
       const query = new URLSearchParams();
       for (const [name, values] of Object.entries(params)) for (const value of [values].flat()) query.append(name, value);
@@ -182,7 +176,7 @@ describe("docs/spec-gaps.md, Sandbox: OAuth", () => {
   });
 
   it("names the seeded company whose API access is disabled, whose grants are still made and refreshed", async () => {
-    const [name = ""] = firstTexts(bullet(OAUTH, "A seeded company with API access disabled"), /disabled \("([^"]+)"\) answers `403`/);
+    const [name = ""] = firstTextsSaid(bullet(OAUTH, "A seeded company with API access disabled"), /disabled \("([^"]+)"\) answers `403`/);
     const disabled = h.sandbox.control.companies().filter((c) => !c.apiAccessEnabled);
     expect(disabled.map((c) => [c.id, c.name])).toEqual([[h.disabledCompanyId, name]]);
     const tokens = await exchange(codeFor(REDIRECT_URI, h.disabledCompanyId), REDIRECT_URI);
@@ -213,8 +207,8 @@ describe("docs/spec-gaps.md, Sandbox: Earlier generation (§9)", () => {
 
   it("refuses a missing or doubled companyId with the codes it names, and a missing key with the challenge it quotes", async () => {
     const credential = bullet(LEGACY, "Credential:");
-    const [missing = "", doubled = ""] = firstTexts(credential, /missing `companyId` `400 (\w+)`, sent twice `400 (\w+)`/);
-    const [challenge = ""] = firstTexts(credential, /`WWW-Authenticate: ([^`]+)`/);
+    const [missing = "", doubled = ""] = firstTextsSaid(credential, /missing `companyId` `400 (\w+)`, sent twice `400 (\w+)`/);
+    const [challenge = ""] = firstTextsSaid(credential, /`WWW-Authenticate: ([^`]+)`/);
     expect(challenge).toBe(LEGACY_API_KEY_CHALLENGE);
     const key = { "x-api-key": h.sandbox.control.companies()[0]?.apiKey ?? "" };
     const codes = async (query: string) => errorCodes((await (await legacy(`/legacy/erp-transactions${query}`, key)).json()) as Row);
@@ -252,7 +246,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
     const kinds = bullet(DATA, "Transaction kinds:");
     // The kinds §2.2 covers and the values it lists beside them: together every value the sandbox serves.
     const covered = only(numbersSaid(kinds, /§2\.2 names (\w+) kinds as covered/));
-    const [listed = ""] = firstTexts(kinds, /yet lists ((?:`\w+`,? (?:and )?)+)among the allowed/);
+    const [listed = ""] = firstTextsSaid(kinds, /yet lists ((?:`\w+`,? (?:and )?)+)among the allowed/);
     const outside = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1]);
     for (const category of outside) expect(TRANSACTION_CATEGORIES).toContain(category);
     const count = covered + outside.length;
@@ -266,7 +260,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
 
   it("charges the fees and VAT at the rates it gives, under the tax names it quotes", () => {
     const values = bullet(DATA, "Values of fields the spec lists none for");
-    const [cashRate = 0, cashFixed = 0, foreignRate = 0] = firstNumbers(values, /`fee_charges` (\d+)% of the billing amount plus (\d+) on a cash withdrawal, (\d+)% on a purchase in another currency/);
+    const [cashRate = 0, cashFixed = 0, foreignRate = 0] = firstNumbersSaid(values, /`fee_charges` (\d+)% of the billing amount plus (\d+) on a cash withdrawal, (\d+)% on a purchase in another currency/);
     const homeTax = Object.fromEntries(textsSaid(values, /`([^`]*?(\d+)%)` in (?:the UAE|Saudi Arabia)/).map(([name = "", rate = ""]) => [name, Number(rate)]));
     const seen = new Set<string>();
     for (const data of seeded(7)) {
@@ -295,7 +289,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
   });
 
   it("keeps the clock at or before the latest time it gives, the edge taken, and says so when it refuses a millisecond past it", async () => {
-    const [latest = ""] = firstTexts(bullet(DATA, "Clock:"), /keep sandbox time at or before (\d{4}-\d\d-\d\dT\d\d:\d\dZ)/);
+    const [latest = ""] = firstTextsSaid(bullet(DATA, "Clock:"), /keep sandbox time at or before (\d{4}-\d\d-\d\dT\d\d:\d\dZ)/);
     expect(Date.parse(latest)).toBe(LATEST_SANDBOX_TIME_MS);
     const toEdge = seconds(Date.parse(latest) - Date.parse(START));
     const past = await control("/clock", { advance_seconds: toEdge + 0.001 });
@@ -306,7 +300,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
   });
 
   it("spreads a reset's backlog over the days it gives, the shorter span up to the size it names", () => {
-    const [longDays = 0, shortDays = 0, upTo = 0] = firstNumbers(bullet(DATA, "Reset keeps OAuth grants"), /spread over (\d+) days \((\d+) days for (\d+) or fewer/);
+    const [longDays = 0, shortDays = 0, upTo = 0] = firstNumbersSaid(bullet(DATA, "Reset keeps OAuth grants"), /spread over (\d+) days \((\d+) days for (\d+) or fewer/);
     const spanDays = (backlog: number) => {
       const times = seeded(1, backlog)[0]?.transactions.all().map((tx) => Date.parse(tx.transaction_time)) ?? [];
       return (Date.parse(START) - Math.min(...times)) / 86_400_000;
@@ -319,18 +313,18 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
   });
 
   it("keeps the refresh tokens it reckons a month at the default access token lifetime", () => {
-    const [about = 0, defaultSeconds = 0] = firstNumbers(bullet(DATA, "OAuth records are kept only while"), /\(about (\d+) at the (\d+) s default\)/);
+    const [about = 0, defaultSeconds = 0] = firstNumbersSaid(bullet(DATA, "OAuth records are kept only while"), /\(about (\d+) at the (\d+) s default\)/);
     expect(defaultSeconds).toBe(ACCESS_TOKEN_TTL_SECONDS);
     expect(Math.abs(REFRESH_TOKEN_TTL_SECONDS / defaultSeconds - about) / about).toBeLessThan(0.05);
   });
 
   it("answers injected faults on the OAuth paths with the codes it names for each status", async () => {
     const faults = bullet(DATA, "Faults never apply");
-    const [tokenBad = "", tokenRefused = ""] = firstTexts(faults, /\(token: `400 (\w+)`, `401 (\w+)`/);
-    const [validateRefused = "", validateForbidden = "", validateBad = ""] = firstTexts(faults, /validate: `401 (\w+)` with its Bearer challenge, `403 (\w+)`, and `400 (\w+)`/);
-    const [busy = ""] = firstTexts(faults, /`429` and `503` `(\w+)`/);
-    const [refusal = ""] = firstTexts(faults, /\(a `403` of the token endpoint\) `(\w+)`/);
-    const [other = ""] = firstTexts(faults, /any other status `(\w+)`/);
+    const [tokenBad = "", tokenRefused = ""] = firstTextsSaid(faults, /\(token: `400 (\w+)`, `401 (\w+)`/);
+    const [validateRefused = "", validateForbidden = "", validateBad = ""] = firstTextsSaid(faults, /validate: `401 (\w+)` with its Bearer challenge, `403 (\w+)`, and `400 (\w+)`/);
+    const [busy = ""] = firstTextsSaid(faults, /`429` and `503` `(\w+)`/);
+    const [refusal = ""] = firstTextsSaid(faults, /\(a `403` of the token endpoint\) `(\w+)`/);
+    const [other = ""] = firstTextsSaid(faults, /any other status `(\w+)`/);
     const cases: [path: string, status: number, error: string][] = [
       ["/oauth2/token", 400, tokenBad],
       ["/oauth2/token", 401, tokenRefused],
@@ -350,7 +344,7 @@ describe("docs/spec-gaps.md, Sandbox: Data, time, faults", () => {
   });
 
   it("answers an injected fault on the authorization screen with a page of the status and the words it quotes", async () => {
-    const [status = "", words = "", fallback = ""] = firstTexts(bullet(DATA, "Faults never apply"), /\(`(\d{3}) ([A-Z][a-z ]+)`; `([A-Z][a-z ]+)` for a status without words\)/);
+    const [status = "", words = "", fallback = ""] = firstTextsSaid(bullet(DATA, "Faults never apply"), /\(`(\d{3}) ([A-Z][a-z ]+)`; `([A-Z][a-z ]+)` for a status without words\)/);
     const screen = `${BASE}/oauth2/authorize?${new URLSearchParams({ response_type: "code", client_id: CLIENT.client_id, redirect_uri: REDIRECT_URI })}`;
     for (const [injected, said] of [[Number(status), words], [418, fallback]] as const) {
       await control("/faults", { path_prefix: "/oauth2/authorize", status: injected, count: 1 });
