@@ -16,6 +16,20 @@ export function docText(path: string): string {
   return readFileSync(join(import.meta.dirname, "..", path), "utf8").replace(/\s+/g, " ");
 }
 
+/**
+ * The `## <title>` section of a doc read by {@link docText}, its `###` subsections included, up to the next section;
+ * fails when there is none.
+ *
+ * @example
+ * docSection(docText("README.md"), "Events"); // "## Events Each event ..."
+ */
+export function docSection(text: string, title: string): string {
+  const start = text.indexOf(` ## ${title} `);
+  expect(start, `section ${title}`).toBeGreaterThanOrEqual(0);
+  const end = text.indexOf(" ## ", start + 1);
+  return text.slice(start, end < 0 ? undefined : end);
+}
+
 /** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */
 export function textsSaid(text: string, pattern: RegExp): string[][] {
   const found = [...text.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));

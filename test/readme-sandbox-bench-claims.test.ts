@@ -13,19 +13,14 @@ import { DEFAULT_PAGE_SIZE } from "../shared/bridge/index.js";
 import { parseCommand } from "../shared/cli/args.js";
 import { BUDGETS, floorOf, toBenchJson, type BenchMeasurement } from "../shared/cli/bench-report.js";
 import { DEFAULT_EVENT_SOURCE } from "../shared/cli/config.js";
-import { docText, firstNumbersSaid, firstTextsSaid, numbersSaid, textsSaid } from "./doc-text.js";
+import { docSection, docText, firstNumbersSaid, firstTextsSaid, numbersSaid, textsSaid } from "./doc-text.js";
 import { ROOT } from "./spec-gaps-section.js";
 
 const README = docText("README.md");
 const BENCHMARK_DOC = readFileSync(join(ROOT, "docs/benchmark.md"), "utf8");
 
 /** README's section under `## <title>`, up to the next one, line breaks read as spaces. */
-function readmeSection(title: string): string {
-  const start = README.indexOf(` ## ${title} `);
-  expect(start, `README section ${title}`).toBeGreaterThanOrEqual(0);
-  const end = README.indexOf(" ## ", start + 1);
-  return README.slice(start, end < 0 ? undefined : end);
-}
+const readmeSection = (title: string): string => docSection(README, title);
 
 const EVENTS = readmeSection("Events");
 const SANDBOX = readmeSection("Provider sandbox");

@@ -2,9 +2,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { docSection, docText } from "./doc-text.js";
 
 export const ROOT = join(import.meta.dirname, "..");
-const SPEC_GAPS = readFileSync(join(ROOT, "docs/spec-gaps.md"), "utf8");
+const SPEC_GAPS = docText("docs/spec-gaps.md");
 
 /** Milliseconds as the seconds the doc gives. */
 export const seconds = (ms: number): number => ms / 1000;
@@ -16,10 +17,7 @@ export const seconds = (ms: number): number => ms / 1000;
  * specGapsSection("Local mode"); // " ## Local mode Choices of the command line ..."
  */
 export function specGapsSection(title: string): string {
-  const start = SPEC_GAPS.indexOf(`\n## ${title}\n`);
-  if (start < 0) throw new Error(`docs/spec-gaps.md has no section ${title}`);
-  const end = SPEC_GAPS.indexOf("\n## ", start + 1);
-  return SPEC_GAPS.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
+  return docSection(SPEC_GAPS, title);
 }
 
 /**
