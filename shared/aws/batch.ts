@@ -86,14 +86,24 @@ export class DynamoBatchCalls {
    * are. Past `options.deadline` nothing is sent again (unprocessed items, a throttled call): the first send goes
    * whatever the time, each later one only while the clock, read after the backoff, is still before it, else the
    * call rejects with WriteDeadlineExceededError. A write landing late, its container frozen in the backoff and thawed
-   * after a later cycle wrote the same keys, would put an older state over theirs.
+   * after a later cycle wrote the same keys, would put an older state over theirs. With `idOf`, that error names (its
+   * `doneIds`) the requests DynamoDB had answered processed.
    */
-  async write(requests: WriteRequest[], options: HeldCallOptions = {}): Promise<void> {
+  async write(requests: WriteRequest[], options: HeldCallOptions = {}, idOf?: (request: WriteRequest) => string): Promise<void> {
     const table = this.#options.tableName;
-    await this.#drain("BatchWriteItem", "items", requests, options, async (pending, held) => {
-      const result = await this.#sendRetried("BatchWriteItem", () => this.#options.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } })), held);
-      return result.UnprocessedItems?.[table] ?? [];
-    });
+    // What no answer has said is written yet: all of it until the first answer, then what that left unprocessed.
+    let unwritten = requests;
+    try {
+      await this.#drain("BatchWriteItem", "items", requests, options, async (pending, held) => {
+        const result = await this.#sendRetried("BatchWriteItem", () => this.#options.doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } })), held);
+        unwritten = result.UnprocessedItems?.[table] ?? [];
+        return unwritten;
+      });
+    } catch (error) {
+      if (idOf === undefined || !(error instanceof WriteDeadlineExceededError)) throw error;
+      const left = new Set(unwritten.map(idOf));
+      throw error.alsoDone(requests.map(idOf).filter((id) => !left.has(id)));
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandInput, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { WriteDeadlineExceededError } from "../bridge/errors.js";
 import type { Clock, EntityKind, Logger, Quarantine, QuarantinePagesOptions, QuarantineRecord, StoreCallOptions } from "../bridge/ports.js";
 import { recordQashioId } from "../bridge/redrive.js";
 import { BATCH_WRITE_LIMIT, DynamoBatchCalls } from "./batch.js";
@@ -178,13 +179,22 @@ export class DynamoQuarantine implements Quarantine {
    * One BatchWriteItem of DeleteRequests per 25 ids (a re-drive after a bad rule may delete thousands), one call after
    * the other, unprocessed ones retried with backoff. A record past its TTL, not swept yet, goes as well. Past
    * `options.deadline` nothing is sent again, nor is a call after the first started: WriteDeadlineExceededError (see
-   * DynamoBatchCalls.write).
+   * DynamoBatchCalls.write), naming in `doneIds` the records deleted before it stopped.
    */
   async deleteMany(ids: readonly string[], options: StoreCallOptions = {}): Promise<void> {
     // BatchWriteItem refuses two requests for one key.
-    const requests = [...new Set(ids)].map((id) => ({ DeleteRequest: { Key: { ...quarantineItemKey(this.#tenant, id) } } }));
-    const batches = chunk(requests, BATCH_WRITE_LIMIT);
-    for (const [i, batch] of batches.entries()) await this.#batches.write(batch, { ...options, later: i > 0 });
+    const batches = chunk([...new Set(ids)], BATCH_WRITE_LIMIT);
+    const deleted: string[] = [];
+    for (const [i, batch] of batches.entries()) {
+      const requests = batch.map((id) => ({ DeleteRequest: { Key: { ...quarantineItemKey(this.#tenant, id) } } }));
+      try {
+        await this.#batches.write(requests, { ...options, later: i > 0 }, (request) => String(request.DeleteRequest?.Key?.sk));
+      } catch (error) {
+        // Stopped at the deadline part way: the records already gone are named, for the re-drive to count them re-driven.
+        throw error instanceof WriteDeadlineExceededError ? error.alsoDone(deleted) : error;
+      }
+      deleted.push(...batch);
+    }
   }
 
   async list(): Promise<QuarantineRecord[]> {

@@ -47,6 +47,30 @@ export class StoreDeadlineExceededError extends BridgeError {
  */
 export class WriteDeadlineExceededError extends StoreDeadlineExceededError {
   override name = "WriteDeadlineExceededError";
+
+  constructor(
+    message: string,
+    deadline: number,
+    options?: ErrorOptions,
+    /**
+     * Ids of the entries the call had durably written before it stopped, when the store names them (the quarantine's
+     * deleteMany: the records it deleted), so its caller counts what was done, not all of it as left.
+     */
+    readonly doneIds?: readonly string[],
+  ) {
+    super(message, deadline, options);
+  }
+
+  /**
+   * This error naming `ids` done as well (a call of several batches adding those of the batches before it).
+   *
+   * @example
+   * throw stopped.alsoDone(idsOfEarlierBatches);
+   */
+  alsoDone(ids: readonly string[]): WriteDeadlineExceededError {
+    const options = this.cause === undefined ? undefined : { cause: this.cause };
+    return new WriteDeadlineExceededError(this.message, this.deadline, options, [...ids, ...(this.doneIds ?? [])]);
+  }
 }
 
 /**

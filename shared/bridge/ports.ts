@@ -227,7 +227,8 @@ export interface Quarantine {
    * Removes the records of `ids` once their cases are settled (e.g. a batch of re-driven transactions), in as few
    * calls as the store allows; resolves once all are durably gone. An absent id, or one given twice, is a no-op. On a
    * failure some may be gone and the others not. With `options.deadline`, rejects with `WriteDeadlineExceededError`
-   * rather than send again past it (a late delete could remove a record a later run put again under its id).
+   * rather than send again past it (a late delete could remove a record a later run put again under its id); a store
+   * that deletes in several calls names in its `doneIds` the ids it deleted before it stopped.
    */
   deleteMany(ids: readonly string[], options?: StoreCallOptions): Promise<void>;
   /** How many records are held now (a gauge for "quarantine not empty"; cheaper than `list`). */

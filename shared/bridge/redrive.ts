@@ -4,6 +4,7 @@
  * validation rule that refused good provider data), the re-drive reads each such transaction again and runs it
  * through the cycle's own batch path; a record is deleted only once its transaction's current state is delivered.
  */
+import { storeDeadlineExceeded, WriteDeadlineExceededError } from "./errors.js";
 import { uuidFromHex } from "./hash.js";
 import { quarantineReason } from "./quarantine-id.js";
 import type { CycleOptions, TransactionCycleDeps } from "./deps.js";
@@ -243,7 +244,7 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   // One transaction can hold several records (one per failed version): one read serves them all.
   // `ref` is read by the qashio_id of a publish record once one is met (`trusted`), else of the first record.
   // `unconfirmed` gathers, while no record is trusted, what the records hold of their state (TransactionRef.unconfirmed).
-  type Held = { ref: TransactionRef; trusted: boolean; unconfirmed?: UnconfirmedRef; readonly records: RedriveRecord[] };
+  type Held = { ref: TransactionRef; trusted: boolean; unconfirmed?: UnconfirmedRef; records: RedriveRecord[] };
   /** The chunk being read again: what a batch deletes and a chunk's end keeps. */
   let inHand = new Map<string, Held>();
 
@@ -322,18 +323,43 @@ export async function redriveQuarantined(deps: TransactionCycleDeps, options: Re
   const afterBatch = async (delivered: ReadonlySet<string>, write: StoreCallOptions): Promise<void> => {
     const missed = (id: string) => (missedUntrusted.get(id) ?? []).map(({ record }) => record);
     const records = [...delivered].flatMap((id) => [...(inHand.get(id)?.records ?? []), ...missed(id)]);
-    // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
-    if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
-    // Counted only once deleted: a failed delete throws, and what it left stays for the next run.
-    const named = records.slice(0, Math.max(0, REDRIVEN_RECORDS_NAMED - redriven.length));
-    redriven.push(...named);
-    redrivenNotNamed += records.length - named.length;
+    try {
+      // Held to the calls' deadline: a delete sent again late could remove a record a later run put again under its id.
+      if (records.length > 0) await deps.quarantine.deleteMany(records.map((record) => record.id), write);
+    } catch (error) {
+      // Stopped at the deadline part way: the records it names deleted are re-driven, only the others kept as not reached.
+      const stopped = storeDeadlineExceeded(error);
+      if (stopped instanceof WriteDeadlineExceededError && stopped.doneIds !== undefined) settle(delivered, new Set(stopped.doneIds));
+      throw error;
+    }
+    settle(delivered);
+  };
+  /**
+   * Counts the records of `delivered` that are deleted (those of `gone`; all when not given) re-driven, and settles each
+   * transaction none of whose records are left; a failed delete throws before, and what it left stays for the next run.
+   */
+  const settle = (delivered: ReadonlySet<string>, gone?: ReadonlySet<string>): void => {
+    const isGone = (record: RedriveRecord) => gone === undefined || gone.has(record.id);
     for (const id of delivered) {
-      inHand.delete(id);
-      deliveredInRun.add(id);
-      kept.remove(missedUntrusted.get(id) ?? []);
-      missedUntrusted.delete(id);
-      missedState.delete(id);
+      const held = inHand.get(id);
+      const earlier = missedUntrusted.get(id) ?? [];
+      const deleted = [...(held?.records ?? []), ...earlier.map(({ record }) => record)].filter(isGone);
+      const named = deleted.slice(0, Math.max(0, REDRIVEN_RECORDS_NAMED - redriven.length));
+      redriven.push(...named);
+      redrivenNotNamed += deleted.length - named.length;
+      kept.remove(earlier.filter(({ record }) => isGone(record)));
+      const heldLeft = held?.records.filter((record) => !isGone(record)) ?? [];
+      const earlierLeft = earlier.filter(({ record }) => !isGone(record));
+      if (heldLeft.length === 0 && earlierLeft.length === 0) {
+        inHand.delete(id);
+        deliveredInRun.add(id);
+        missedUntrusted.delete(id);
+        missedState.delete(id);
+        continue;
+      }
+      if (held !== undefined) held.records = heldLeft;
+      if (earlierLeft.length > 0) missedUntrusted.set(id, earlierLeft);
+      else missedUntrusted.delete(id);
     }
   };
   const afterChunk = ({ missing, listsOthers, listsTooMany, refused, invalid, unreached, shownBySnapshot }: ReprocessedChunk): void => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoQuarantine } from "../../shared/aws/quarantine.js";
 import { DynamoSnapshotStore } from "../../shared/aws/snapshot-store.js";
 import { ReadDeadlineExceededError, WriteDeadlineExceededError, pollTransactions, redriveQuarantined } from "../../shared/bridge/index.js";
+import { redrivenCount } from "../../shared/bridge/redrive.js";
 import { PUBLISH_FAILURE_PREFIX } from "../../shared/bridge/redrive.js";
 import type { Clock, QuarantineRecord, SnapshotKey } from "../../shared/bridge/ports.js";
 import { makeRig } from "../bridge/fakes.js";
@@ -178,8 +179,36 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     const deadline = rig.clock.now() + 1_000;
     const error = await quarantine.deleteMany(ids, { deadline }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(error).toMatchObject({ doneIds: ids.slice(0, 25) });
     expect(faulty.sent()).toBe(1);
     expect((await quarantine.list()).map((r) => r.id)).toEqual(ids.slice(25));
+  });
+
+  it("deleteMany stopped at the deadline with part of a call unprocessed names the records that call deleted, not the others", async () => {
+    const rig = makeRig();
+    const tenant = "frozen-part-unprocessed";
+    const ids = ["0b7c1c36-0000-4000-8000-000000000001", "0b7c1c36-0000-4000-8000-000000000002", "0b7c1c36-0000-4000-8000-000000000003"];
+    let sent = 0;
+    // The first call: DynamoDB processes the first two deletes and leaves the third unprocessed.
+    const send = async (command: unknown) => {
+      if (command instanceof BatchWriteCommand && ++sent === 1) {
+        const requests = command.input.RequestItems?.[table.tableName] ?? [];
+        await table.doc.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: requests.slice(0, 2) } }));
+        return { UnprocessedItems: { [table.tableName]: requests.slice(2) }, $metadata: {} };
+      }
+      return (table.doc.send as (c: unknown) => Promise<unknown>)(command);
+    };
+    const doc = new Proxy(table.doc, { get: (target, name, receiver) => (name === "send" ? send : Reflect.get(target, name, receiver)) });
+    const writer = new DynamoQuarantine({ doc: table.doc, tableName: table.tableName, tenant, clock: rig.clock });
+    for (const id of ids) await writer.put({ id, kind: "card", reason: "invalid", raw: { id }, at: new Date(rig.clock.now()).toISOString() });
+    const quarantine = new DynamoQuarantine({ doc, tableName: table.tableName, tenant, clock: freezingIn(rig.clock) });
+
+    const error = await quarantine.deleteMany(ids, { deadline: rig.clock.now() + 1_000 }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(WriteDeadlineExceededError);
+    expect(sent).toBe(1);
+    expect((error as WriteDeadlineExceededError).doneIds).toEqual(ids.slice(0, 2));
+    expect((await writer.list()).map((r) => r.id)).toEqual(ids.slice(2));
   });
 
   it("a re-drive's quarantine delete is not sent again past the deadline: the records stay, the run ends `deadline`", async () => {
@@ -204,6 +233,35 @@ describe("DynamoDB batch writes held to the cycle's deadline", () => {
     expect(faulty.sent()).toBe(1);
     expect((await quarantine.list()).map((r) => r.id)).toEqual([record.id]);
     expect(report.kept.map((k) => k.why)).toEqual(["not reached before the deadline"]);
+  });
+
+  it("a re-drive whose quarantine delete stops at the deadline part way counts the records it deleted re-driven, and keeps only those left", async () => {
+    const tenant = "frozen-redrive-part";
+    const rig = makeRig({ tenant });
+    // The first of the delete's two calls (26 records) lands as the container freezes; the second is not sent.
+    const faulty = freezingInFirstBatchWrite(table.doc, rig.clock);
+    const quarantine = new DynamoQuarantine({ doc: faulty.doc, tableName: table.tableName, tenant, clock: rig.clock });
+    const txn = rig.provider.addTransaction();
+    const ids = Array.from({ length: 26 }, (_, i) => `0b7c1c36-0000-4000-8000-${String(i).padStart(12, "0")}`);
+    for (const id of ids) {
+      await quarantine.put({
+        id,
+        kind: "transaction",
+        entityId: txn.id,
+        reason: `${PUBLISH_FAILURE_PREFIX}event bus refused it`,
+        raw: { id: txn.id, qashio_id: txn.qashio_id },
+        at: new Date(rig.clock.now()).toISOString(),
+      });
+    }
+
+    const report = await redriveQuarantined({ ...rig.deps, quarantine }, { deadline: rig.clock.now() + 30_000 });
+
+    expect(report.cycle.outcome).toBe("deadline");
+    expect(faulty.sent()).toBe(1);
+    const left = (await quarantine.list()).map((r) => r.id);
+    expect(left).toEqual(ids.slice(25));
+    expect(report.kept.map((k) => k.record.id)).toEqual(left);
+    expect(redrivenCount(report)).toBe(25);
   });
 });
 
