@@ -20,16 +20,9 @@ import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { FunctionTimeoutTooShortError, LambdaConfigurationError } from "../../shared/aws/errors.js";
 import { SAVE_END_MARGIN_MS } from "../../shared/aws/token-store.js";
 import { thrown } from "../thrown.js";
+import { VALID_FUNCTION_ENV } from "./support/function-env.js";
 
-const valid = {
-  TENANT_ID: "acme",
-  QASHIO_BASE_URL: "https://api.example.com/",
-  TABLE_NAME: "bridge",
-  SECRET_ID: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-AbCdEf",
-  EVENT_BUS_NAME: "bridge-bus",
-  PII_MODE: "hash",
-  POWERTOOLS_SERVICE_NAME: "qashio-bridge",
-};
+const valid = VALID_FUNCTION_ENV;
 
 /** The error loadConfig throws for `env`, or undefined when it throws none. */
 function configErrorOf(env: Record<string, string | undefined>): LambdaConfigurationError | undefined {

@@ -1,33 +1,18 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Template } from "aws-cdk-lib/assertions";
+import type { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { DASHBOARD_WIDGETS } from "../../infra/constructs/ops-dashboard.js";
-import type { TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
-import type { TenantStack } from "../../infra/tenant-stack.js";
 import { headingAnchor } from "../markdown-anchor.js";
 import { runbookIntro, runbookSection } from "../runbook-section.js";
-import { buildTestApp, EXAMPLE_TENANTS_FILE, exampleStacks, REPO_ROOT, rotationWindow } from "./helpers.js";
+import { EXAMPLE_TENANTS_FILE, exampleStacks, fastPathGlobex, REPO_ROOT, rotationWindow } from "./helpers.js";
 
 interface AlarmProperties {
   readonly AlarmName: string;
   readonly Namespace?: string;
   readonly MetricName?: string;
   readonly TreatMissingData?: string;
-}
-
-let fastPath: Template | undefined;
-
-/** globex with the card fast path (cards every 30 minutes, suspended cards every 2), built once per file. */
-function fastPathGlobex(): Template {
-  if (fastPath === undefined) {
-    const globex = loadTenantsFile(EXAMPLE_TENANTS_FILE).find((t) => t.id === "globex") as TenantConfig;
-    const tenant = { ...globex, schedules: { ...globex.schedules, cardsEveryMinutes: 30, suspendedCardsEveryMinutes: 2 } };
-    const [stack] = buildTestApp({ tenants: [tenant] }).stacks as [TenantStack];
-    fastPath = Template.fromStack(stack);
-  }
-  return fastPath;
 }
 
 function alarmsOf(template: Template): AlarmProperties[] {
