@@ -4,8 +4,9 @@
  * exported constants and a tenant's template built in-process). The behaviour tests count in the constants; these
  * read what the runbook says.
  */
+import { randomUUID } from "node:crypto";
 import type { Template } from "aws-cdk-lib/assertions";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { heartbeatAlarmWindow, cycleAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES } from "../../infra/constructs/alarm-window.js";
 import type { TenantConfig } from "../../infra/tenant-config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
@@ -34,6 +35,7 @@ import { EXAMPLE_TENANTS_FILE, exampleStacks, fastPathGlobex } from "../infra/he
 import { VALID_FUNCTION_ENV } from "../aws/support/function-env.js";
 import { fakeClock, scriptedFetch } from "../qashio/helpers.js";
 import { thrown } from "../thrown.js";
+import { createHarness, type Harness } from "./support/harness.js";
 import { seconds } from "../spec-gaps-section.js";
 
 const RUNBOOK = docText("docs/runbook.md");
@@ -197,6 +199,32 @@ describe("docs/runbook.md, Function errors: AWS and provider failures", () => {
 
   it("gives the chunk of quarantine records re-driven before a damaged one", () => {
     expect(firstNumbersSaid(ERRORS, /the chunks of ([\d,]+) records taken before it are re-driven/)).toEqual([REDRIVE_CHUNK_RECORDS]);
+  });
+});
+
+describe("docs/runbook.md, Function errors: a rotation invoked by hand with the wrong event", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(async () => h.close());
+
+  it("quotes the RotationError of a token under no rotation, and of each hand-made event refused before any read", async () => {
+    const rotationError = async (ClientRequestToken: string, Step: string): Promise<string> => {
+      const error = (await h.rotator()({ SecretId: h.secrets.secretId, ClientRequestToken, Step }).catch((e: unknown) => e)) as Error;
+      expect(error.name).toBe("RotationError");
+      return error.message;
+    };
+    expectQuoted(quotesOf(ERRORS, "RotationError").filter((quote) => quote.startsWith("Version")), [await rotationError(randomUUID(), "setSecret")]);
+    // The sentence on a Step that is none of Secrets Manager's four, or an empty ClientRequestToken: one quote for each.
+    const [handMade = ""] = textsSaid(ERRORS, /(A hand-made invoke with a Step that is none of [^]*? before anything is read)/)[0] ?? [];
+    const [four] = firstNumbersSaid(handMade, /none of Secrets Manager's (\w+)/);
+    const badStep = await rotationError(randomUUID(), "rotate");
+    expect(badStep.match(/"\w+Secret"/g)).toHaveLength(four ?? 0);
+    const quotes = textsSaid(handMade, /"([^"]+)"/).map(([quote = ""]) => quote);
+    expect(quotes).toHaveLength(2);
+    expectQuoted(quotes.slice(0, 1), [badStep]);
+    expectQuoted(quotes.slice(1), [await rotationError("", "createSecret")]);
   });
 });
 
