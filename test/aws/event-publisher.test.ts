@@ -1056,6 +1056,14 @@ describe("reduceDetail", () => {
     expect(reduceDetail(withArray, toEntry, entrySize(toEntry(withArray)))).toEqual(withArray);
   });
 
+  it("returns a copy of a detail that fits, sharing none of its arrays: a change to the result leaves the event as it was", () => {
+    const detail = event("ev", { id: "tx", line_items: [{ id: "li_1" }] }).detail;
+    const result = reduceDetail(detail, toEntry, 10_000);
+    expect(result).not.toBe(detail);
+    (result?.data.object.line_items as unknown[]).push({ id: "li_2" });
+    expect(detail.data.object.line_items).toEqual([{ id: "li_1" }]);
+  });
+
   it("trims an array down to none when even its first element does not fit", () => {
     const detail = event("ev", { id: "tx", attachments: ["a".repeat(3_000)] }).detail;
     const reduced = reduceDetail(detail, toEntry, 1_500);
