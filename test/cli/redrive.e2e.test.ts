@@ -226,20 +226,21 @@ describe("bridge redrive (in-process)", () => {
       expect(error).toMatchObject({ exitCode: EXIT.failed, kept: 1, message: "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions)" });
     });
 
-    it("counts them apart from the records kept for a cause to fix and those not reached", () => {
+    it("counts them apart from the records kept for a cause to fix and those not reached, each record of a reason, not one a reason", () => {
       const { error } = redriveOutcome(
         report([
           { record: record("q0", "t0"), why: "its current state still fails validation" },
           { record: record("q1", "t1"), why: "not found at the provider" },
           { record: record("q2", "t2"), why: "not reached before the deadline" },
+          { record: record("q3", "t3"), why: "not found at the provider" },
         ]),
       );
       expect(error).toMatchObject({
         exitCode: EXIT.failed,
-        kept: 3,
+        kept: 4,
         message:
           "1 quarantine record kept; fix the cause (see the log) and run redrive again; " +
-          "1 quarantine record kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions); " +
+          "2 quarantine records kept that no re-drive can deliver (marked above; docs/runbook.md, Re-driving quarantined transactions); " +
           "1 quarantine record not reached yet",
       });
     });
