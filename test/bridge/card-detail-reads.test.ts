@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { CardDetailReads, isViewChange, withLastConfiguration, type CardDetailPorts } from "../../shared/bridge/card-details.js";
 import { cardKey } from "../../shared/bridge/card-keys.js";
+import type { Snapshot, SnapshotKey } from "../../shared/bridge/ports.js";
 import type { ProviderPage } from "../../shared/bridge/provider.js";
 import type { ValidationResult } from "../../shared/bridge/validate.js";
 import { RecordingLogger } from "./fakes.js";
@@ -114,6 +115,51 @@ describe("CardDetailReads", () => {
       message: "card detail reads not started by the cycle deadline; those cards are taken as listed",
       attributes: { unstarted: 1 },
     });
+  });
+});
+
+describe("CardDetailReads.withoutRecordedStatus", () => {
+  /** Detail reads whose store holds `snapshots`, recording the keys of each snapshot read. */
+  function fastPath(...snapshots: Snapshot[]) {
+    const asked: (readonly SnapshotKey[])[] = [];
+    const details = new CardDetailReads({
+      logger: new RecordingLogger(),
+      random: () => 0,
+      validateCard,
+      pastDeadline: () => false,
+      stopRequested: () => false,
+      outOfTime: () => false,
+      readCard: () => Promise.reject(new Error("not read")),
+      readSnapshots: (_step, keys) => {
+        asked.push(keys);
+        return Promise.resolve(new Map(snapshots.map((snapshot) => [snapshot.key, snapshot])));
+      },
+    });
+    return { details, asked };
+  }
+
+  it("makes no snapshot read for a page without a valid card: a store call past the calls' deadline would end the cycle for nothing", async () => {
+    const { details, asked } = fastPath();
+    const page = [{ raw: { id: "c1", bad: true } }, { raw: { id: "c2" }, rejected: "status: Required" }];
+    const { entries, skipped } = await details.withoutRecordedStatus(page, () => true);
+    expect(entries.map((entry) => entry.raw)).toEqual(page.map((entry) => entry.raw));
+    expect(skipped).toBe(0);
+    expect(asked).toEqual([]);
+  });
+
+  it("counts as skipped only the cards `take` took: a copy listed again is left out but not counted twice", async () => {
+    const { details, asked } = fastPath({ key: cardKey("c1"), hash: "h1", object: { id: "c1", status: "Suspended" }, updatedAt: "2026-12-01T00:00:00.000Z" });
+    const taken = new Set<string>();
+    const take = (id: string): boolean => {
+      if (taken.has(id)) return false;
+      taken.add(id);
+      return true;
+    };
+    const suspended = { raw: { id: "c1", status: "suspended " } };
+    const { entries, skipped } = await details.withoutRecordedStatus([suspended, suspended], take);
+    expect(entries).toEqual([]);
+    expect(skipped).toBe(1);
+    expect(asked).toEqual([[cardKey("c1"), cardKey("c1")]]);
   });
 });
 
