@@ -519,6 +519,24 @@ describe("GET /public/v1/erp/company/summary", () => {
     expect(await spend()).toBe(scanned());
   });
 
+  it("answers a month with only money back as a negative net spend, not as spend (spec-gaps, Company summary)", async () => {
+    const data = h.sandbox.control.company(h.companyId)!;
+    const made = (body: Row) => h.json(`/_sandbox/companies/${h.companyId}/transactions`, { body, token: null });
+    const purchase = (await made({ transaction_category: "purchase" })).body.data[0] as Row;
+    // Into April: its only transaction is the refund of March's purchase made there.
+    const april = [Date.UTC(2025, 3, 1), Date.UTC(2025, 4, 1)] as const;
+    const advance_seconds = (april[0] + 3600_000 - Date.parse(START)) / 1000;
+    expect((await h.json("/_sandbox/clock", { body: { advance_seconds }, token: null })).status).toBe(200);
+    const refund = (await made({ parent_qashio_id: purchase.qashio_id })).body.data as Row[];
+    expect(refund.map((tx) => tx.transaction_category)).toEqual(["refund"]);
+    // A token of now: the one issued at START expired on the way.
+    const { access_token } = await tokensFor(h.sandbox, h.companyId);
+    const spend = ((await h.json("/public/v1/erp/company/summary", { token: access_token })).body.data as Row).month_to_date_spend;
+    expect(spend.month).toBe("2025-04");
+    expect(spend.amount).toBe(-refund[0]!.billing_amount);
+    expect(spend.amount).toBe(netSpendIn(data.transactions.all(), ...april));
+  });
+
   it("gives the funding account the balance its latest statement closed at, as the card balance read does", async () => {
     const summary = (await h.json("/public/v1/erp/company/summary")).body.data as Row;
     const latest = (await h.json(`/public/v1/erp/statements/${summary.funding_account.account_external_id}`)).body.data.data[0] as Row;
