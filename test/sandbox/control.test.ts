@@ -621,7 +621,7 @@ describe("activity generation", () => {
     expect((await views(inactive.id as string)).status).toBe("Suspended");
   });
 
-  it("stamps issued_at when the dashboard moves a Draft card on, as every seeded card past Draft has one (spec-gaps, Card timestamps)", async () => {
+  it("stamps issued_at when the dashboard moves a Draft card on, as every seeded card past Draft has one, and keeps its first activation through later ones (spec-gaps, Card timestamps)", async () => {
     const draft = ((await h.json("/public/v1/erp/cards?status=draft")).body.data as Row[])[0] as Row;
     expect(draft.issued_at).toBeNull();
     expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "active" })).status).toBe(200);
@@ -640,6 +640,10 @@ describe("activity generation", () => {
     // Moved back to Draft, it keeps it too (spec-gaps: null on a Draft card never issued).
     expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "draft" })).status).toBe(200);
     expect((await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data).toMatchObject({ status: "Draft", issued_at: erp.issued_at });
+    // Activated again, it keeps its first activation (spec-gaps, Card timestamps; core first_activated_at).
+    expect((await control(`/companies/${h.companyId}/cards/${draft.id}/status`, { status: "active" })).status).toBe(200);
+    const again = ((await h.json("/public/v1/core/cards?page_size=100")).body.data.cards as Row[]).find((card) => card.id === draft.id) as Row;
+    expect([(await h.json(`/public/v1/erp/cards/${draft.id}`)).body.data.activated_at, again.first_activated_at]).toEqual([erp.activated_at, erp.activated_at]);
   });
 });
 
