@@ -1294,6 +1294,60 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     expect(store.saves).toEqual([]);
   });
 
+  it("never presents the refresh token after its lease could have lapsed in real time, though the wall clock was stepped back meanwhile", async () => {
+    // The wall clock (the provider's) and the monotonic one (`elapsed`, on which the file lock's lease runs out): both
+    // move with every wait, but only the wall clock is stepped back, an hour, by NTP or a person.
+    const wall = fakeClock();
+    let realMs = 0;
+    const clock: Clock = {
+      now: () => wall.now(),
+      sleep: async (ms) => {
+        realMs += ms;
+        await wall.sleep(ms);
+      },
+    };
+    const { lock, released } = timedLock({ now: () => realMs, sleep: clock.sleep });
+    const sentAt: number[] = [];
+    const fetch = scriptedFetch(() => {
+      if (sentAt.length === 0) wall.advance(-60 * MINUTE);
+      sentAt.push(realMs);
+      return json(429, { error: "slow_down" }, { "retry-after": "10" });
+    });
+    const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: wall.now() - 1 });
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: 30_000 };
+    const provider = new OAuthTokenProvider({ ...options, elapsed: () => realMs });
+    await expect(provider.getAccessToken()).rejects.toThrow();
+    // Only the attempt at 0 ends, whole (10 s timeout), in the lease's first 15 s of real time: one 10 s later could
+    // still be unanswered at 20 s, and one at 30 s would follow another process's refresh under the lapsed lease.
+    expect(sentAt).toEqual([0]);
+    expect(released()).toBe(true);
+    expect(store.saves).toEqual([]);
+  });
+
+  it("pairs the system clock with the monotonic one by default: a wall clock stepped back does not stretch the refresh either", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date", "performance"] });
+    try {
+      const start = performance.now();
+      const { lock, released } = timedLock({ now: () => performance.now(), sleep: async () => undefined });
+      const sentAt: number[] = [];
+      const fetch = scriptedFetch(() => {
+        // Date only: the monotonic clock (performance.now) is never stepped.
+        if (sentAt.length === 0) vi.setSystemTime(Date.now() - 60 * MINUTE);
+        sentAt.push(performance.now() - start);
+        return json(429, { error: "slow_down" }, { "retry-after": "10" });
+      });
+      const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: Date.now() - 1 });
+      const provider = new OAuthTokenProvider({ baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, lock, lockTtlMs: 30_000 });
+      const outcome = provider.getAccessToken().catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(await outcome).toBeInstanceOf(DeadlineExceededError);
+      expect(sentAt).toEqual([0]);
+      expect(released()).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("holds the refresh of a refresh token adopted after a rejected grant to the same lease: never presented after it could have lapsed", async () => {
     const clock = fakeClock();
     const { lock, released } = timedLock(clock);

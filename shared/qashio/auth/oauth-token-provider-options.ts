@@ -46,6 +46,12 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   /** Refresh this long before the access token expires, at most half its lifetime. @default 60_000 */
   readonly refreshSkewMs?: number;
   readonly clock?: Clock;
+  /**
+   * Milliseconds on a clock that is never stepped (the process's monotonic clock): a refresh under a lease is held to
+   * its deadline on it too, since the lease runs out in real time (see `leaseTimeClock`, refresh-lease.ts).
+   * @default performance.now with the system clock; none with another (a fake clock's time does not line up with it)
+   */
+  readonly elapsed?: () => number;
   readonly onEvent?: (event: TokenEvent) => void;
   /**
    * Events `onEvent`'s caller words itself (the local CLI names the token file): the provider logs no line of its own

@@ -8,7 +8,7 @@ import { errorLabel } from "../../error-label.js";
 import { isRejectedGrant, reauthorizationRequired, reloadAfterRefusal } from "./grant-refusal.js";
 import { exchangeCode, refresh } from "./oauth.js";
 import type { OAuthTokenProviderOptions, TokenEvent } from "./oauth-token-provider-options.js";
-import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, refreshDeadline, type RefreshLockHandle } from "./refresh-lease.js";
+import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, leaseTimeClock, refreshDeadline, type RefreshLockHandle } from "./refresh-lease.js";
 import { RefusedTokens } from "./refused-tokens.js";
 import { RefreshSkew, storedTokensOf } from "./token-expiry.js";
 import { refusedFile, type StoredTokens } from "./token-store.js";
@@ -454,7 +454,7 @@ export class OAuthTokenProvider implements TokenProvider {
     this.leases.assertFits(deadline, this.clock.now());
     const taken = await this.leases.acquire(deadline === undefined ? undefined : deadline - this.leases.ttlMs);
     const handle = taken?.handle;
-    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.leases.ttlMs) } : undefined;
+    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.leases.ttlMs), clock: this.leaseClock(taken.askedAt) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -470,11 +470,20 @@ export class OAuthTokenProvider implements TokenProvider {
     }
   }
 
+  /**
+   * The clock a refresh under a lease asked for at `askedAt` is timed on (see {@link leaseTimeClock}). Only the system
+   * clock is paired with the monotonic one by default: a fake clock's time does not line up with it.
+   */
+  private leaseClock(askedAt: number): Clock {
+    const elapsed = this.options.elapsed ?? (this.clock === systemClock ? () => performance.now() : undefined);
+    return elapsed === undefined ? this.clock : leaseTimeClock(this.clock, askedAt, elapsed);
+  }
+
   private async rotate(
     stored: StoredTokens,
     rejected: string | undefined,
     mayAdopt: boolean,
-    lease?: { handle: RefreshLockHandle; askedAt: number; deadline: number },
+    lease?: { handle: RefreshLockHandle; askedAt: number; deadline: number; clock: Clock },
   ): Promise<StoredTokens> {
     const { refreshToken } = stored;
     const postponed = await this.postponedRefresh(stored, rejected);
@@ -488,7 +497,8 @@ export class OAuthTokenProvider implements TokenProvider {
       tokens = await spending(async () => {
         let set: TokenSet;
         try {
-          set = await refresh(this.options, refreshToken, lease?.deadline);
+          // Timed on the lease's clock: its deadline passes in real time, whatever steps the wall clock takes.
+          set = await refresh(lease === undefined ? this.options : { ...this.options, clock: lease.clock }, refreshToken, lease?.deadline);
         } catch (error) {
           // The sent token is spent: its successor is saved, without an access token (the next call refreshes with it).
           if (error instanceof IncompleteTokenSetError) await save({ refreshToken: error.rotatedRefreshToken() });
