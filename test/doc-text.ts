@@ -47,3 +47,21 @@ export const firstTextsSaid = (text: string, pattern: RegExp): string[] => texts
 
 /** The groups of the first match of `pattern` in `text`, as numbers; fails when it matches nowhere. */
 export const firstNumbersSaid = (text: string, pattern: RegExp): number[] => numbersSaid(text, pattern)[0] ?? [];
+
+/** The backquoted names in `text`, in order. */
+export const quotedNames = (text: string): string[] => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? "");
+
+/** `text` as a regular expression's source that matches it literally. */
+export const literalPattern = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * A doc's quote of a message as a pattern over the message: each match of `gap` in the quote (an ellipsis, a
+ * placeholder; a pattern without capturing groups) stands for what the code fills in there, matched by `fill` (by
+ * default any text, shortest first); the rest is matched literally.
+ *
+ * @example
+ * quotePattern("Version <id> has no stage", /<\w+>/).test("Version v1 has no stage"); // true
+ */
+export function quotePattern(quote: string, gap: RegExp, fill = "[^]*?"): RegExp {
+  return new RegExp(quote.split(gap).map(literalPattern).join(fill));
+}

@@ -49,7 +49,7 @@ import { DEFAULT_TIMEOUT_MS } from "../../shared/qashio/http.js";
 import type { BridgeEvent, BridgeEventDetail } from "../../shared/bridge/ports.js";
 import { FakeClock } from "./support/clock.js";
 import { pollerTimeout } from "../../infra/tenant-stack.js";
-import { numbersSaid, textsSaid } from "../doc-text.js";
+import { numbersSaid, quotedNames, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, seconds, specGapsSection } from "../spec-gaps-section.js";
 
 const AWS = specGapsSection("AWS runtime");
@@ -148,7 +148,7 @@ describe("docs/spec-gaps.md, AWS runtime: what a quarantine record keeps", () =>
 describe("docs/spec-gaps.md, AWS runtime: leases", () => {
   it("names the leases of a tenant as it says", () => {
     const [names = ""] = quoted(/Lease names per tenant: ((?:`[^`]+`(?:, | and )?)+)/);
-    expect([...names.matchAll(/`([^`]+)`/g)].map((m) => m[1])).toEqual([
+    expect(quotedNames(names)).toEqual([
       leaseNames.transactionsCycle("<tenant>"),
       leaseNames.cardsCycle("<tenant>"),
       leaseNames.tokenRefresh("<tenant>"),

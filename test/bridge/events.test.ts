@@ -19,6 +19,7 @@ import { reduceDetail } from "../../shared/aws/event-size.js";
 import { conformSnapshots } from "../../shared/bridge/conform.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { matchesPattern, subscriptionPatterns } from "../event-patterns.js";
+import { quotedNames } from "../doc-text.js";
 import { makeRig, type FakeTransaction } from "./fakes.js";
 import { clientOverFake } from "./provider-client.js";
 
@@ -346,7 +347,7 @@ describe("event schemas", () => {
     // The table's rows of the published objects: | spec | object | masked | kept |.
     const masked = (object: string): string[] => {
       const row = section.split("\n").find((line) => line.split("|")[2]?.trim() === object);
-      return [...(row?.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+      return quotedNames(row?.split("|")[3] ?? "");
     };
     const personal = { transaction: masked("transaction"), card: masked("ERP card") };
     expect(personal.transaction.length).toBeGreaterThan(0);

@@ -6,6 +6,7 @@ import { ErpCardSchema } from "../../shared/qashio/schemas/erp-card.js";
 import { CoreCardSchema } from "../../shared/qashio/schemas/core-card.js";
 import { PoolAccountSchema } from "../../shared/qashio/schemas/pool-account.js";
 import { normaliseTransaction } from "../../shared/bridge/transactions.js";
+import { quotedNames } from "../doc-text.js";
 
 type Json = Record<string, unknown>;
 
@@ -506,7 +507,7 @@ describe("docs/events.md, PII modes", () => {
     const section = text.slice(text.indexOf("## PII modes"), text.indexOf("\n## ", text.indexOf("## PII modes") + 1));
     // The table of personal fields: | spec | object | masked | kept |
     const rows = section.split("\n").filter((line) => /^\| §/.test(line));
-    const listed = rows.flatMap((row) => [...(row.split("|")[3] ?? "").matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+    const listed = rows.flatMap((row) => quotedNames(row.split("|")[3] ?? ""));
     expect([...listed].sort()).toEqual([...PERSONAL_FIELDS].sort());
   });
 });

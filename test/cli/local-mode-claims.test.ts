@@ -19,7 +19,7 @@ import { piiSaltFingerprint } from "../../shared/bridge/pii.js";
 import { TOKEN_PATH } from "../../shared/qashio/auth/oauth.js";
 import { DEFAULT_LOCK_TTL_MS, refreshDeadline } from "../../shared/qashio/auth/refresh-lease.js";
 import { NetworkError, QashioError } from "../../shared/qashio/errors.js";
-import { docText, firstTextsSaid, numbersSaid, textsSaid } from "../doc-text.js";
+import { docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "../doc-text.js";
 import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
 import { seconds } from "../spec-gaps-section.js";
 import { runInProcess } from "./helpers.js";
@@ -29,9 +29,6 @@ const page = docText("docs/local-mode.md");
 
 /** The first group of `pattern`'s first match in the page; fails the test when the page no longer says it. */
 const said = (pattern: RegExp): string => firstTextsSaid(page, pattern)[0] ?? "";
-
-/** The backquoted names in `text`, in order. */
-const quotedNames = (text: string): string[] => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? "");
 
 const scratch = mkdtempSync(join(tmpdir(), "local-mode-claims-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -68,13 +65,6 @@ function settingsRefusalOf(env: Record<string, string>): string {
   } catch (error) {
     return error instanceof Error ? error.message : String(error);
   }
-}
-
-/** The doc's quote as a pattern: `...` and the placeholders `placeholders` stand for what the code puts there. */
-function quotePattern(quote: string, placeholders: Readonly<Record<string, string>>): RegExp {
-  let pattern = quote.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ ?\\\.\\\.\\\./g, ".*?");
-  for (const [name, value] of Object.entries(placeholders)) pattern = pattern.replaceAll(name, value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  return new RegExp(pattern);
 }
 
 describe("docs/local-mode.md's events file", () => {
@@ -176,7 +166,8 @@ describe("docs/local-mode.md's QASHIO_BASE_URL hints", () => {
     const only = said(/adding that (it listens on 127\.0\.0\.1 only) for any other loopback address/);
     for (const [host, other] of [["localhost", false], ["127.0.0.1", false], ["127.0.0.2", true], ["[::1]", true]] as const) {
       const hint = baseUrlHint(refused, `http://${host}:4010`);
-      expect(hint, host).toMatch(quotePattern(quote.replace(/\)$/, ""), { HOST: host, PORT: "4010" }));
+      // HOST and PORT stand for the address refused, `...` for the rest of the hint.
+      expect(hint, host).toMatch(quotePattern(quote.replace(/\)$/, "").replaceAll("HOST", host).replaceAll("PORT", "4010"), / ?\.\.\./, ".*?"));
       expect(hint.includes(only), host).toBe(other);
     }
     // "a refusal elsewhere may be an outage and gets no hint"

@@ -16,7 +16,7 @@ import { stopNotice } from "../../shared/cli/main.js";
 import { foreignStateDirProblem } from "../../shared/cli/path-checks.js";
 import { secondStopNotice } from "../../shared/cli/stop-at-once.js";
 import { STATE_DIRS, STATE_FILES } from "../../shared/local/index.js";
-import { docText, textsSaid } from "../doc-text.js";
+import { docText, quotedNames, quotePattern, textsSaid } from "../doc-text.js";
 
 /** docs/local-mode.md, line breaks read as spaces. */
 const page = docText("docs/local-mode.md");
@@ -24,16 +24,9 @@ const page = docText("docs/local-mode.md");
 /** The first group of `pattern`'s first match in the page; fails the test when the page no longer says it. */
 const said = (pattern: RegExp): string => textsSaid(page, pattern)[0]?.[0] ?? "";
 
-/** The backquoted names in `text`, in order. */
-const quotedNames = (text: string): string[] => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? "");
-
 /** The doc's quote of a message, its `(...)` standing for whatever the code puts there. */
 function quoteMatches(quote: string, message: string): boolean {
-  const pattern = quote
-    .split("(...)")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join("\\(.*?\\)");
-  return new RegExp(pattern).test(message.replace(/\s+/g, " "));
+  return quotePattern(quote, /\(\.\.\.\)/, "\\(.*?\\)").test(message.replace(/\s+/g, " "));
 }
 
 describe("docs/local-mode.md's settings", () => {

@@ -30,7 +30,7 @@ import { checkPollTarget, type PollEvent } from "../../shared/aws/poll-event.js"
 import { REDRIVE_CHUNK_RECORDS } from "../../shared/bridge/redrive.js";
 import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js";
 import { DEFAULT_RETRY, HttpCore, type HttpRequest } from "../../shared/qashio/http.js";
-import { docSection, docText, firstNumbersSaid, textsSaid } from "../doc-text.js";
+import { docSection, docText, firstNumbersSaid, quotePattern, textsSaid } from "../doc-text.js";
 import { EXAMPLE_TENANTS_FILE, exampleStacks, fastPathGlobex } from "../infra/helpers.js";
 import { VALID_FUNCTION_ENV } from "../aws/support/function-env.js";
 import { fakeClock, scriptedFetch } from "../qashio/helpers.js";
@@ -47,10 +47,7 @@ const HEARTBEAT = docSection(RUNBOOK, "Heartbeat");
  * A quote of the runbook as a pattern over the message the code writes: `…`/`...` and `<placeholder>`/`N` stand for
  * what the message fills in (a secret id, a time, a count).
  */
-function quotePattern(quote: string): RegExp {
-  const parts = quote.split(/\s*(?:…|\.\.\.)\s*|<[\w -]+>|\bN\b/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  return new RegExp(parts.join("[^]*?"));
-}
+const runbookQuote = (quote: string): RegExp => quotePattern(quote, /\s*(?:…|\.\.\.)\s*|<[\w -]+>|\bN\b/);
 
 /** The runbook's quotes of an error (`Name` "message"), for the name given, as the doc writes them. */
 const quotesOf = (section: string, name: string): string[] => textsSaid(section, new RegExp(`\`${name}\` "([^"]+)"`)).map(([quote = ""]) => quote);
@@ -58,7 +55,7 @@ const quotesOf = (section: string, name: string): string[] => textsSaid(section,
 /** Fails unless every quote matches one of the messages (and there is a quote). */
 function expectQuoted(quotes: readonly string[], messages: readonly string[]): void {
   expect(quotes.length).toBeGreaterThan(0);
-  for (const quote of quotes) expect(messages.some((message) => quotePattern(quote).test(message)), `"${quote}" in ${messages.join(" | ")}`).toBe(true);
+  for (const quote of quotes) expect(messages.some((message) => runbookQuote(quote).test(message)), `"${quote}" in ${messages.join(" | ")}`).toBe(true);
 }
 
 /** The units the runbook spells out as a word ("a minute"), in ms. */

@@ -26,7 +26,7 @@ import { LAST_VALUE_METRICS } from "../../shared/aws/observability.js";
 import { SECRET_VERSION_WINDOW_MS, SECRET_VERSIONS_EARLY_REFRESH_LIMIT, SECRET_VERSIONS_PER_DAY_LIMIT } from "../../shared/aws/token-store.js";
 import { DEFAULT_REFRESH_SKEW_MS } from "../../shared/qashio/auth/token-expiry.js";
 import { BASE_URL_ENV_VARS } from "../../shared/qashio/config.js";
-import { numbersSaid, textsSaid } from "../doc-text.js";
+import { numbersSaid, quotedNames, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, specGapsSection } from "../spec-gaps-section.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT } from "./helpers.js";
@@ -311,7 +311,7 @@ describe("docs/spec-gaps.md, Infrastructure: event schema format", () => {
 
   it("fails on every keyword it says has no draft-04 form", () => {
     const [[list] = []] = quoted(/Keywords with no draft-04 form \(([^)]*)\) fail synth/);
-    const keywords = [...(list ?? "").matchAll(/`([^`]+)`/g)].flatMap(([, k]) => (k ?? "").split("/"));
+    const keywords = quotedNames(list ?? "").flatMap((k) => k.split("/"));
     expect(keywords.length).toBeGreaterThanOrEqual(6);
     for (const keyword of keywords.flatMap((k) => (k.endsWith("*") ? [`${k.slice(0, -1)}Properties`, `${k.slice(0, -1)}Items`] : [k]))) {
       expect(() => toDraft04({ $schema: DRAFT_2020, [keyword]: {} }, "x.json"), keyword).toThrow(keyword);

@@ -16,7 +16,7 @@ import { unreachableHost } from "../../infra/webhook-host.js";
 import { headingAnchor, headingAnchors } from "../markdown-anchor.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT } from "./helpers.js";
-import { textsSaid } from "../doc-text.js";
+import { quotedNames, textsSaid } from "../doc-text.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
 const page = read("docs", "tenants-file.md").replace(/\s+/g, " ");
@@ -85,7 +85,7 @@ describe("docs/tenants-file.md, webhook hosts EventBridge cannot reach", () => {
 
   it("refuses the private names it lists", () => {
     const [names = ""] = groupsIn(/public internet: (`localhost`[^;]*?) names and/);
-    const suffixes = [...names.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? "");
+    const suffixes = quotedNames(names);
     expect(suffixes).toContain("localhost");
     for (const suffix of suffixes) {
       const host = suffix.startsWith(".") ? `printer${suffix}` : suffix;

@@ -12,7 +12,7 @@ import { MAX_RESPONSE_BODY_BYTES, nodeHttpFetch, RESPONSE_TOO_LARGE, TransportEr
 import { DEFAULT_MAX_PAGES, pagesByHasNext, pagesByNextPage } from "../../shared/qashio/pagination.js";
 import { safeRequestId } from "../../shared/qashio/redact.js";
 import { SANDBOX_IN_PROCESS_URL } from "../../sandbox/index.js";
-import { numbersSaid, textsSaid } from "../doc-text.js";
+import { numbersSaid, quotedNames, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, seconds, specGapsPart } from "../spec-gaps-section.js";
 import { fail, fakeClock, heldFetch, json, manualClock, ok, pagination, scriptedFetch, turns } from "./helpers.js";
 import { closeLoopbacks, closedPortUrl, eventually, loopback } from "./loopback.js";
@@ -300,7 +300,7 @@ describe("docs/spec-gaps.md, Provider API client: addresses and versions", () =>
   it("refuses the API's own paths and the sign-in paths it names, naming the setting and never the value", () => {
     const [[own = "", token = ""] = []] = quoted(/whose path holds the API's own \(`([^`]+)`, or ending in `([^`]+)`/);
     const [[signIn = ""] = []] = quoted(/ending in a sign-in path \(((?:`[^`]+`, )+`[^`]+`)/);
-    const signInPaths = [...signIn.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? "");
+    const signInPaths = quotedNames(signIn);
     expect(signInPaths).toHaveLength(3);
     for (const path of [`${own}/erp`, token, ...signInPaths]) {
       const value = `https://user-free.example/base${path}`;
