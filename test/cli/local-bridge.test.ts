@@ -180,6 +180,18 @@ describe("local bridge cycle", () => {
     expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
   });
 
+  it("walks no cards after the transactions stopped on a revoked token: it asks the token endpoint once and lists no card", async () => {
+    const harness = await startHarness();
+    const { sent, fetch } = recordingFetch();
+    const { bridge, settings } = await openHarnessBridge(harness, { fetch });
+    // As a revoked family answers: the token endpoint refuses the stored refresh token (invalid_grant).
+    writeFileSync(join(settings.stateDir, "tokens.json"), JSON.stringify({ refreshToken: "a-refresh-token-the-provider-never-issued" }));
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect((error as CliError).exitCode).toBe(EXIT.reauthorize);
+    expect(sent.filter((url) => url.includes("/oauth2/token"))).toHaveLength(1);
+    expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
+  });
+
   it("keeps the transactions' failure as the cause of the error naming both walks' failures", async () => {
     const harness = await startHarness();
     const { bridge } = await openHarnessBridge(harness);
