@@ -185,6 +185,7 @@ describe("formatEvent", () => {
     // Past what toFixed writes in plain digits: as JavaScript writes the number, never a throw.
     expect(priced(5e-324, "USD")).toBe("USD 5e-324");
     expect(priced(1e21, "KWD")).toBe("KWD 1e+21");
+    expect(priced(-1e21, "KWD")).toBe("KWD -1e+21");
   });
 
   it("shows provider text as inert text: no terminal escapes, no line breaks, whatever field holds it", () => {
