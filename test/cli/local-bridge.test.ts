@@ -192,6 +192,28 @@ describe("local bridge cycle", () => {
     expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
   });
 
+  it("ends with the refused refresh token the cards walk met (exit 3), not the transactions' failure for now before it", async () => {
+    const harness = await startHarness();
+    let tokenRefused = false;
+    // Once the transactions were refused, the token endpoint refuses the refresh token (a bare 401): the cards walk's refresh, after a 401, fails.
+    const fetch: FetchLike = async (url, init) => {
+      const response = await nodeHttpFetch(url, init);
+      if (!tokenRefused && url.includes("/erp/transactions")) {
+        await harness.control("POST", "/faults", { method: "POST", path_prefix: "/oauth2/token", status: 401, bare: true, count: 50 });
+        tokenRefused = true;
+      }
+      return response;
+    };
+    const { bridge } = await openHarnessBridge(harness, { fetch });
+    await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/transactions", status: 403, count: 50 });
+    await harness.control("POST", "/faults", { method: "GET", path_prefix: "/public/v1/erp/cards", status: 401, count: 50 });
+    const error = await runCycle(bridge).catch((e: unknown) => e);
+    expect(tokenRefused).toBe(true);
+    // The refused refresh token ends the run (exit 3: authorize again), not an outage a `run --interval` loop retries.
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).exitCode).toBe(EXIT.reauthorize);
+  });
+
   it("keeps the transactions' failure as the cause of the error naming both walks' failures", async () => {
     const harness = await startHarness();
     const { bridge } = await openHarnessBridge(harness);
