@@ -73,6 +73,17 @@ describe("ProviderSecretClient", () => {
     expect(lists.map((c) => c.input["IncludeDeprecated"])).toEqual([true, true, true, true, true, true]);
   });
 
+  it("finds a version it wrote, on a later ListSecretVersionIds page and with no label left, and no version it never wrote", async () => {
+    const { client, secrets } = setup();
+    const first = await client.put({ ...SECRET, refresh_token: "rt-first" });
+    for (let i = 0; i < 100; i += 1) await client.put({ ...SECRET, refresh_token: `rt-${i}` });
+    const last = await client.put({ ...SECRET, refresh_token: "rt-last" });
+    expect(secrets.stagesOf(first)).toEqual([]);
+    expect(await client.hasVersion(first)).toBe(true);
+    expect(await client.hasVersion(last)).toBe(true);
+    expect(await client.hasVersion("never-written")).toBe(false);
+  });
+
   it("warns once per retried call and names the operation and attempts when throttling outlasts the retries", async () => {
     const { client, secrets, warnings } = setup();
     secrets.failNext("GetSecretValue", awsError("ThrottlingException", 400, true), 3);
