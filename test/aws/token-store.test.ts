@@ -755,4 +755,15 @@ describe("recordRevokedFamily", () => {
     await recordRevokedFamily(store, refusal, logger, { kind: "transactions" });
     expect(logger.lines).toEqual([{ level: "warn", message: "Could not record the revoked token family", attributes: { kind: "transactions", error: "ECONNREFUSED" } }]);
   });
+
+  it.each([
+    { context: { status: 401 }, clientMayBeRefused: true },
+    { context: { status: 400, errors: [{ field: null, code: "invalid_grant", message: "refresh token revoked" }] }, clientMayBeRefused: false },
+  ])("marks the refused token with whether the client may be at fault, found on a refusal wrapped as a cause too ($clientMayBeRefused)", async ({ context, clientMayBeRefused }) => {
+    const marks: unknown[] = [];
+    const store = { markRevoked: async (refusal: unknown) => void marks.push(refusal) };
+    const refusal = new ReauthorizationRequiredError("refresh token refused", context, { refusedRefreshToken: "rt-1" });
+    await recordRevokedFamily(store, new Error("cycle failed", { cause: refusal }), new RecordingLogger());
+    expect(marks).toEqual([{ refusedRefreshToken: "rt-1", clientMayBeRefused }]);
+  });
 });
