@@ -373,6 +373,17 @@ describe("SecretsManagerTokenStore", () => {
     expect(await make().load()).toEqual({ refreshToken: "rt-2", scope: "transactions:read" });
   });
 
+  it("answers a save that held its tokens with the version they are held over, the one loaded, and a save that wrote with the new version", async () => {
+    const { store, secrets } = setup();
+    await store.load();
+    const loaded = secrets.versionWith("AWSCURRENT");
+    secrets.failNext("PutSecretValue", awsError("AccessDeniedException", 400));
+    expect(await store.saveVersion({ refreshToken: "rt-2", accessToken: "at-2" })).toBe(loaded);
+    const written = await store.saveVersion({ refreshToken: "rt-3", accessToken: "at-3" });
+    expect(written).not.toBe(loaded);
+    expect(written).toBe(secrets.versionWith("AWSCURRENT"));
+  });
+
   it("binds a held token to the secret read under the lease, not to an earlier read without it that answered later", async () => {
     const { store, secrets, make } = setup();
     // A load without the refresh lease (a caller out of time, for a token another container stored), answered late.
