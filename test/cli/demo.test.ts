@@ -425,6 +425,23 @@ describe("what the bridge demo remembers to aim its activity at", () => {
     expect(stdout).toContain("stopped after 30 cycles");
   });
 
+  it("moves an approval for real each time it says so: every narrated change is published as an approval_status change", async () => {
+    const { code, stdout, stderr, eventsFile, dir } = await demo({ cycles: 20, keep: true });
+    try {
+      expect(code, stderr).toBe(EXIT.ok);
+      const narrated = [...stdout.matchAll(/sandbox activity: .*approval → /g)].length;
+      const published = (await readFile(eventsFile, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { detail: { data: { changes?: { path: string }[] } } })
+        .filter((e) => e.detail.data.changes?.some((c) => c.path === "/approval_status")).length;
+      expect(narrated).toBeGreaterThan(0);
+      expect(published).toBe(narrated);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("aims only at transactions its sandbox still holds, so a sandbox that forgets fast refuses no control call", async () => {
     // Under the demo's own bound every id it remembers is still held; at 5 the sandbox forgets the seed's acknowledged
     // transactions after the first cycle, and most of what the demo remembers soon after.
