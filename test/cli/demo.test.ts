@@ -663,6 +663,20 @@ describe("the bridge demo's clearings", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it("clear each purchase once, CLEARS_AFTER_ROUNDS (3) rounds after the round that made it", async () => {
+    const { code, stdout, stderr } = await demo({ cycles: 12 });
+    expect(code, stderr).toBe(EXIT.ok);
+    // Round r is cycle r's activity (from cycle 2): what it made, and what it said it cleared.
+    const rounds = stdout
+      .split("\n")
+      .filter((l) => l.includes("sandbox activity: "))
+      .map((l) => ({ made: Number(/(\d+) new purchases?/.exec(l)?.[1]), cleared: Number(/(\d+) purchases? cleared/.exec(l)?.[1] ?? 0) }));
+    expect(rounds).toHaveLength(11);
+    const made = new Map(rounds.map((r, i) => [i + 2, r.made]));
+    expect(rounds.map((r) => r.cleared)).toEqual(rounds.map((_, i) => made.get(i + 2 - 3) ?? 0));
+    expect(rounds.some((r) => r.cleared > 0)).toBe(true);
+  });
 });
 
 describe("bridge demo whose sandbox refuses a control call", () => {
