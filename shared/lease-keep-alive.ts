@@ -3,7 +3,7 @@
  * (shared/qashio/auth, and `authorize`), the rotation's secret write (shared/aws/rotation.ts) and a local cycle under
  * its file lock (shared/cli/cycle-lease.ts). Structural types only, so every lock adapter fits.
  */
-import type { Clock } from "./clock.js";
+import { leaseTimeClock, type Clock } from "./clock.js";
 import { errorLabel } from "./error-label.js";
 
 /** A held lease that can be extended (the bridge's `LockHandle`, the client's `RefreshLockHandle`). */
@@ -26,12 +26,17 @@ export interface LeaseWait {
   readonly signal?: AbortSignal;
   /** Called once, when the first try finds the lease held (a person may be told that it waits). */
   readonly onWait?: () => void;
+  /**
+   * Milliseconds on a clock that is never stepped: `waitMs` is real time, not stretched by a wall clock stepped back
+   * (see `leaseTimeClock`). @default performance.now with the system clock; none with another
+   */
+  readonly elapsed?: () => number;
 }
 
 /**
- * Takes the lease `name` for `ttlMs`, trying every `pollMs` while another owner holds it, for at most `waitMs`;
- * undefined when it stayed held that long, or `wait.signal` aborted (the caller names what it gives up). A throwing
- * `tryAcquire` throws.
+ * Takes the lease `name` for `ttlMs`, trying every `pollMs` while another owner holds it, for at most `waitMs` (real
+ * time, where there is a monotonic clock: {@link LeaseWait.elapsed}); undefined when it stayed held that long, or
+ * `wait.signal` aborted (the caller names what it gives up). A throwing `tryAcquire` throws.
  *
  * @example
  * ```ts
@@ -46,12 +51,14 @@ export async function acquireWithin<H extends RenewableLease>(
   clock: Clock,
 ): Promise<H | undefined> {
   const start = clock.now();
+  // A wall clock stepped back an hour mid-wait would otherwise keep `bridge run` or `authorize` polling an hour more.
+  const waited = leaseTimeClock(clock, start, wait.elapsed);
   for (let tries = 0; ; tries += 1) {
     if (wait.signal?.aborted) return undefined;
     const handle = await lock.tryAcquire(name, ttlMs);
     if (handle) return handle;
     if (tries === 0 && wait.waitMs > 0) wait.onWait?.();
-    if (clock.now() - start >= wait.waitMs) return undefined;
+    if (waited.now() - start >= wait.waitMs) return undefined;
     await clock.sleep(wait.pollMs, wait.signal);
   }
 }

@@ -5,7 +5,7 @@
 import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock, Lock } from "../bridge/ports.js";
-import { systemClock } from "../clock.js";
+import { monotonicFor, systemClock } from "../clock.js";
 import { acquireWithin, whileHolding } from "../lease-keep-alive.js";
 import type { TokenStore } from "../qashio/auth/token-store.js";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, DEFAULT_LOCK_TTL_MS, TOKEN_SAVE_MESSAGES } from "../qashio/auth/token-provider.js";
@@ -51,6 +51,8 @@ export interface AuthorizeSeams {
 /** How the token save waits for the lease: its clock, bound, Ctrl-C, and where it reports. */
 interface LeaseWaitContext {
   readonly clock: Clock;
+  /** The never-stepped clock `waitMs` is real time on (see `LeaseWait.elapsed`). */
+  readonly elapsed: (() => number) | undefined;
   readonly waitMs: number;
   readonly io: CliIo;
   /** The state directory whose file lock `lock` is (local mode): an unreadable lease file is named as one of it. */
@@ -66,7 +68,7 @@ function seconds(ms: number): string {
  * read the old token before this save would otherwise overwrite the new family with the old one's rotation.
  */
 function lockedStore(store: TokenStore, lock: Lock, name: string, context: LeaseWaitContext): TokenStore {
-  const { clock, waitMs, io, stateDir } = context;
+  const { clock, elapsed, waitMs, io, stateDir } = context;
   const warn = (text: string) => line(io.stderr, `warning: ${text}`);
   const heldBy = async () => {
     const holder = await lock.holderOf?.(name).catch(() => undefined);
@@ -79,7 +81,7 @@ function lockedStore(store: TokenStore, lock: Lock, name: string, context: Lease
       .catch(() => undefined);
   const acquire = async () => {
     try {
-      return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait }, clock);
+      return await acquireWithin(lock, name, DEFAULT_LOCK_TTL_MS, { waitMs, pollMs: DEFAULT_LOCK_POLL_MS, signal: io.signal, onWait, elapsed }, clock);
     } catch (error) {
       // Not "run authorize again" for a file this user may not read: it would meet it again (another user's bridge may hold it).
       if (error instanceof LeaseUnreadableError && stateDir !== undefined) throw leaseUnreadableProblem(error, stateDir, "; this sign-in was not stored");
@@ -128,6 +130,8 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
   const settings = readAuthorizeSettings(env, io.cwd, { tokensInSecret: args.secretId !== undefined });
   const waitMs = seams.lockWaitMs ?? AUTHORIZE_LEASE_WAIT_MS;
   const clock = seams.clock ?? systemClock;
+  // Of this machine's clock: AWS's time, built on it, is not the system clock, yet passes in step with it.
+  const elapsed = monotonicFor(clock);
   const { baseUrl, authorizeUrl } = settings;
   let clientId = settings.clientId;
   let clientSecret = settings.clientSecret;
@@ -175,7 +179,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
       warn: (text) => line(io.stderr, `warning: ${text}`),
       ...(seams.dynamo ? { dynamo: seams.dynamo } : {}),
     });
-    store = lease ? lockedStore(written, lease.lock, lease.name, { clock: leaseClock, waitMs, io }) : written;
+    store = lease ? lockedStore(written, lease.lock, lease.name, { clock: leaseClock, elapsed, waitMs, io }) : written;
     where = `secret ${args.secretId} (refresh_token, client_id and client_secret merged; pii_salt kept)`;
     line(io.stdout, `Signing in at ${baseUrl} with client_id ${clientId}; the token goes to secret ${args.secretId}${lease ? `, of tenant ${lease.tenant}` : ""}.`);
   } else {
@@ -195,7 +199,7 @@ export async function authorizeCommand(args: AuthorizeArgs, io: CliIo, seams: Au
         await files.save(tokens);
       },
     };
-    store = lockedStore(bindThenSave, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, waitMs, io, stateDir: settings.stateDir });
+    store = lockedStore(bindThenSave, new FileLock(settings.stateDir, { clock }), DEFAULT_LOCK_NAME, { clock, elapsed, waitMs, io, stateDir: settings.stateDir });
     where = files.file;
   }
   // Judged once the code is exchanged, before the save: said now, not at the first 403 of a run (an acknowledge refused

@@ -771,6 +771,36 @@ describe("bridge authorize: the token lease a running bridge refreshes under", (
     }
   });
 
+  it("waits its bound in real time though AWS's time is pulled back an hour mid-wait (the SDK's offset), then gives up", async () => {
+    const h = await startHarness();
+    const fake = tenantSecret();
+    const doc = DynamoDBDocumentClient.from(table.client);
+    const send = doc.send.bind(doc);
+    let puts = 0;
+    vi.spyOn(doc, "send").mockImplementation(((command: object) => {
+      if (command instanceof PutCommand) {
+        puts += 1;
+        // A wait stretched by the step fails here, long before the test's timeout (a try every 250 ms).
+        if (puts > 10) return Promise.reject(new Error(`put ${puts} times: the wait outlasted its bound`));
+        // The save's first try: what the SDK records after a response whose Date header is an hour behind.
+        if (puts === 2) fake.client.config.systemClockOffset = -60 * 60_000;
+      }
+      return send(command as never);
+    }) as never);
+    const refreshing = await poller().tryAcquire(LEASE, 30_000);
+    const { io: cli } = io({ QASHIO_BASE_URL: h.url });
+    try {
+      const error = await authorizeCommand({ ...args, secretId: ARN }, cli, { onAuthorizeUrl: approve(h), secrets: fake.client, dynamo: doc, lockWaitMs: 600 }).catch(
+        (e: unknown) => e,
+      );
+      expect((error as Error).message).toContain(`a running bridge held the token lease "${LEASE}" for 600 ms`);
+      expect(puts).toBeLessThanOrEqual(1 + 4);
+      expect(writes(fake)).toHaveLength(0);
+    } finally {
+      await refreshing?.release();
+    }
+  });
+
   it("names only the error's name when the lease cannot be taken for the write, and writes nothing", async () => {
     const h = await startHarness();
     const fake = tenantSecret();

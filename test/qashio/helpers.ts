@@ -25,6 +25,28 @@ export function fakeClock(start = Date.UTC(2025, 0, 15, 12, 0, 0)): Clock & { sl
   };
 }
 
+/**
+ * A wall clock (a {@link fakeClock}) and a monotonic reading (`elapsed`) that both move with every sleep; only the
+ * wall clock is stepped (NTP, a person): by `stepBack.byMs` back once the sleeps reach `stepBack.atMs`, or by hand.
+ */
+export function wallAndMonotonic(stepBack?: { readonly atMs: number; readonly byMs: number }): {
+  clock: Clock;
+  wall: ReturnType<typeof fakeClock>;
+  elapsed: () => number;
+} {
+  const wall = fakeClock();
+  let realMs = 0;
+  const clock: Clock = {
+    now: () => wall.now(),
+    sleep: async (ms) => {
+      realMs += ms;
+      await wall.sleep(ms);
+      if (stepBack !== undefined && realMs === stepBack.atMs) wall.advance(-stepBack.byMs);
+    },
+  };
+  return { clock, wall, elapsed: () => realMs };
+}
+
 export interface RecordedCall {
   readonly url: URL;
   readonly method: string;

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { DEFAULT_LOCK_NAME, DEFAULT_LOCK_POLL_MS, OAuthTokenProvider, StaticTokenProvider, type OAuthTokenProviderOptions, type RefreshLock, type TokenEvent } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens, TokenStore } from "../../shared/qashio/auth/token-store.js";
 import { DeadlineExceededError, IncompleteTokenSetError, ReauthorizationRequiredError, TokenUnavailableError, UnauthorizedError } from "../../shared/qashio/errors.js";
-import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, type RecordedCall } from "./helpers.js";
+import { captureLogger, fakeClock, json, jwt, manualClock, scriptedFetch, turns, wallAndMonotonic, type RecordedCall } from "./helpers.js";
 import type { Clock } from "../../shared/qashio/http.js";
 import { QashioClient } from "../../shared/qashio/client.js";
 
@@ -1297,25 +1297,17 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
   it("never presents the refresh token after its lease could have lapsed in real time, though the wall clock was stepped back meanwhile", async () => {
     // The wall clock (the provider's) and the monotonic one (`elapsed`, on which the file lock's lease runs out): both
     // move with every wait, but only the wall clock is stepped back, an hour, by NTP or a person.
-    const wall = fakeClock();
-    let realMs = 0;
-    const clock: Clock = {
-      now: () => wall.now(),
-      sleep: async (ms) => {
-        realMs += ms;
-        await wall.sleep(ms);
-      },
-    };
-    const { lock, released } = timedLock({ now: () => realMs, sleep: clock.sleep });
+    const { clock, wall, elapsed } = wallAndMonotonic();
+    const { lock, released } = timedLock({ now: elapsed, sleep: clock.sleep });
     const sentAt: number[] = [];
     const fetch = scriptedFetch(() => {
       if (sentAt.length === 0) wall.advance(-60 * MINUTE);
-      sentAt.push(realMs);
+      sentAt.push(elapsed());
       return json(429, { error: "slow_down" }, { "retry-after": "10" });
     });
     const store = memoryStore({ refreshToken: "rt-1", accessToken: "old", accessTokenExpiresAt: wall.now() - 1 });
     const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch, clock, lock, lockTtlMs: 30_000 };
-    const provider = new OAuthTokenProvider({ ...options, elapsed: () => realMs });
+    const provider = new OAuthTokenProvider({ ...options, elapsed });
     await expect(provider.getAccessToken()).rejects.toThrow();
     // Only the attempt at 0 ends, whole (10 s timeout), in the lease's first 15 s of real time: one 10 s later could
     // still be unanswered at 20 s, and one at 30 s would follow another process's refresh under the lapsed lease.
@@ -1492,6 +1484,23 @@ describe("OAuthTokenProvider with a cross-process lock", () => {
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
     expect(clock.sleeps).toHaveLength(10);
     expect(fetch.calls).toHaveLength(0);
+  });
+
+  it("waits lockWaitMs of real time for a busy lock, though the wall clock is stepped back an hour during the wait", async () => {
+    const { clock, elapsed } = wallAndMonotonic({ atMs: 100, byMs: 60 * MINUTE });
+    let tries = 0;
+    const lock: RefreshLock = {
+      async tryAcquire() {
+        // A wait stretched by the step fails here at once, not by the test's timeout.
+        if (++tries > 20) throw new Error(`tried ${tries} times: the wait outlasted lockWaitMs`);
+        return undefined;
+      },
+    };
+    const store = memoryStore({ refreshToken: "rt-1" });
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: CLIENT_SECRET, store, fetch: scriptedFetch(), clock, lock, lockWaitMs: 1000, lockPollMs: 100 };
+    const provider = new OAuthTokenProvider({ ...options, elapsed });
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    expect({ tries, waited: elapsed() }).toEqual({ tries: 11, waited: 1000 });
   });
 
   it("names the lock's holder, where the lock can tell, when it gives up waiting for it", async () => {

@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { acquireTimed, acquireWithin, whileHolding } from "../../shared/lease-keep-alive.js";
 import { TOKEN_SAVE_MESSAGES as MESSAGES } from "../../shared/qashio/auth/token-provider.js";
+import { systemClock } from "../../shared/clock.js";
 import type { Clock } from "../../shared/qashio/http.js";
-import { captureLogger, fakeClock, manualClock, turns } from "./helpers.js";
+import { captureLogger, fakeClock, manualClock, turns, wallAndMonotonic } from "./helpers.js";
 
 const TTL = 30_000;
 
@@ -340,6 +341,45 @@ describe("acquireWithin", () => {
     expect(waits).toEqual(["waiting after 1 try"]);
     expect(await acquireWithin(busy(), "lease", TTL, { waitMs: 0, pollMs: 250, onWait: () => waits.push("not waiting") }, clock)).toBeUndefined();
     expect(waits).toEqual(["waiting after 1 try"]);
+  });
+
+  /** A lease that stays held, throwing past `limit` tries: a wait stretched past its bound fails at once, not by a test timeout. */
+  const heldAtMost = (limit: number) => {
+    const tries: number[] = [];
+    return {
+      tries,
+      async tryAcquire() {
+        if (tries.length >= limit) throw new Error(`tried ${tries.length + 1} times: the wait outlasted its bound`);
+        tries.push(1);
+        return undefined;
+      },
+    };
+  };
+
+  it("waits its bound in real time, though the wall clock is stepped back an hour during the wait", async () => {
+    const { clock, elapsed } = wallAndMonotonic({ atMs: 250, byMs: 60 * 60_000 });
+    const lock = heldAtMost(10);
+    expect(await acquireWithin(lock, "lease", TTL, { waitMs: 1_000, pollMs: 250, elapsed }, clock)).toBeUndefined();
+    expect(lock.tries).toHaveLength(5);
+    expect(elapsed()).toBe(1_000);
+  });
+
+  it("pairs the system clock with the monotonic one by default: a wall clock stepped back does not stretch the wait", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date", "performance"] });
+    try {
+      const lock = heldAtMost(10);
+      const tryAcquire = async () => {
+        // Date only: the monotonic clock (performance.now) is never stepped.
+        if (lock.tries.length === 1) vi.setSystemTime(Date.now() - 60 * 60_000);
+        return lock.tryAcquire();
+      };
+      const outcome = acquireWithin({ tryAcquire }, "lease", TTL, { waitMs: 1_000, pollMs: 250 }, systemClock).catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(await outcome).toBeUndefined();
+      expect(lock.tries).toHaveLength(5);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("tries nothing once its signal has aborted (Ctrl-C before the lease was taken)", async () => {

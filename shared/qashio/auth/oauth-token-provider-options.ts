@@ -47,8 +47,9 @@ export interface OAuthTokenProviderOptions extends OAuthClientOptions {
   readonly refreshSkewMs?: number;
   readonly clock?: Clock;
   /**
-   * Milliseconds on a clock that is never stepped (the process's monotonic clock): a refresh under a lease is held to
-   * its deadline on it too, since the lease runs out in real time (see `leaseTimeClock`, refresh-lease.ts).
+   * Milliseconds on a clock that is never stepped (the process's monotonic clock): the wait for the refresh lease and
+   * a refresh under it are held to their bounds on it too, since the lease runs out in real time (see `leaseTimeClock`,
+   * shared/clock.ts).
    * @default performance.now with the system clock; none with another (a fake clock's time does not line up with it)
    */
   readonly elapsed?: () => number;

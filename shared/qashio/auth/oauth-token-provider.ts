@@ -3,12 +3,13 @@
  * flight, optional cross-process lock, and tokens a failed save left held saved again before anything else.
  */
 import { IncompleteTokenSetError, TokenUnavailableError } from "../errors.js";
+import { leaseTimeClock } from "../../clock.js";
 import { DEFAULT_TIMEOUT_MS, systemClock, type Clock } from "../http.js";
 import { errorLabel } from "../../error-label.js";
 import { isRejectedGrant, reauthorizationRequired, reloadAfterRefusal } from "./grant-refusal.js";
 import { exchangeCode, refresh } from "./oauth.js";
 import type { OAuthTokenProviderOptions, TokenEvent } from "./oauth-token-provider-options.js";
-import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, leaseTimeClock, refreshDeadline, type RefreshLockHandle } from "./refresh-lease.js";
+import { DEFAULT_LOCK_TTL_MS, RefreshLeases, RefreshNotStartedError, refreshDeadline, type RefreshLockHandle } from "./refresh-lease.js";
 import { RefusedTokens } from "./refused-tokens.js";
 import { RefreshSkew, storedTokensOf } from "./token-expiry.js";
 import { refusedFile, type StoredTokens } from "./token-store.js";
@@ -454,7 +455,7 @@ export class OAuthTokenProvider implements TokenProvider {
     this.leases.assertFits(deadline, this.clock.now());
     const taken = await this.leases.acquire(deadline === undefined ? undefined : deadline - this.leases.ttlMs);
     const handle = taken?.handle;
-    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.leases.ttlMs), clock: this.leaseClock(taken.askedAt) } : undefined;
+    const lease = taken ? { ...taken, deadline: refreshDeadline(taken.askedAt, this.leases.ttlMs), clock: leaseTimeClock(this.clock, taken.askedAt, this.options.elapsed) } : undefined;
     try {
       // Another process may have rotated while we waited: the store is the truth.
       const stored = await this.options.store.load();
@@ -468,15 +469,6 @@ export class OAuthTokenProvider implements TokenProvider {
       // Kept with unsaved tokens (see `Unsaved`), released once they are saved again or dropped.
       await this.releaseUnlessKept(handle);
     }
-  }
-
-  /**
-   * The clock a refresh under a lease asked for at `askedAt` is timed on (see {@link leaseTimeClock}). Only the system
-   * clock is paired with the monotonic one by default: a fake clock's time does not line up with it.
-   */
-  private leaseClock(askedAt: number): Clock {
-    const elapsed = this.options.elapsed ?? (this.clock === systemClock ? () => performance.now() : undefined);
-    return elapsed === undefined ? this.clock : leaseTimeClock(this.clock, askedAt, elapsed);
   }
 
   private async rotate(

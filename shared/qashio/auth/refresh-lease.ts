@@ -37,21 +37,6 @@ export function refreshDeadline(acquiredAt: number, lockTtlMs: number): number {
   return acquiredAt + Math.floor(lockTtlMs / 2);
 }
 
-/**
- * `clock` as a refresh under a lease reads it: never behind the time that really passed (on `elapsed`, a monotonic
- * reading) since the lease was asked for at `askedAt` (on `clock`). A wall clock stepped back (NTP, a person) would
- * otherwise stretch the refresh deadline by the step, while the lease runs out in real time (the file lock measures it
- * on the monotonic clock): a 429's retry would then present the refresh token after another process, holding the
- * lease by then, had spent it, which revokes the family. A wall clock stepped forward only ends the refresh sooner.
- * Real time is counted from this call on, just after the lease was taken: the ask's own round trip goes uncounted.
- */
-export function leaseTimeClock(clock: Clock, askedAt: number, elapsed: () => number): Clock {
-  const from = Math.max(askedAt, clock.now());
-  const elapsedAt = elapsed();
-  // Whole milliseconds, as the wall clock's: waits worked out from two readings stay whole.
-  return { now: () => Math.max(clock.now(), from + Math.floor(elapsed() - elapsedAt)), sleep: (ms, signal) => clock.sleep(ms, signal) };
-}
-
 /** What the keep-alive of a token save logs (never a token); rotation saves tokens too. */
 export const TOKEN_SAVE_MESSAGES: KeepAliveMessages = {
   lost: "token refresh lease lost while saving the rotated tokens; another process may refresh with the spent token",
@@ -74,6 +59,8 @@ export interface RefreshLeaseOptions {
   readonly lockWaitMs?: number;
   readonly lockPollMs?: number;
   readonly logger?: ClientLogger;
+  /** The wait for the lease is real time on it (see `LeaseWait.elapsed`). */
+  readonly elapsed?: () => number;
 }
 
 /** Takes, keeps and releases one provider's refresh lease, `ttlMs` long (none at all without a `lock`). */
@@ -96,7 +83,7 @@ export class RefreshLeases {
     if (!lock) return undefined;
     const name = this.options.lockName ?? DEFAULT_LOCK_NAME;
     const waitMs = Math.min(this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, latestAskAt === undefined ? Infinity : Math.max(0, latestAskAt - this.clock.now()));
-    const taken = await acquireTimed(lock, name, this.ttlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS }, this.clock);
+    const taken = await acquireTimed(lock, name, this.ttlMs, { waitMs, pollMs: this.options.lockPollMs ?? DEFAULT_LOCK_POLL_MS, elapsed: this.options.elapsed }, this.clock);
     if (!taken) {
       // Cut short by the caller's deadline: out of time, not a lease stuck elsewhere.
       if (latestAskAt !== undefined && this.clock.now() >= latestAskAt) throw this.tooLate(latestAskAt + this.ttlMs);
