@@ -46,6 +46,8 @@ export class RateGate {
    * throttles the token, so the company, not the one request (spec §7 leaves it open, see docs/spec-gaps.md).
    */
   private notBefore = Number.NEGATIVE_INFINITY;
+  /** How long the 429 that set {@link notBefore} asked to wait: no wait for it is longer (see {@link waitForTurn}). */
+  private notBeforeWaitMs = 0;
   /**
    * Epoch ms before which every request of this client ends at once, unsent, with `RateLimitedError`: the end of a
    * 429's wait longer than a retry would wait (`maxRetryAfterMs`). Nothing is sent to the provider before it; then the
@@ -161,7 +163,9 @@ export class RateGate {
         const interrupt = new AbortController();
         waiter.interrupt = interrupt;
         const until = this.notBefore;
-        const waitMs = until - this.clock.now();
+        // The wait runs in real time (timers): a wall clock stepped back (NTP, a person) since the 429 must not add the
+        // step to it, an hour's step an hour's hang.
+        const waitMs = Math.min(until - this.clock.now(), this.notBeforeWaitMs);
         if (until > waiter.waited && waitMs > 0) {
           if (!this.attemptFits(request, waitMs)) throw outOfTime(request, what, last, "the provider's rate limit leaves no whole attempt before its deadline");
           await this.clock.sleep(waitMs, interrupt.signal);
@@ -270,7 +274,11 @@ export class RateGate {
 
   /** A 429 asked for `waitMs`: every request of the client waits it out, then the slow start begins again. */
   throttle(waitMs: number): void {
-    this.notBefore = Math.max(this.notBefore, this.clock.now() + waitMs);
+    const until = this.clock.now() + waitMs;
+    if (until >= this.notBefore) {
+      this.notBefore = until;
+      this.notBeforeWaitMs = waitMs;
+    }
     this.throttleOverAt = Math.max(this.throttleOverAt, this.notBefore + Math.max(THROTTLE_QUIET_MS, waitMs));
     this.restartSlowStart();
   }

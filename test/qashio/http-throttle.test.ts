@@ -59,6 +59,25 @@ describe("HttpCore after a 429", () => {
     expect(sentFor(fetch, "Q2")).toBe(1);
   });
 
+  it("holds a request for no more than the 429's wait though the wall clock was stepped back an hour during it", async () => {
+    // Timers run on the monotonic clock (as Node's do); only the wall clock is stepped back (NTP, a person).
+    const timers = manualClock();
+    let stepMs = 0;
+    const clock = { ...timers, now: () => timers.now() + stepMs };
+    const fetch = scriptedFetch(fail(429, [], { "retry-after": "5" }), ok([]), ok([]));
+    const { http } = core(fetch, clock);
+    const first = track(http.request(read("Q1")));
+    await timers.advance(1000);
+    stepMs = -60 * 60_000;
+    const second = track(http.request(read("Q2")));
+    await timers.advance(4000);
+    expect(first.outcome).toMatchObject({ status: 200 });
+    // Its wait began an hour before the 429's end on the stepped wall clock; it waits that 429's 5 s at most.
+    await timers.advance(5000);
+    expect(second.outcome).toMatchObject({ status: 200 });
+    expect(sentFor(fetch, "Q2")).toBe(1);
+  });
+
   it("holds a request whose token came after another request met a 429: it waits that out first, with the token it got", async () => {
     const { fetch, inFlight, answer } = heldFetch();
     const clock = manualClock();
