@@ -1153,6 +1153,31 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     expect(card.balance, "none while suspended").toBe(1000);
   });
 
+  it("drops at a reset the suspensions queued before it: a clock move then shares a short funding account as if none was queued", async () => {
+    /** Two new cards' balances after one clock move over several daily periods, with 3000 to share between them. */
+    const topUpsAfterReset = async (queueSuspension: boolean) => {
+      h = await harness();
+      await clockTo("2025-03-31T23:59:50.000Z");
+      const suspended = data().cards.find((c) => c.status === "Active")!;
+      if (queueSuspension) expect((await api(`/public/v1/core/cards/${suspended.id}/change_status`, { method: "PUT", body: { status: "suspended" } })).status).toBe(200);
+      expect((await control("/reset", {})).status).toBe(200);
+      const cards = data().cards.filter((c) => c.status === "Active" && c.poolAccountId === null).slice(0, 2);
+      expect(cards, "seed 7 has two Active cards with their own account").toHaveLength(2);
+      for (const card of data().cards) card.autoTopUpEnabled = cards.includes(card);
+      for (const card of cards) {
+        card.balance = 0;
+        card.pendingAuthorisations = 0;
+        expect((await api(`/public/v1/core/cards/${card.id}`, { method: "PUT", body: { auto_top_up_amount: 1000, velocity_period: "DAILY", card_usage_type_amount: 5000 } })).status).toBe(200);
+      }
+      data().company.fundingBalance = 3000;
+      // Past the old card's due time (00:00:20) and three period starts, in one move.
+      await clockTo("2025-04-03T01:00:00.000Z");
+      return cards.map((c) => c.balance);
+    };
+    const unqueued = await topUpsAfterReset(false);
+    expect(await topUpsAfterReset(true)).toEqual(unqueued);
+  });
+
   it("gives what an account cannot hold of a refund to the funding account: a card's own account stays at its allowed_max_balance, a pool at the pool's, whatever its card's", async () => {
     // A cleared purchase on a card of its own account and one on a pool card, each to refund once its account is all but full.
     const paid = new Map<boolean, Row>();
