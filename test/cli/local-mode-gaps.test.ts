@@ -159,7 +159,7 @@ describe("docs/spec-gaps.md, Local mode: the state directory's leases and files"
   });
 
   it("has authorize --secret-id wait for the pollers' token lease as long as it says", () => {
-    expect(said(/waits up to (\d+) s \(twice the lease's life\)/)).toEqual([[seconds(AUTHORIZE_LEASE_WAIT_MS)]]);
+    expect(said(/waits up to (\d+) s \(twice the lease's life\b/)).toEqual([[seconds(AUTHORIZE_LEASE_WAIT_MS)]]);
     expect(AUTHORIZE_LEASE_WAIT_MS).toBe(2 * DEFAULT_LOCK_TTL_MS);
   });
 });
