@@ -100,6 +100,25 @@ export function harnessPerTest(): (options?: Parameters<typeof startHarness>[0])
 }
 
 /** A logger that drops everything: for tests whose bridge's words are not what they check. */
+/** The settings `run` requires, each with a value `readLocalSettings` takes: a test adds or overrides its own. */
+export const REQUIRED_RUN_SETTINGS: Readonly<Record<string, string>> = {
+  QASHIO_BASE_URL: "https://api.example.com",
+  QASHIO_CLIENT_ID: "c",
+  QASHIO_CLIENT_SECRET: "s",
+  QASHIO_REFRESH_TOKEN: "r",
+  BRIDGE_TENANT: "t",
+};
+
+/** The settings error `readLocalSettings` gives for {@link REQUIRED_RUN_SETTINGS} plus `env`, read in `cwd`, or "accepted". */
+export function settingsRefusalOf(env: Record<string, string>, cwd: string): string {
+  try {
+    readLocalSettings({ ...REQUIRED_RUN_SETTINGS, ...env }, cwd);
+    return "accepted";
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
 export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /**

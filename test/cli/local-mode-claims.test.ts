@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { CALLBACK_PATH } from "../../shared/cli/authorize.js";
 import { baseUrlHint } from "../../shared/cli/base-url-hint.js";
 import { checkRequestedScope } from "../../shared/cli/cycle-scopes.js";
-import { NAMED_ENVIRONMENTS, readLocalSettings, settingNameWarnings } from "../../shared/cli/config.js";
+import { NAMED_ENVIRONMENTS, settingNameWarnings } from "../../shared/cli/config.js";
 import { EXIT, PiiSaltChangedError } from "../../shared/cli/errors.js";
 import { openerCommand } from "../../shared/cli/open-url.js";
 import { eventsFileAccessProblem, foreignStateDirProblem, stateDirAccessProblem } from "../../shared/cli/path-checks.js";
@@ -22,7 +22,7 @@ import { NetworkError, QashioError } from "../../shared/qashio/errors.js";
 import { docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "../doc-text.js";
 import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
 import { seconds } from "../spec-gaps-section.js";
-import { runInProcess } from "./helpers.js";
+import { REQUIRED_RUN_SETTINGS, runInProcess, settingsRefusalOf as settingsRefusal } from "./helpers.js";
 
 /** docs/local-mode.md, line breaks read as spaces. */
 const page = docText("docs/local-mode.md");
@@ -42,30 +42,14 @@ function newDir(mode?: number): string {
   return dir;
 }
 
-/** The required settings of `run`, with a state directory and events file of their own, plus `env`. */
+/** The settings `run` requires, with a state directory and events file of their own, plus `env`. */
 function runEnv(env: Record<string, string> = {}): Record<string, string> {
   const dir = newDir(0o700);
-  return {
-    QASHIO_BASE_URL: "https://api.example.com",
-    QASHIO_CLIENT_ID: "c",
-    QASHIO_CLIENT_SECRET: "s",
-    QASHIO_REFRESH_TOKEN: "r",
-    BRIDGE_TENANT: "t",
-    BRIDGE_STATE_DIR: join(dir, "state"),
-    BRIDGE_EVENTS_FILE: join(dir, "events.jsonl"),
-    ...env,
-  };
+  return { ...REQUIRED_RUN_SETTINGS, BRIDGE_STATE_DIR: join(dir, "state"), BRIDGE_EVENTS_FILE: join(dir, "events.jsonl"), ...env };
 }
 
 /** What readLocalSettings says of `env` (see runEnv), or "accepted". */
-function settingsRefusalOf(env: Record<string, string>): string {
-  try {
-    readLocalSettings(runEnv(env), scratch);
-    return "accepted";
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
+const settingsRefusalOf = (env: Record<string, string>): string => settingsRefusal(runEnv(env), scratch);
 
 describe("docs/local-mode.md's events file", () => {
   it("names the fix for an events file others may write, and takes one whose group may only read, as it says", () => {

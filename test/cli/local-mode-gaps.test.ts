@@ -11,7 +11,7 @@ import { PII_SALT_MIN_LENGTH, piiSaltFingerprint } from "../../shared/bridge/pii
 import { MIN_INTERVAL_MS, parseCommand } from "../../shared/cli/args.js";
 import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
 import { floorOf } from "../../shared/cli/bench-report.js";
-import { readAuthorizeSettings, readLocalSettings, SETTINGS } from "../../shared/cli/config.js";
+import { readAuthorizeSettings, SETTINGS } from "../../shared/cli/config.js";
 import { CYCLE_LEASE_MS, CYCLE_LOCK } from "../../shared/cli/cycle-lease.js";
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
 import { MAX_DURATION_MS } from "../../shared/cli/duration.js";
@@ -25,6 +25,7 @@ import { LeaseUnreadableError } from "../../shared/local/errors.js";
 import { DEFAULT_LOCK_TTL_MS } from "../../shared/qashio/auth/refresh-lease.js";
 import { numbersSaid, textsSaid } from "../doc-text.js";
 import { expectCitationsHold, ROOT, seconds, specGapsSection } from "../spec-gaps-section.js";
+import { settingsRefusalOf as settingsRefusal } from "./helpers.js";
 
 /** The "Local mode" section, line breaks read as spaces. */
 const LOCAL = specGapsSection("Local mode");
@@ -80,15 +81,7 @@ const cwd = mkdtempSync(join(tmpdir(), "local-mode-gaps-"));
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
 /** The settings error `readLocalSettings` gives for the required settings plus `env`, or "accepted". */
-function settingsRefusalOf(env: Record<string, string>): string {
-  const required = { QASHIO_BASE_URL: "https://api.example.com", QASHIO_CLIENT_ID: "c", QASHIO_CLIENT_SECRET: "s", QASHIO_REFRESH_TOKEN: "r", BRIDGE_TENANT: "t" };
-  try {
-    readLocalSettings({ ...required, ...env }, cwd);
-    return "accepted";
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
+const settingsRefusalOf = (env: Record<string, string>): string => settingsRefusal(env, cwd);
 
 describe("docs/spec-gaps.md, Local mode: settings and durations", () => {
   it("gives each setting the default the settings table has, and the salt the length it needs", () => {
