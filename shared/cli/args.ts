@@ -360,8 +360,10 @@ function commandLeftOut(argv: readonly string[]): UsageError {
   const takers = Object.entries(OPTIONS)
     .filter(([, options]) => flag.startsWith("--") && Object.hasOwn(options, flag.slice(2)))
     .map(([command]) => command);
-  // Taken by no command: maybe a mistyped --version or --help, the two options that stand in for a command.
-  if (takers.length === 0) return new UsageError(`no command given before ${flag}${didYouMean(nearest(flag, ["--version", "--help"]))}. Commands: ${COMMANDS.join(", ")}`);
+  // Taken by no command: maybe a mistyped --version or --help, the two options that stand in for a command; -v and -V
+  // (node -v, npm -v) too short for a guess by spelling.
+  const meant = flag === "-v" || flag === "-V" ? "--version" : nearest(flag, ["--version", "--help"]);
+  if (takers.length === 0) return new UsageError(`no command given before ${flag}${didYouMean(meant)}. Commands: ${COMMANDS.join(", ")}`);
   return new UsageError(`no command given before ${flag}, an option of ${wordList(takers)}: put the command first, as in \`npm run bridge -- ${[takers[0], ...argv].join(" ")}\``);
 }
 

@@ -271,6 +271,10 @@ describe("parseCommand", () => {
     [["--Version"], "no command given before --Version (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
     [["-version"], "no command given before -version (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
     [["--hlep"], "no command given before --hlep (did you mean --help?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    // node -v, npm -v: the short flags most command lines read as the version, too short for an edit-distance guess.
+    [["-v"], "no command given before -v (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    [["-V"], "no command given before -V (did you mean --version?). Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
+    [["-x"], "no command given before -x. Commands: run, redrive, conform-pii, authorize, demo, bench, version, help"],
   ])("refuses %j, an option where the command goes, naming the commands that take it", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(new UsageError(message));
   });
