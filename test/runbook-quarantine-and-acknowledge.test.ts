@@ -7,8 +7,9 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cycleAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES } from "../infra/constructs/alarm-window.js";
 import { parseTenantConfig } from "../infra/tenant-config.js";
-import { docSection, docText, firstTextsSaid, numbersSaid } from "./doc-text.js";
+import { docSection, docText, firstTextsSaid, numbersSaid, textsSaid } from "./doc-text.js";
 import { EXAMPLE_TENANTS_FILE } from "./infra/helpers.js";
+import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 
 const RUNBOOK = docText("docs/runbook.md");
 const GROWING = docSection(RUNBOOK, "QuarantineGrowing");
@@ -53,5 +54,24 @@ describe("docs/runbook.md, AcknowledgeRefused: the alarm's window", () => {
       expect(numbersSaid(section, /one period of the transactions schedule, at least (\d+) minutes/)).toEqual([[MIN_CYCLE_ALARM_PERIOD_MINUTES]]);
     }
     expect(cycleAlarmWindow(1).period.toMinutes()).toBe(MIN_CYCLE_ALARM_PERIOD_MINUTES);
+  });
+});
+
+describe.skipIf(PROVIDER_SPEC === "")("docs/runbook.md, AcknowledgeRefused: what it reads in the provider's spec", () => {
+  const codes = REFUSED.slice(REFUSED.indexOf("2. Read the codes."), REFUSED.indexOf("3. Raise it with the provider"));
+
+  it("quotes the sections it names in their own words", () => {
+    // Each quote after a § names that section's words: `(§4.3: ... "not shown")`.
+    const quotes = textsSaid(codes, /§([\d.]+)[^§"]*?"([^"]+)"/);
+    expect(quotes.length).toBeGreaterThanOrEqual(2);
+    for (const [section = "", quote = ""] of quotes) expect(specSection(section), `§${section}: "${quote}"`).toContain(quote);
+  });
+
+  it("gives the error rules and codes of §7 as §7 has them", () => {
+    const [section = "", codesSeen = ""] = firstTextsSaid(codes, /rules \(§(\d+)\) a refused input gets a `400` with one entry per offending field and a code \(([^)]*) are the codes seen\)/);
+    const rules = specSection(section);
+    expect(rules).toContain("returns `400` with one `errors` entry per offending field");
+    expect(rules).toContain(`Codes seen: ${codesSeen.replace(/,? and |, /g, ", ")}.`);
+    expect(rules).toContain(firstTextsSaid(codes, /says to (treat) it (as a scoping problem when the id is believed valid)/).join(" "));
   });
 });
