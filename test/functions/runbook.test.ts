@@ -147,6 +147,13 @@ describe("the runbook shows a poller's results as the invoke returns them", () =
     const shown = /--payload '\{"action":"conform-pii"\}' \/dev\/stdout\n# (\{.*\})\n/.exec(runbookSection("Switching the PII mode"))?.[1] ?? "";
     expectShownKeys(shown, result);
   });
+
+  it("Re-driving quarantined transactions: a re-drive's that completed", async () => {
+    const result = await h.poller("transactions")({ action: "redrive" });
+    expect(result).toMatchObject({ status: "completed", outcome: "complete" });
+    const shown = /--payload '\{"action":"redrive"\}' \/dev\/stdout\n# (\{.*\})\n/.exec(runbookSection("Re-driving quarantined transactions"))?.[1] ?? "";
+    expectShownKeys(shown, result);
+  });
 });
 
 describe("the runbook's Function errors explains the failures a held lease gives a tick", () => {
