@@ -30,9 +30,10 @@ import { FileQuarantine } from "../shared/local/quarantine.js";
 import { FakeClock } from "./aws/support/clock.js";
 import { makeRig, quarantinePublishFailures, RecordingMetrics } from "./bridge/fakes.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
-import { EXAMPLE_TENANTS_FILE } from "./infra/helpers.js";
+import { EXAMPLE_TENANTS_FILE, exampleStacks } from "./infra/helpers.js";
 import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 import { runbookSection } from "./runbook-section.js";
+import { ROOT } from "./spec-gaps-section.js";
 
 const RUNBOOK = docText("docs/runbook.md");
 const NOT_EMPTY = docSection(RUNBOOK, "QuarantineNotEmpty");
@@ -294,5 +295,48 @@ describe("docs/runbook.md, AcknowledgeRefused: the refusal as the bridge reads a
     const [shown = ""] = firstTextsSaid(REFUSED, /summary line shows `N ([^`]+)`/);
     const summary = formatCycleSummary({ cycle: 1, published: {}, acknowledged: report.acknowledged, acknowledgeRefused: report.acknowledgeRefused, quarantined: 0, durationMs: 1 });
     expect(summary).toContain(`${report.acknowledgeRefused} ${shown}`);
+  });
+});
+
+describe("docs/runbook.md: the alarms' metrics, as the tenant stack alarms on them", () => {
+  interface Alarm {
+    readonly AlarmName: string;
+    readonly MetricName?: string;
+    readonly Statistic?: string;
+    readonly Metrics?: readonly { readonly Label?: string; readonly Expression?: string }[];
+  }
+  /** The example globex stack's alarm named `QashioBridge-globex-<suffix>`. */
+  const alarm = (suffix: string): Alarm | undefined =>
+    Object.values(exampleStacks().globex.template.findResources("AWS::CloudWatch::Alarm"))
+      .map((resource) => (resource as { Properties: Alarm }).Properties)
+      .find((a) => a.AlarmName === `QashioBridge-globex-${suffix}`);
+
+  it("counts each alarm of these sections on the metric, and with the statistic, the section names", () => {
+    const [gauge = ""] = firstTextsSaid(NOT_EMPTY, /\(gauge `(\w+)`, the number of unexpired items/);
+    expect(alarm("QuarantineNotEmpty")?.Metrics?.[0]).toMatchObject({ Label: gauge, Expression: expect.stringContaining(`MAX(${gauge})`) });
+    const [quarantined = ""] = firstTextsSaid(GROWING, /\(`(\w+)`, records quarantined per period, summed/);
+    expect(alarm("QuarantineGrowing")).toMatchObject({ MetricName: quarantined, Statistic: "Sum" });
+    const [refused = ""] = firstTextsSaid(REFUSED, /\(`(\w+)`, ids refused, summed/);
+    expect(alarm("AcknowledgeRefused")).toMatchObject({ MetricName: refused, Statistic: "Sum" });
+    // The re-drive's late changes raise SyncLag through the metric it names; its long ticks, the pollers' queue alarm.
+    const [lag = ""] = firstTextsSaid(REDRIVE, /count as such in `(\w+)`, which may raise \[SyncLag\]/);
+    expect(alarm("SyncLag")).toMatchObject({ MetricName: lag });
+    const [deadLetters = ""] = firstTextsSaid(REDRIVE, /may raise \[([\w-]+)\]\(#dead-letters\) once/);
+    expect(alarm(deadLetters)).toBeDefined();
+  });
+});
+
+describe("docs/runbook.md, Re-driving quarantined transactions: why a record is kept", () => {
+  it("quotes only whys a re-drive keeps a record for", () => {
+    const tally = REDRIVE.slice(REDRIVE.indexOf("counts every kept record by why (`keptByWhy`)"), REDRIVE.indexOf("These last three"));
+    const whys = [
+      // Phrases, not names; the log line of a refused read (`...; record kept`) aside.
+      ...quotedNames(tally).filter((name) => name.includes(" ") && !name.includes(";")),
+      ...textsSaid(REDRIVE, /"((?:not|its) [^"]+)"/).map(([why = ""]) => why),
+    ];
+    expect(new Set(whys).size).toBeGreaterThanOrEqual(9);
+    // Each is one of the `why`s of KeptRecord (shared/bridge/redrive.ts), spelled as the code has it.
+    const source = readFileSync(join(ROOT, "shared/bridge/redrive.ts"), "utf8");
+    for (const why of whys) expect(source, why).toContain(`"${why}"`);
   });
 });
