@@ -9,10 +9,13 @@ import { join } from "node:path";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
+import { Duration } from "aws-cdk-lib";
 import { afterEach, describe, expect, it } from "vitest";
 import { cycleAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES } from "../infra/constructs/alarm-window.js";
 import { parseTenantConfig } from "../infra/tenant-config.js";
+import { cycleBudgetMs } from "../infra/tenant-stack.js";
 import { BATCH_WRITE_LIMIT } from "../shared/aws/batch.js";
+import { cycleDeadline } from "../shared/aws/config.js";
 import { CorruptItemError } from "../shared/aws/errors.js";
 import { outOfRangeIntegerIn } from "../shared/aws/event-integers.js";
 import { EventBridgePublisher } from "../shared/aws/event-publisher.js";
@@ -24,11 +27,12 @@ import { refusedForReference } from "../shared/bridge/provider-errors.js";
 import { PUBLISH_FAILURE_PREFIX, redriveQuarantined, VALIDATION_FAILURE_PREFIX } from "../shared/bridge/redrive.js";
 import { emptyReport } from "../shared/bridge/report.js";
 import { TransactionAcknowledger } from "../shared/bridge/transaction-acknowledge.js";
+import { pollTransactions } from "../shared/bridge/transactions.js";
 import { streamLogger } from "../shared/cli/console-ports.js";
 import { formatCycleSummary, type OutputStream } from "../shared/cli/printer.js";
 import { FileQuarantine } from "../shared/local/quarantine.js";
 import { FakeClock } from "./aws/support/clock.js";
-import { makeRig, quarantinePublishFailures, RecordingMetrics } from "./bridge/fakes.js";
+import { makeRig, quarantinePublishFailures, RecordingMetrics, refusal } from "./bridge/fakes.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
 import { EXAMPLE_TENANTS_FILE, exampleStacks } from "./infra/helpers.js";
 import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
@@ -338,5 +342,29 @@ describe("docs/runbook.md, Re-driving quarantined transactions: why a record is 
     // Each is one of the `why`s of KeptRecord (shared/bridge/redrive.ts), spelled as the code has it.
     const source = readFileSync(join(ROOT, "shared/bridge/redrive.ts"), "utf8");
     for (const why of whys) expect(source, why).toContain(`"${why}"`);
+  });
+});
+
+describe("docs/runbook.md, AcknowledgeRefused and Re-driving: what a cycle counts and when an invocation stops", () => {
+  it("counts each refused acknowledge in the provider errors' status class it says", async () => {
+    const rig = makeRig();
+    for (let i = 0; i < 3; i++) rig.provider.addTransaction();
+    const stuck = rig.provider.addTransaction().id;
+    rig.provider.beforeCall = (call) => {
+      if (call.op === "acknowledgeTransactions" && call.ids.includes(stuck)) throw refusal(call.ids, [stuck]);
+    };
+    const report = await pollTransactions(rig.deps);
+    expect(report).toMatchObject({ acknowledged: 3, acknowledgeRefused: 1 });
+    const [statusClass = ""] = firstTextsSaid(REFUSED, /Each refused call also counts as `(\dxx)` in `Provider errors by status class`/);
+    expect(rig.metrics.sum("ProviderErrors")).toBe(1);
+    expect(rig.metrics.sum("ProviderErrors", { status_class: statusClass })).toBe(1);
+  });
+
+  it("stops a re-drive at the deadline it says, whether the stack's budget or the remaining time sets it", () => {
+    const [margin = 0] = numbersSaid(REDRIVE, /An invocation stops at its deadline \(the function timeout less (\d+) s\)/).map(([s]) => s);
+    const timeout = Duration.minutes(5);
+    expect(cycleBudgetMs(timeout)).toBe(timeout.toMilliseconds() - margin * 1000);
+    expect(cycleDeadline(0, timeout.toMilliseconds())).toBe(timeout.toMilliseconds() - margin * 1000);
+    expect(cycleDeadline(0, timeout.toMilliseconds(), cycleBudgetMs(timeout))).toBe(timeout.toMilliseconds() - margin * 1000);
   });
 });
