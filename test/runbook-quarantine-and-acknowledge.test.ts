@@ -32,6 +32,7 @@ import { streamLogger } from "../shared/cli/console-ports.js";
 import { formatCycleSummary, type OutputStream } from "../shared/cli/printer.js";
 import { FileQuarantine } from "../shared/local/quarantine.js";
 import { FakeClock } from "./aws/support/clock.js";
+import { sampleEvent } from "./bridge/contract/event-publisher.js";
 import { makeRig, quarantinePublishFailures, RecordingMetrics, refusal } from "./bridge/fakes.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
 import { EXAMPLE_TENANTS_FILE, exampleStacks } from "./infra/helpers.js";
@@ -171,21 +172,11 @@ const eventBridge = new EventBridgeClient({ region: "eu-west-1", credentials: { 
 const eventBridgeMock = mockClient(eventBridge);
 afterEach(() => eventBridgeMock.reset());
 
-/** A transaction event whose `data.object` is `object`. */
-const eventOf = (object: Record<string, unknown>): BridgeEvent => ({
-  source: "qashio.bridge",
-  detailType: "transaction.created",
-  time: "2026-03-01T12:00:00.000Z",
-  detail: {
-    id: "ev_1",
-    type: "transaction.created",
-    schema_version: "1",
-    tenant: "acme",
-    occurred_at: "2026-03-01T12:00:00.000Z",
-    subject: { type: "transaction", id: "t1", qashio_id: "CT00000001", sequence: 1 },
-    data: { object },
-  },
-});
+/** The contract tests' sample transaction event, its `data.object` replaced by `object`. */
+const eventOf = (object: Record<string, unknown>): BridgeEvent => {
+  const sample = sampleEvent(1);
+  return { ...sample, detail: { ...sample.detail, data: { object } } };
+};
 
 /** What the publisher does with an event each PutEvents answers with `code`: its failure, and the calls it made. */
 async function publishAnswered(code: string) {
