@@ -19,6 +19,13 @@ import { RecordingLogger, makeRig } from "../bridge/fakes.js";
 import { diffObjects } from "../../shared/bridge/diff.js";
 import { contentHash } from "../../shared/bridge/hash.js";
 import { compileJsonSchema } from "../json-schema.js";
+import { docSection, docText, firstTextsSaid, literalPattern, quotedNames } from "../doc-text.js";
+
+/** The runbook's lists of the codes by which the bus refuses the setup (failed for now, never quarantined), by section. */
+const SETUP_REFUSALS_LISTED: readonly [string, string][] = [
+  ["EventsFailed", firstTextsSaid(docSection(docText("docs/runbook.md"), "EventsFailed"), /or a refusal of the setup, at once: (.*?)\. Nothing is delivered/)[0] ?? ""],
+  ["SyncLag", firstTextsSaid(docSection(docText("docs/runbook.md"), "SyncLag"), /or a refusal of the setup: (.*?), fixed by/)[0] ?? ""],
+];
 
 const client = new EventBridgeClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
 const mock = mockClient(client);
@@ -238,6 +245,10 @@ describe("EventBridgePublisher", () => {
       const result = await publisher().publish([event("ev_1")]);
       expect(result.failed).toEqual([{ event: event("ev_1"), reason: `${code}: refused`, retryable: true }]);
       expect(mock.commandCalls(PutEventsCommand)).toHaveLength(1);
+      // Each section of docs/runbook.md that lists the setup's refusals names this one (a `*` in a name: any text).
+      for (const [section, list] of SETUP_REFUSALS_LISTED) {
+        expect(quotedNames(list).some((name) => new RegExp(`^${name.split("*").map(literalPattern).join(".*")}$`).test(code)), `${section}: ${code}`).toBe(true);
+      }
     },
   );
 
