@@ -21,6 +21,7 @@ import { refreshDeadline } from "../shared/qashio/auth/refresh-lease.js";
 import { makeRig } from "./bridge/fakes.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid, numbersSaid, quotedNames } from "./doc-text.js";
 import { EXAMPLE_TENANTS_FILE, exampleStacks, fastPathGlobex } from "./infra/helpers.js";
+import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 import { seconds } from "./spec-gaps-section.js";
 
 const RUNBOOK = docText("docs/runbook.md");
@@ -123,6 +124,17 @@ describe("the runbook's Not yet onboarded", () => {
         .map((alarm) => `${String(alarm["DatapointsToAlarm"])} of ${String(alarm["EvaluationPeriods"])}`),
     );
     expect(windows).toEqual(new Set([`${breaching} of ${last}`, `${single} of ${of}`]));
+  });
+});
+
+describe.skipIf(PROVIDER_SPEC === "")("the runbook's TokenFamilyRevoked quotes the provider's spec by its sections", () => {
+  const revoked = docSection(RUNBOOK, "TokenFamilyRevoked");
+
+  it("cites the rule that a spent refresh token presented again revokes the family, and the section answering wrong client credentials with 401", () => {
+    const [section = 0, rule = 0] = firstNumbersSaid(revoked, /\(spec (\d+)\.(\d+): a refresh token presented twice revokes the family/);
+    expect(specSection(`${section} rule ${rule}`)).toMatch(/Presenting a used refresh token revokes the whole token family/);
+    const [oauth = ""] = firstTextsSaid(revoked, /though spec ([\d.]+) gives `401` for wrong client credentials too/);
+    expect(specSection(oauth)).toMatch(/`401` for [^.]*invalid client credentials, or a refresh token that is invalid, expired, revoked or reused/);
   });
 });
 

@@ -58,6 +58,17 @@ describe("the runbook's TokenFamilyRevoked says when the alarm clears, as the me
     h.secrets.startRotation(token);
     await expect(h.rotator()({ SecretId: h.secrets.secretId, ClientRequestToken: token, Step: "createSecret" })).rejects.toBeInstanceOf(ReauthorizationRequiredError);
     expect(emfValues(h.output, "TokenFamilyRevoked", from)).toEqual([1, 1]);
+    // The lines the section's step 1 sends the operator to, each with its error's name.
+    const [cycleLine, cycleError, rotationLine, rotationError] = /for the failing refresh \(`([^`]+)` with `(\w+)`, or `([^`]+)` with `(\w+)`\)/.exec(runbookSection("TokenFamilyRevoked").replace(/\s+/g, " "))?.slice(1) ?? [];
+    const failures = h.output
+      .slice(from)
+      .map((line) => JSON.parse(line) as { level?: string; message?: string; error?: { name?: string } })
+      .filter((doc) => doc.level === "ERROR" && doc.error !== undefined)
+      .map((doc) => [doc.message, doc.error?.name]);
+    expect(failures).toEqual([
+      [cycleLine, cycleError],
+      [rotationLine, rotationError],
+    ]);
 
     const revoked = runbookSection("TokenFamilyRevoked").replace(/\s+/g, " ");
     expect(revoked).toContain("a poll or rotation the provider answers reports 0");
