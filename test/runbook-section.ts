@@ -1,6 +1,7 @@
 /** docs/runbook.md by section, for tests that hold its text to what the code does. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { firstTextsSaid } from "./doc-text.js";
 
 const RUNBOOK = readFileSync(join(import.meta.dirname, "../docs/runbook.md"), "utf8");
 
@@ -20,4 +21,15 @@ export function runbookSection(title: string): string {
 /** The runbook's opening, before its first section. */
 export function runbookIntro(): string {
   return RUNBOOK.slice(0, RUNBOOK.indexOf("\n## "));
+}
+
+/**
+ * What the runbook's section `title` says where `pattern` matches (its first group, line breaks read as spaces): a
+ * quote of a log line, a name; fails when it matches nowhere.
+ *
+ * @example
+ * runbookSaid("TokenSecretWriteFailed", /it logs "([^"]+)"/); // "the shared access-token item holds ..."
+ */
+export function runbookSaid(title: string, pattern: RegExp): string {
+  return firstTextsSaid(runbookSection(title).replace(/\s+/g, " "), pattern)[0] ?? "";
 }

@@ -4,6 +4,7 @@
  * or held in the table, before that end.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runbookSaid } from "../runbook-section.js";
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SDK_CALL_MAX_MS, SDK_TIMEOUTS } from "../../shared/aws/config.js";
@@ -240,6 +241,7 @@ describe("SecretsManagerTokenStore.saveVersion with the invocation's end known",
     expect(t.logger.lines.filter((line) => line.message.includes("it is held in the table while the secret write goes on")).map((line) => [line.level, line.message])).toEqual([
       ["warn", "Secrets Manager is slow to take the rotated refresh token: it is held in the table while the secret write goes on"],
     ]);
+    expect(t.logger.lines.map((line) => line.message)).toContain(runbookSaid("TokenSecretWriteFailed", /\(logged as "([^"]+)"; in any case/));
   });
 
   // Held first as too little was left, or the clock passed the hold's moment between the pacer's two readings.

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { literalPattern } from "../doc-text.js";
+import { runbookSaid } from "../runbook-section.js";
 import { DeleteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { PutSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { ProviderSecretClient } from "../../shared/aws/provider-secret.js";
@@ -315,6 +317,7 @@ describe("SecretsManagerTokenStore", () => {
         attributes: { error: "SecretStoreError", reason: expect.stringMatching(/^PutSecretValue .*AccessDeniedException/) },
       },
     ]);
+    expect(logger.lines[0]?.message).toMatch(new RegExp(`^${literalPattern(runbookSaid("TokenSecretWriteFailed", /the log line "([^"]+)" names the failed call and the AWS error/))}`));
     expect(JSON.stringify(logger.lines)).not.toMatch(/rt-2|at-2/);
     // Every container now gets the held token, never the spent one; the item holding it has no expiry.
     expect(await make().load()).toEqual({ refreshToken: "rt-2", accessToken: "at-2", accessTokenExpiresAt: 2_000_000_000_000, scope: "s" });
@@ -515,6 +518,7 @@ describe("SecretsManagerTokenStore", () => {
     expect(logger.lines.filter((line) => line.message.startsWith("the shared access-token item")).map((line) => [line.level, line.message])).toEqual([
       ["warn", "the shared access-token item holds a newer refresh token than this save's: left as it is"],
     ]);
+    expect(logger.lines.map((line) => line.message)).toContain(runbookSaid("TokenSecretWriteFailed", /it logs "([^"]+)"\)/));
   });
 
   it("does not hold a rotation's own version: the write fails for its caller, which writes a plain version next", async () => {
