@@ -17,6 +17,7 @@ import { MIN_ROTATION_TIMEOUT_MS, REFRESH_TIMEOUT_MARGIN_MS } from "../../shared
 import { awaitingOnboarding, rotateProviderSecret, skipRotation, type RotationDeps, type RotationEvent } from "../../shared/aws/rotation.js";
 import type { Logger } from "../../shared/bridge/ports.js";
 import { awsError } from "../aws/support/fake-secrets-manager.js";
+import { runbookSaid } from "../runbook-section.js";
 import { bare401For, createHarness, emfValues, lambdaContext, levelsLogged, PII_SALT, REDIRECT_URI, TENANT, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -143,6 +144,8 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.secrets.current().refresh_token).not.toBe(before);
     expect(h.secrets.current()).toMatchObject({ client_id: "sandbox-client", pii_salt: expect.any(String) });
     expect(levelsLogged(h.output, "createSecret: refreshed the provider token and wrote it as AWSCURRENT")).toEqual(["INFO"]);
+    // The line docs/runbook.md (TokenFamilyRevoked) quotes as a rotation's refresh, its start.
+    expect(levelsLogged(h.output, runbookSaid("TokenFamilyRevoked", /the rotation logs `([^`]+?) \.\.\.`/))).toEqual(["INFO"]);
     // setSecret has nothing to do: it logs so, and does not run createSecret again.
     expect(h.output.join("\n")).toContain("setSecret: nothing to set, the provider issued the token");
     expect(h.output.join("\n")).not.toContain("createSecret: version already written");
@@ -1352,6 +1355,8 @@ describe("rotate-token handler before onboarding (no refresh token yet)", () => 
     expect(h.secrets.versionWith("AWSPENDING")).toBeUndefined();
     expect(errorsLogged()).toEqual([]);
     expect(levelsLogged(h.output, "createSecret: skipped, the secret holds no refresh_token yet (tenant not onboarded")).toEqual(["INFO"]);
+    // The line docs/runbook.md (Not yet onboarded) quotes, its start.
+    expect(levelsLogged(h.output, runbookSaid("Not yet onboarded", /it skips \(log line `([^`]+)`\)/))).toEqual(["INFO"]);
   });
 
   it("skips at every scheduled rotation without blocking the next, and refreshes once the tenant is onboarded", async () => {
