@@ -25,7 +25,7 @@ import type { AwsClients } from "../../shared/aws/runtime.js";
 import type { PollEvent } from "../../shared/aws/poll-event.js";
 import { localDynamoClient } from "../aws/support/dynamo.js";
 import { fillAccounts } from "../sandbox/helpers.js";
-import { runbookSection } from "../runbook-section.js";
+import { runbookSaid, runbookSection } from "../runbook-section.js";
 import { bare401For, createHarness, emfValues, lambdaContext, levelsLogged, REDIRECT_URI, revokeFamily, subjectIds, TENANT, type Harness } from "./support/harness.js";
 import { CYCLE_SAFETY_MARGIN_MS, MIN_POLLER_TIMEOUT_MS } from "../../shared/aws/config.js";
 import { DEFAULT_SECRET_CACHE_TTL_MS, SecretsManagerTokenStore } from "../../shared/aws/token-store.js";
@@ -780,6 +780,7 @@ describe("poll-transactions handler", () => {
     expect(logged.match(/rotated by another (container|process)/g)).toEqual(["rotated by another container"]);
     // A warning, as docs/runbook.md calls it: a sign of two refreshes close together.
     expect(levelsLogged(h.output.slice(before), "Refresh token was rotated by another container; adopted it")).toEqual(["WARN"]);
+    expect(levelsLogged(h.output.slice(before), runbookSaid("TokenFamilyRevoked", /Signs of two are a warning `([^`]+)`/))).toEqual(["WARN"]);
   });
 
   it("fails with a LambdaConfigurationError naming every bad variable", async () => {
