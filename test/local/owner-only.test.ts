@@ -77,6 +77,9 @@ describe.skipIf(process.platform === "win32")("restrictToOwner", () => {
     ["0755", 0o755],
     // Set-id and sticky bits go too, as with a file: the bridge makes its directories 0700.
     ["3775", 0o3775],
+    // Search bits alone let others reach the files by name: a token file made readable by hand would be exposed.
+    ["0711", 0o711],
+    ["0701", 0o701],
   ])("narrows a directory of mode %s to its owner's access, keeping the search bit its files are reached by", async (_mode, before) => {
     const state = path.join(dir, "state");
     await mkdir(state);
