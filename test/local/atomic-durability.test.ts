@@ -418,6 +418,11 @@ describe("FileTokenStore.beforeRefresh on a disk that opens files but takes no d
     expect(await readdir(dir)).toEqual(["tokens.json"]);
   });
 
+  it("keeps the system's error as the refusal's cause, for the path and call the code alone does not tell", async () => {
+    const error = await refusal("fsync", "EIO");
+    expect(error).toMatchObject({ name: "TokenFileUnwritableError", cause: expect.objectContaining({ code: "EIO" }) });
+  });
+
   it("refuses the refresh on a disk with room for a small file but not for a token set of a few KiB (a JWT access token)", async () => {
     const store = new FileTokenStore(dir);
     await store.save({ refreshToken: "rt" });
