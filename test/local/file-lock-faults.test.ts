@@ -24,6 +24,8 @@ const faults = vi.hoisted(() => ({
    * another user wrote, 0600; EMFILE: this process out of file descriptors; ESTALE: an NFS handle gone stale).
    */
   failedRead: undefined as { suffix: string; code: string } | undefined,
+  /** The next read (readFile) of a file whose path ends with this finds it removed (a foreign file deleted by hand). */
+  vanishOnRead: undefined as string | undefined,
   /** Listings (readdir and readdirSync) of a directory whose path ends with `suffix` fail with `code`. */
   failedList: undefined as { suffix: string; code: string } | undefined,
   /**
@@ -103,6 +105,10 @@ vi.mock("node:fs", async (importOriginal) => {
 vi.mock("node:fs/promises", async (importOriginal) => {
   const fs = await importOriginal<typeof nodeFsPromises>();
   const readFile = (async (file: nodeFs.PathLike, ...rest: unknown[]) => {
+    if (faults.vanishOnRead !== undefined && String(file).endsWith(faults.vanishOnRead)) {
+      faults.vanishOnRead = undefined;
+      await fs.unlink(file);
+    }
     const failed = faults.failedRead;
     if (failed !== undefined && String(file).endsWith(failed.suffix)) {
       throw Object.assign(new Error(`${failed.code}: cannot read '${String(file)}'`), { code: failed.code });
@@ -136,6 +142,7 @@ function clearFaults(): void {
   faults.hiddenPid = undefined;
   faults.slowRead = undefined;
   faults.failedRead = undefined;
+  faults.vanishOnRead = undefined;
   faults.failedList = undefined;
   faults.beforeNaming = undefined;
   faults.laterList = undefined;
@@ -379,6 +386,20 @@ describe("FileLock when a lease file cannot be read", () => {
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
     expect(await readdir(path.join(dir, "locks"))).toEqual([`${LOCK}.lock`]);
     faults.failedRead = undefined;
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+
+  it("leaves the choice to the next attempt when an entry above a free lease vanishes between the listing and its read", async () => {
+    const first = await new FileLock(dir).tryAcquire(LOCK, TTL);
+    await first!.release();
+    const locks = path.join(dir, "locks");
+    await writeFile(path.join(locks, `${LOCK}.lock.1`), "a note, no lease");
+    faults.vanishOnRead = `${path.sep}${LOCK}.lock.1`;
+
+    // The listing no longer says which generation is highest: the lease below is not taken on it.
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+    expect(faults.vanishOnRead).toBeUndefined();
+    expect(await readdir(locks)).toEqual([`${LOCK}.lock`]);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
   });
 
