@@ -1168,6 +1168,19 @@ describe("pollCards", () => {
     expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.600Z"));
   });
 
+  it("waits for the next second after a walk in which one card's event failed, though the page's other snapshots were stored", async () => {
+    const rig = makeRig();
+    rig.clock.ms = Date.parse("2025-01-15T10:00:00.250Z");
+    const [failing, taken] = [rig.provider.addCard(), rig.provider.addCard()];
+    await pollCards(rig.deps);
+    for (const card of [failing, taken]) rig.provider.changeCard(card["id"] as string, { status: "Suspended" });
+    rig.publisher.reject = (e) => (e.detail.subject.id === failing["id"] ? { reason: "ThrottlingException", retryable: true } : undefined);
+    expect((await pollCards(rig.deps)).outcome).toBe("complete");
+    expect(rig.publisher.events.map((e) => e.detail.subject.id)).toEqual([taken["id"]]);
+    // The failed card's snapshot is not stored: the next walk may publish it again under the same sequence.
+    expect(rig.clock.now()).toBe(Date.parse("2025-01-15T10:00:01.600Z"));
+  });
+
   it("re-sends a suspension without a card timestamp with the same id and data, timed at its detection", async () => {
     const rig = makeRig();
     const card = rig.provider.addCard();
