@@ -344,6 +344,31 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls).toHaveLength(2);
   });
 
+  it("asks again as a due refresh when the access token expired that very millisecond while the store was answering an early one", async () => {
+    const { provider, fetch, clock, store } = setup();
+    const first = await provider.getAccessToken();
+    const asked: boolean[] = [];
+    store.beforeRefresh = async (early) => {
+      asked.push(early);
+      if (!early) return;
+      clock.advance(30_000); // a slow answer, ending exactly at the token's expiry
+      throw Object.assign(new Error("too many versions for an early refresh"), { name: "SecretVersionQuotaError" });
+    };
+    clock.advance(14.5 * MINUTE);
+    const next = await provider.getAccessToken();
+    expect(asked).toEqual([true, false]);
+    expect(next).not.toBe(first);
+    expect(fetch.calls).toHaveLength(2);
+  });
+
+  it("stops handing out a postponed token the very millisecond it expires: the refresh is due, so the store's refusal is thrown", async () => {
+    const { provider, fetch, clock, first, full } = await postponedRefresh();
+    expect(await provider.getAccessToken()).toBe(first);
+    clock.advance(30_000); // exactly its expiry
+    await expect(provider.getAccessToken()).rejects.toBe(full);
+    expect(fetch.calls).toHaveLength(1);
+  });
+
   it("stops handing out a postponed token once the provider refused it", async () => {
     const { provider, fetch, first, full } = await postponedRefresh();
     expect(await provider.getAccessToken()).toBe(first);
