@@ -2089,6 +2089,47 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
   });
 
+  it("waits, before saving the code flow's tokens, for a re-save a call left behind started just as the one it waited for failed", async () => {
+    // Renewals that take a second: the next re-save and the code flow's save each renew the kept lease first.
+    const { clock, store, spawn } = processes({ renewMs: 1_000 });
+    const leftovers: Promise<unknown>[] = [];
+    // A call left behind asks for a token at every turn once the first re-save fails (starting the next one).
+    const askAtEveryTurn = async () => {
+      for (let i = 0; i < 30; i += 1) {
+        leftovers.push(provider.getAccessToken().catch((error: unknown) => error));
+        await Promise.resolve();
+      }
+    };
+    let saves = 0;
+    const view: TokenStore = {
+      load: () => store.load(),
+      save: async (tokens) => {
+        saves += 1;
+        if (saves === 2) {
+          // The first re-save fails again, a second later.
+          await clock.sleep(1_000);
+          void askAtEveryTurn();
+          throw new Error("throttled");
+        }
+        // The next re-save of the held tokens is slow (ten seconds), then lands.
+        if (saves > 2 && tokens.refreshToken === "rt-2") await clock.sleep(10_000);
+        await store.save(tokens);
+      },
+    };
+    const provider = spawn({ store: view });
+    store.failNextSave = true;
+    await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
+    leftovers.push(provider.getAccessToken().catch((error: unknown) => error));
+    await turns();
+
+    const signIn = provider.authorizeWithCode("code-1", "https://app.example/cb");
+    for (let i = 0; i < 15; i += 1) await clock.advance(1_000);
+    await signIn;
+    await Promise.all(leftovers);
+    expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
+    expect(saves).toBe(4);
+  });
+
   it("tells a last try that waited for the code flow's save why it failed, as a try that re-saved itself would", async () => {
     const { store, spawn } = processes();
     const provider = spawn();
