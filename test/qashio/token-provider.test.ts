@@ -327,31 +327,17 @@ describe("OAuthTokenProvider", () => {
     expect(fetch.calls.map((c) => (c.body as Record<string, string>).refresh_token)).toEqual(["rt-1", "rt-2"]);
   });
 
-  it("asks again as a due refresh when the access token expired while the store was answering an early one", async () => {
+  it.each([
+    ["past the token's expiry", MINUTE],
+    ["ending exactly at the token's expiry", 30_000],
+  ])("asks again as a due refresh when the access token expired while the store was answering an early one (a slow answer, %s)", async (_when, answerMs) => {
     const { provider, fetch, clock, store } = setup();
     const first = await provider.getAccessToken();
     const asked: boolean[] = [];
     store.beforeRefresh = async (early) => {
       asked.push(early);
       if (!early) return;
-      clock.advance(MINUTE); // a slow answer, past the token's expiry
-      throw Object.assign(new Error("too many versions for an early refresh"), { name: "SecretVersionQuotaError" });
-    };
-    clock.advance(14.5 * MINUTE);
-    const next = await provider.getAccessToken();
-    expect(asked).toEqual([true, false]);
-    expect(next).not.toBe(first);
-    expect(fetch.calls).toHaveLength(2);
-  });
-
-  it("asks again as a due refresh when the access token expired that very millisecond while the store was answering an early one", async () => {
-    const { provider, fetch, clock, store } = setup();
-    const first = await provider.getAccessToken();
-    const asked: boolean[] = [];
-    store.beforeRefresh = async (early) => {
-      asked.push(early);
-      if (!early) return;
-      clock.advance(30_000); // a slow answer, ending exactly at the token's expiry
+      clock.advance(answerMs);
       throw Object.assign(new Error("too many versions for an early refresh"), { name: "SecretVersionQuotaError" });
     };
     clock.advance(14.5 * MINUTE);
@@ -1977,6 +1963,36 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     return { clock, start, events, store, lock, renewals, logger, spawn, presented };
   }
 
+  /**
+   * A view of `store` whose second save (the first re-save of tokens a failed save left held) fails again a second
+   * later, just as a call left behind starts asking (`ask`) at every turn (its calls in `leftovers`); every later save
+   * waits for `later` (given the tokens and the save's number) before it lands.
+   */
+  function resaveFailingAsCallsArrive(clock: Clock, store: TokenStore, ask: () => Promise<string>, later: (tokens: StoredTokens, save: number) => Promise<void>) {
+    const leftovers: Promise<unknown>[] = [];
+    const askAtEveryTurn = async () => {
+      for (let i = 0; i < 30; i += 1) {
+        leftovers.push(ask().catch((error: unknown) => error));
+        await Promise.resolve();
+      }
+    };
+    let saves = 0;
+    const view: TokenStore = {
+      load: () => store.load(),
+      save: async (tokens) => {
+        saves += 1;
+        if (saves === 2) {
+          await clock.sleep(1_000);
+          void askAtEveryTurn();
+          throw new Error("throttled");
+        }
+        if (saves > 2) await later(tokens, saves);
+        await store.save(tokens);
+      },
+    };
+    return { view, leftovers, saves: () => saves };
+  }
+
   it("keeps the lease while a save outlasts it: a second process waits, then uses the saved tokens, and no refresh token is presented twice", async () => {
     const { clock, events, store, lock, spawn, presented } = processes();
     const slowSave = holdSaves(store);
@@ -2092,30 +2108,10 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
   it("waits, before saving the code flow's tokens, for a re-save a call left behind started just as the one it waited for failed", async () => {
     // Renewals that take a second: the next re-save and the code flow's save each renew the kept lease first.
     const { clock, store, spawn } = processes({ renewMs: 1_000 });
-    const leftovers: Promise<unknown>[] = [];
-    // A call left behind asks for a token at every turn once the first re-save fails (starting the next one).
-    const askAtEveryTurn = async () => {
-      for (let i = 0; i < 30; i += 1) {
-        leftovers.push(provider.getAccessToken().catch((error: unknown) => error));
-        await Promise.resolve();
-      }
-    };
-    let saves = 0;
-    const view: TokenStore = {
-      load: () => store.load(),
-      save: async (tokens) => {
-        saves += 1;
-        if (saves === 2) {
-          // The first re-save fails again, a second later.
-          await clock.sleep(1_000);
-          void askAtEveryTurn();
-          throw new Error("throttled");
-        }
-        // The next re-save of the held tokens is slow (ten seconds), then lands.
-        if (saves > 2 && tokens.refreshToken === "rt-2") await clock.sleep(10_000);
-        await store.save(tokens);
-      },
-    };
+    // The next re-save of the held tokens is slow (ten seconds), then lands.
+    const { view, leftovers, saves } = resaveFailingAsCallsArrive(clock, store, () => provider.getAccessToken(), async (tokens) => {
+      if (tokens.refreshToken === "rt-2") await clock.sleep(10_000);
+    });
     const provider = spawn({ store: view });
     store.failNextSave = true;
     await expect(provider.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
@@ -2127,7 +2123,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     await signIn;
     await Promise.all(leftovers);
     expect((await store.load())?.refreshToken, "the re-save wrote the old family over the sign-in").toBe("rt-3");
-    expect(saves).toBe(4);
+    expect(saves()).toBe(4);
   });
 
   it("tells a last try that waited for the code flow's save why it failed, as a try that re-saved itself would", async () => {
@@ -2328,30 +2324,10 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
 
   it("waits, before handing held tokens over, for a re-save a call left behind started just as the one it waited for failed", async () => {
     const { clock, start, store, spawn, presented } = processes();
-    const leftovers: Promise<unknown>[] = [];
-    // A call left behind asks for a token at every turn while the old provider's re-save fails (joining it) and after.
-    const askAtEveryTurn = async () => {
-      for (let i = 0; i < 30; i += 1) {
-        leftovers.push(old.getAccessToken().catch((error: unknown) => error));
-        await Promise.resolve();
-      }
-    };
-    let saves = 0;
-    const oldView: TokenStore = {
-      load: () => store.load(),
-      save: async (tokens) => {
-        saves += 1;
-        if (saves === 2) {
-          // The first re-save fails again, a second later.
-          await clock.sleep(1_000);
-          void askAtEveryTurn();
-          throw new Error("throttled");
-        }
-        // The next one hangs until twenty minutes in (Secrets Manager slow to answer), then lands.
-        if (saves === 3) await clock.sleep(start + 20 * MINUTE - clock.now());
-        await store.save(tokens);
-      },
-    };
+    // The next one hangs until twenty minutes in (Secrets Manager slow to answer), then lands.
+    const { view: oldView, leftovers, saves } = resaveFailingAsCallsArrive(clock, store, () => old.getAccessToken(), async (_tokens, save) => {
+      if (save === 3) await clock.sleep(start + 20 * MINUTE - clock.now());
+    });
     const old = spawn({ store: oldView });
     store.failNextSave = true;
     await expect(old.getAccessToken()).rejects.toBeInstanceOf(TokenUnavailableError);
@@ -2368,7 +2344,7 @@ describe("OAuthTokenProvider saving rotated tokens under the lease", () => {
     for (let i = 0; i < 45; i += 1) await clock.advance(MINUTE);
     await used;
     await Promise.all(leftovers);
-    expect(saves).toBe(3);
+    expect(saves()).toBe(3);
     // The next refresh, in any process, presents the newest refresh token: none is presented twice.
     const next = spawn().getAccessToken();
     await clock.advance(MINUTE);
