@@ -7,13 +7,14 @@ import * as z from "zod";
 import { cycleAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES } from "../infra/constructs/alarm-window.js";
 import { pollerTimeout } from "../infra/tenant-stack.js";
 import { tenantSchema } from "../infra/tenant-config.js";
+import { CardDetailReads } from "../shared/bridge/card-details.js";
 import { pollCards } from "../shared/bridge/cards.js";
 import { PUBLISHER_UNAVAILABLE_BATCHES, PUBLISHER_UNAVAILABLE_EVENTS } from "../shared/bridge/cycle.js";
 import { DEFAULT_PAGE_SIZE } from "../shared/bridge/deps.js";
 import { SINGLE_READ_CONCURRENCY } from "../shared/bridge/provider.js";
 import { pollTransactions } from "../shared/bridge/transactions.js";
 import { ERP_CARD_DETAIL_KEYS } from "../shared/qashio/schemas/erp-card.js";
-import { makeRig, type TestRig } from "./bridge/fakes.js";
+import { makeRig, RecordingLogger, type TestRig } from "./bridge/fakes.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid, numbersSaid } from "./doc-text.js";
 
 const RUNBOOK = docText("docs/runbook.md");
@@ -155,5 +156,27 @@ describe("docs/runbook.md, CardDetailsUnread: the reads, their numbers and lines
     const logged = new Set(lines.flatMap((line) => Object.keys(line.attributes ?? {})));
     // `unstarted` is the deadline's line (test/functions/invocation-end.test.ts), which this walk does not meet.
     for (const name of fields.filter((f) => f !== "unstarted")) expect(logged, name).toContain(name);
+  });
+
+  it("quotes the line of a first page whose reads the deadline left unstarted: no card id, the count in the field the query reads", async () => {
+    const [quote = "", field = ""] = firstTextsSaid(UNREAD, /Lines "([^"]+)" \(no card id; `(\w+)` says how many\)/);
+    const logger = new RecordingLogger();
+    // The deadline passes once the first card's read has started: the page's other cards are not read.
+    let checks = 0;
+    const reads = new CardDetailReads({
+      logger,
+      random: () => 0,
+      validateCard: (raw) => ({ success: true, data: raw as Record<string, unknown> }),
+      pastDeadline: () => (checks += 1) > 1,
+      stopRequested: () => false,
+      outOfTime: () => false,
+      readCard: (_step, id) => Promise.resolve({ data: [{ id, status: "Active" }] }),
+      readSnapshots: () => Promise.resolve(new Map()),
+    });
+    await reads.read(["c1", "c2", "c3"].map((id) => ({ raw: { id, status: "Active" } })), true);
+    const line = logger.lines.find((l) => l.message.startsWith(quote));
+    expect(line).toMatchObject({ level: "warn", attributes: { [field]: 2 } });
+    expect(Object.keys(line?.attributes ?? {})).toEqual([field]);
+    expect(firstTextsSaid(UNREAD, /`fields ([^|`]+) \|/)[0]).toContain(field);
   });
 });
