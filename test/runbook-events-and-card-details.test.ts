@@ -15,6 +15,7 @@ import { SINGLE_READ_CONCURRENCY } from "../shared/bridge/provider.js";
 import { pollTransactions } from "../shared/bridge/transactions.js";
 import { ERP_CARD_DETAIL_KEYS } from "../shared/qashio/schemas/erp-card.js";
 import { makeRig, RecordingLogger, type TestRig } from "./bridge/fakes.js";
+import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid, numbersSaid } from "./doc-text.js";
 
 const RUNBOOK = docText("docs/runbook.md");
@@ -178,5 +179,13 @@ describe("docs/runbook.md, CardDetailsUnread: the reads, their numbers and lines
     expect(line).toMatchObject({ level: "warn", attributes: { [field]: 2 } });
     expect(Object.keys(line?.attributes ?? {})).toEqual([field]);
     expect(firstTextsSaid(UNREAD, /`fields ([^|`]+) \|/)[0]).toContain(field);
+  });
+});
+
+describe.skipIf(PROVIDER_SPEC === "")("docs/runbook.md, CardDetailsUnread: the provider's spec it cites", () => {
+  it("cites the rule that lists the scopes, and the spec names no operation's scope", () => {
+    const [section = "", rule = "", scope = ""] = firstTextsSaid(UNREAD, /\(spec (\d+)\.(\d+) lists scopes such as `([^`]+)` but not which operation needs which\)/);
+    expect(specSection(`${section} rule ${rule}`)).toMatch(new RegExp(`^Scope strings seen: .*\`${scope}\``));
+    expect(specSection(section)).toMatch(/which operation needs which scope: not shown/);
   });
 });
