@@ -30,6 +30,8 @@ describe("parseTime", () => {
       expect(parseTime(form), form).toBe(at);
     }
     expect(parseTime("2025-01-15 08:30:00.123456+04")).toBe(at + 123);
+    // With the `T` too: Date.parse refuses this one as written (only the space form falls to its loose reading).
+    expect(parseTime("2025-01-15T08:30:00.123+04")).toBe(at + 123);
     expect(changeTime("2025-01-15T08:30:00+04")).toBe(at);
     // Still no hour of any offset.
     expect(parseTime("2025-01-15T08:30:00+4")).toBeUndefined();
@@ -133,5 +135,7 @@ describe("untilLaterSecond", () => {
     expect(untilLaterSecond(1_700_000_000_250)).toBe(1350);
     expect(untilLaterSecond(1_700_000_000_000)).toBe(1600);
     expect(untilLaterSecond(1_700_000_000_999)).toBe(601);
+    // A clock before 1970 (a fake's) too: `%` keeps the sign of a negative time, the wait still ends 600 ms into a second.
+    expect(untilLaterSecond(-250)).toBe(850);
   });
 });
