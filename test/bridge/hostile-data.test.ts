@@ -227,6 +227,8 @@ describe("a quarantined body of an unexpected shape, under redact and hash", () 
       repeated: `{"card_holder_name":"${NAME}","card_holder_name":null}`,
       repeatedNested: `{"id":"x","approved_by":{"name":"${NAME}","name":""}}`,
       repeatedParent: `{"id":"x","approved_by":{"name":"${NAME}"},"approved_by":null}`,
+      // A parent given whole (a string) and then again: no personal member's name in the text, only the parent's.
+      repeatedParentWhole: `{"id":"x","approved_by":"${NAME}","approved_by":null}`,
       repeatedEscaped: `{"id":"x","card\\u005fholder_email":"${EMAIL}","card\\u005fholder_email":""}`,
       note: '{"kept":"as sent"}',
       spaced: '{ "kept":  "as sent", "amount": 1.50, "big": 12345678901234567890 }',
