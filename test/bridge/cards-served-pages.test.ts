@@ -560,6 +560,26 @@ describe("card walk's check that the provider numbers its pages in a smaller pag
     }
   });
 
+  it("checks a page the list goes on past by its count alone (no has_next): the cards above it are the pages before it, not including it", async () => {
+    // Two pages of FIRST above page 3, its SECOND cards, then cards fewer than a page of FIRST after it.
+    for (const after of [1, FIRST - 1]) {
+      const rig = makeRig();
+      for (let i = 0; i < 2 * FIRST + SECOND + after; i++) rig.provider.addCard();
+      expect((await pollCards(rig.deps, { pageSize: SIZE })).outcome).toBe("complete");
+      resumeAtThirdPage(rig);
+      serveFewer(rig, statedSizeShapes.withCountOnly, SECOND);
+      const asked = recordAsked(rig, (_n, query, list) => list(query));
+      const label = `${after} cards after the page`;
+      expect((await pollCards(rig.deps, { pageSize: SIZE, maxPages: 1 })).outcome, label).toBe("page_limit");
+      // The page, then the check: the same page in the size stated.
+      expect(asked, label).toEqual([
+        [3, FIRST],
+        [3, SECOND],
+      ]);
+      expect(rig.snapshots.data.get(walkCursorKey("full"))?.object["page_size"], label).toBe(SECOND);
+    }
+  });
+
   it("makes no check of a smaller page_size the answer counts its total_pages in: that count says the provider numbers its pages in it", async () => {
     const rig = makeRig();
     for (let i = 0; i < 4 * FIRST; i++) rig.provider.addCard();
