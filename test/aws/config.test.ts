@@ -261,7 +261,8 @@ describe("loadConfig", () => {
   });
 
   it("refuses a POWERTOOLS_SERVICE_NAME CloudWatch takes as no dimension value (the metrics' service dimension), naming it", () => {
-    for (const service of ["x".repeat(1025), "qashiö-bridge", "qashio\tbridge"]) {
+    // DEL (0x7F) is a control character too, just past the printable range.
+    for (const service of ["x".repeat(1025), "qashiö-bridge", "qashio\tbridge", "qashio\x7Fbridge"]) {
       expect(() => loadConfig({ ...valid, POWERTOOLS_SERVICE_NAME: service })).toThrow(
         /^Invalid function environment: POWERTOOLS_SERVICE_NAME must be at most 1024 printable ASCII characters \(CloudWatch's rule for a dimension value: it is the metrics' service dimension\)$/,
       );
