@@ -10,6 +10,7 @@ import { EVENT_TYPES } from "../../infra/webhook-schema.js";
 import { existsSync, readdirSync } from "node:fs";
 import type { PolicyStatement } from "./iam-evaluator.js";
 import { TOKEN_ROTATION_SCHEDULE, TOKEN_ROTATION_WINDOW } from "../../infra/constructs/tenant-secret.js";
+import { TenantConfigError } from "../../infra/errors.js";
 
 export const REPO_ROOT = join(import.meta.dirname, "..", "..");
 export const EXAMPLE_TENANTS_FILE = join(REPO_ROOT, "infra", "tenants.example.json");
@@ -128,3 +129,20 @@ export function rotationWindow(): { readonly start: string; readonly end: string
   return { start: clock(Number(hour)), end: clock(Number(hour) + windowHours) };
 }
 
+
+/**
+ * The message of the TenantConfigError `check` throws (synth's refusal), or undefined when it passes; any other error
+ * is thrown on.
+ *
+ * @example
+ * tenantRefusal(() => parseTenantConfig({ id: "acme" })); // 'tenant "acme": field environment: is required; ...'
+ */
+export function tenantRefusal(check: () => unknown): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof TenantConfigError)) throw error;
+    return error.message;
+  }
+}

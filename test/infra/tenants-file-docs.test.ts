@@ -15,7 +15,7 @@ import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { unreachableHost } from "../../infra/webhook-host.js";
 import { headingAnchor, headingAnchors } from "../markdown-anchor.js";
 import { thrown } from "../thrown.js";
-import { REPO_ROOT } from "./helpers.js";
+import { REPO_ROOT, tenantRefusal } from "./helpers.js";
 import { quotedNames, textsSaid } from "../doc-text.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
@@ -43,15 +43,7 @@ const oauth = (fields: Record<string, unknown>) =>
 const basic = (username: string) => webhook({}, { type: "basic", username, password: { secretArn: SECRET_ARN } });
 
 /** The synth message for one tenant, or undefined when it passes. */
-function messageFor(entry: Record<string, unknown>): string | undefined {
-  try {
-    parseTenantConfig(entry);
-    return undefined;
-  } catch (error) {
-    if (!(error instanceof TenantConfigError)) throw error;
-    return error.message;
-  }
-}
+const messageFor = (entry: Record<string, unknown>): string | undefined => tenantRefusal(() => parseTenantConfig(entry));
 
 /** The groups of `pattern`'s first match in the page (whitespace as one space). */
 const groupsIn = (pattern: RegExp): string[] => textsSaid(page, pattern)[0] ?? [];
