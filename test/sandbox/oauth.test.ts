@@ -74,7 +74,7 @@ describe("POST /oauth2/token, authorization_code grant", () => {
   });
 
   it("grants only the requested scopes", async () => {
-    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read"));
+    const { body } = await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"));
     expect(body.scope).toBe("cards:read transactions:read");
   });
 
@@ -455,10 +455,10 @@ describe("access token expiry and GET /oauth2/validate", () => {
     expect((await refresh(h.tokens.refresh_token)).status).toBe(200);
   });
 
-  it("answers validate with the grant's company, client and scope and the access token's exp", async () => {
-    const set = (await exchange(code(h.companyId, REDIRECT_URI, "cards:read"))).body;
+  it("answers validate with the grant's company, client and scope (space-separated, as granted) and the access token's exp", async () => {
+    const set = (await exchange(code(h.companyId, REDIRECT_URI, "cards:read transactions:read"))).body;
     const res = await h.sandbox.fetch(`${BASE}/oauth2/validate`, { headers: { authorization: `Bearer ${set.access_token}` } });
-    expect(await res.json()).toEqual({ active: true, company_id: h.companyId, client_id: CLIENT.client_id, scope: "cards:read", exp: claims(set.access_token).exp });
+    expect(await res.json()).toEqual({ active: true, company_id: h.companyId, client_id: CLIENT.client_id, scope: "cards:read transactions:read", exp: claims(set.access_token).exp });
   });
 
   it("answers 401 for an access token whose signature text differs from the one issued, even if it decodes the same", async () => {
