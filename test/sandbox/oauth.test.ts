@@ -534,6 +534,14 @@ describe("GET and POST /oauth2/authorize", () => {
     expect(label(h.companyId)).not.toContain("API access disabled");
   });
 
+  it("preselects the first company on the page, and only it, so an approval without a pick names one company", async () => {
+    const html = await (await h.sandbox.fetch(`${BASE}/oauth2/authorize?${query()}`)).text();
+    const checked = html.split("\n").filter((line) => line.includes('name="company_id"') && line.includes(" checked"));
+    const [first] = h.sandbox.control.companies();
+    expect(checked).toHaveLength(1);
+    expect(checked[0]).toContain(`value="${first?.id}"`);
+  });
+
   it("lists on the page the scopes the grant will hold: each sandbox scope for none or a blank one, a repeated one once (spec-gaps, OAuth: no scope, all scopes)", async () => {
     const listed = async (scope: string | undefined) => {
       const params = new URLSearchParams(query());
