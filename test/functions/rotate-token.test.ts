@@ -152,6 +152,12 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("writes the rotation's version with AWSPENDING and AWSCURRENT in one PutSecretValue (pending and promoted at once)", async () => {
+    const token = await rotate();
+    const writes = h.secrets.calls.filter((call) => call.operation === "PutSecretValue" && call.input.ClientRequestToken === token);
+    expect(writes.map((call) => [...(call.input.VersionStages as string[])].sort())).toEqual([["AWSCURRENT", "AWSPENDING"]]);
+  });
+
   it("counts its refresh in TokenRefreshes, with the tenant, as the pollers count theirs (the dashboard's refreshes line)", async () => {
     await rotate();
     const emf = h.output.filter((line) => line.includes('"_aws"')).map((line) => JSON.parse(line) as Record<string, unknown>);
