@@ -775,6 +775,18 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(h.output.join("\n")).not.toContain(refused);
   });
 
+  it("names no refresh token in the re-authorize error or any log line when the provider rejects the rotation's refresh", async () => {
+    await revokeFamily();
+    const refused = h.secrets.current().refresh_token as string;
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const error = await h.rotator()(eventFor(token, "createSecret")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReauthorizationRequiredError);
+    expect(h.refreshTokensPresented.slice(-1)).toEqual([refused]);
+    expect((error as Error).message).not.toContain(refused);
+    expect(h.output.join("\n")).not.toContain(refused);
+  });
+
   it("says at the next rotation to check the secret's client_id and client_secret first when the refusal was a 401 without an error code", async () => {
     const right = h.secrets.current();
     const putSecret = (value: Record<string, unknown>) =>
