@@ -55,7 +55,7 @@ async function measureQuarantine(bridge: LocalBridge): Promise<number | undefine
  * whatever the transactions leave), so a transaction backlog that outlasts every cycle cannot hold card events back.
  * On AWS each kind has its own function and schedule.
  */
-const TRANSACTIONS_BUDGET_SHARE = 0.75;
+export const TRANSACTIONS_BUDGET_SHARE = 0.75;
 
 /**
  * Runs one cycle (transactions, then cards) under the tenant's cycle lock, within `budgetMs` (default
