@@ -53,12 +53,25 @@ describe("docs/upgrading.md, Local mode: a state directory of other files", () =
     }
   });
 
+  it("refuses macOS's `._` twins of dotfiles as its list says: those of the dotfiles it lists count as nothing only where it says so", () => {
+    const listed = quotedNames(placeholderList);
+    const twinsListed = listed.includes("._");
+    for (const [name, twinOfListed] of [["._.DS_Store", true], ["._.env", false]] as const) {
+      const state = join(dir, `twin${name}`);
+      mkdirSync(state, { mode: 0o700 });
+      writeFileSync(join(state, name), "");
+      const refused = settingsRefusalOf({ BRIDGE_STATE_DIR: state }, dir).includes("is not a state directory of the bridge");
+      expect(refused, name).toBe(!(twinsListed && twinOfListed));
+    }
+  });
+
   it("takes one holding only the dotfiles it says count as nothing", async () => {
     const state = join(dir, "placeholders");
     mkdirSync(state, { mode: 0o700 });
-    const names = quotedNames(placeholderList);
+    const listed = quotedNames(placeholderList);
+    const names = listed.filter((name) => name !== "._");
     expect(names.length).toBeGreaterThan(1);
-    for (const name of names) writeFileSync(join(state, name), "");
+    for (const name of names) for (const kept of listed.includes("._") ? [name, `._${name}`] : [name]) writeFileSync(join(state, kept), "");
     expect(settingsRefusalOf({ BRIDGE_STATE_DIR: state }, dir)).toBe("accepted");
   });
 
