@@ -6,12 +6,15 @@
 import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { Template } from "aws-cdk-lib/assertions";
 import { EXIT } from "../shared/cli/errors.js";
 import { loadEnv } from "../shared/cli/env-file.js";
 import { TRANSACTIONS_BUDGET_SHARE } from "../shared/cli/local-cycles.js";
 import { invokedIn, npmOwnOptionWarnings } from "../shared/cli/npm-options.js";
 import { CYCLE_LEASE_MS } from "../shared/cli/cycle-lease.js";
 import { DEFAULT_LOCK_TTL_MS } from "../shared/qashio/auth/refresh-lease.js";
+import { cycleAlarmWindow } from "../infra/constructs/alarm-window.js";
+import { exampleStacks, fastPathGlobex } from "./infra/helpers.js";
 import { REQUIRED_RUN_SETTINGS, runInProcess, settingsRefusalOf } from "./cli/helpers.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
 import { ROOT, seconds } from "./spec-gaps-section.js";
@@ -263,5 +266,41 @@ describe("docs/upgrading.md, its citations of other docs", () => {
         ).toBe(true);
       }
     }
+  });
+});
+
+describe("docs/upgrading.md, A deployed tenant: the schedules and alarms it names", () => {
+  const deployed = docSection(UPGRADING, "A deployed tenant");
+  /** The names of `kind` in `template`: the part of each alarm's name after `QashioBridge-<tenant>-`. */
+  const namesIn = (template: Template, kind: "AWS::Scheduler::Schedule" | "AWS::CloudWatch::Alarm"): string[] =>
+    Object.values(template.findResources(kind)).map((resource) => {
+      const properties = (resource as { Properties: { Name?: string; AlarmName?: string } }).Properties;
+      return (properties.Name ?? properties.AlarmName ?? "").replace(/^QashioBridge-[\w-]+?-(?=[A-Z])/, "");
+    });
+
+  it("names the poller schedules the stack makes, the card fast path's included", () => {
+    const [schedules = ""] = firstTextsSaid(deployed, /The poller schedules get fixed names, (.*?), in place of/);
+    expect(new Set(quotedNames(schedules))).toEqual(new Set(namesIn(fastPathGlobex(), "AWS::Scheduler::Schedule")));
+  });
+
+  it("names as new alarms, and as alarms on cycles, alarms the stack of a tenant reading card details makes", () => {
+    const alarms = namesIn(exampleStacks().acme.template, "AWS::CloudWatch::Alarm");
+    const named = [
+      // Without the parenthesized setting (`cardDetails`) that scopes an alarm.
+      ...quotedNames((firstTextsSaid(deployed, /Two new alarms, (.*?) \(docs\/runbook\.md\)/)[0] ?? "").replace(/\([^)]*\)/g, "")),
+      ...quotedNames(firstTextsSaid(deployed, /A new alarm, (`\w+`)/)[0] ?? ""),
+      ...quotedNames(firstTextsSaid(deployed, /The alarms on cycles \((.*?)\) keep/)[0] ?? ""),
+    ];
+    expect(named.length).toBeGreaterThan(8);
+    expect(named.filter((name) => !alarms.includes(name))).toEqual([]);
+  });
+
+  it("gives the cycle alarms' window: 2 of 3 periods of the schedule, 3 one-day periods for a daily one, also over 8 hours", () => {
+    const [periods = 0, breaching = 0, hours = 0, daily = 0] = numbersSaid(deployed, /keep (\d+) periods of their schedule, (\d+) breaching, on schedules over (\d+) hours too \((\d+) one-day periods/)[0] ?? [];
+    for (const minutes of [hours * 60 + 1, 24 * 60]) {
+      const window = cycleAlarmWindow(minutes);
+      expect([window.evaluationPeriods, window.datapointsToAlarm], `${minutes} min`).toEqual([periods, breaching]);
+    }
+    expect([cycleAlarmWindow(24 * 60).evaluationPeriods, cycleAlarmWindow(24 * 60).period.toDays()]).toEqual([daily, 1]);
   });
 });
