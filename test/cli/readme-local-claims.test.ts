@@ -8,13 +8,13 @@ import { describe, expect, it } from "vitest";
 import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { DEFAULT_DEADLINE_GRACE_MS } from "../../shared/bridge/deps.js";
 import { PII_SALT_MIN_LENGTH } from "../../shared/bridge/pii.js";
-import { NOT_SYNCED_BUDGET_SHARE } from "../../shared/bridge/transactions.js";
 import { MAX_ENTRY_BYTES } from "../../shared/aws/event-size.js";
 import { SECRET_TAGS } from "../../shared/aws/keys.js";
 import { parseCommand, type ParsedCommand } from "../../shared/cli/args.js";
 import { AUTHORIZE_LEASE_WAIT_MS } from "../../shared/cli/authorize-command.js";
 import { readLocalSettings } from "../../shared/cli/config.js";
 import { DEFAULT_SCOPES } from "../../shared/cli/cycle-scopes.js";
+import { TRANSACTIONS_BUDGET_SHARE } from "../../shared/cli/local-cycles.js";
 import { formatEvent, shouldColour } from "../../shared/cli/printer.js";
 import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
 import { parseMainArgs } from "../../sandbox/main.js";
@@ -112,7 +112,7 @@ describe("README, Local mode", () => {
     const floorMs = readLocalSettings({ ...env, BRIDGE_CYCLE_BUDGET: floor }, "/w").cycleBudgetMs;
     expect(() => readLocalSettings({ ...env, BRIDGE_CYCLE_BUDGET: `${floorMs - 1}ms` }, "/w")).toThrow(/BRIDGE_CYCLE_BUDGET/);
     expect(numbersSaid(LOCAL, /a provider call under way may run up to (\d+) s past it/)).toEqual([[seconds(DEFAULT_DEADLINE_GRACE_MS)]]);
-    expect(numbersSaid(LOCAL, /The transactions start no page after (three quarters|half) of it/)).toEqual([[NOT_SYNCED_BUDGET_SHARE]]);
+    expect(numbersSaid(LOCAL, /The transactions start no page after (three quarters|half) of it/)).toEqual([[TRANSACTIONS_BUDGET_SHARE]]);
   });
 
   it("gives the hash salt's least length as the one the bridge and the onboarding refuse below", () => {
