@@ -403,6 +403,16 @@ describe("GET /public/v1/core/cards/balance", () => {
     expect((await h.json(`/public/v1/core/cards/balance?last_four=${other}`)).body.data.cards).toEqual([]);
   });
 
+  // Cents whose float times 100 falls just below the whole number (1.15 * 100 is 114.999...): cut off, not rounded,
+  // they would read a cent short.
+  it.each([0.29, 1.15, 4.35, 8.2])("gives a card holding %d exactly that balance, to the cent", async (held) => {
+    const record = h.sandbox.control.company(h.companyId)!.cards.find((c) => c.status === "Active" && c.poolAccountId === null)!;
+    record.balance = held;
+    record.pendingAuthorisations = 0;
+    const read = await h.client.getCardBalance({ nickname: record.nickname });
+    expect(read.cards.find((c) => c.card_id === record.id)?.balance).toBe(held);
+  });
+
   it("matches the exact nickname and narrows on status", async () => {
     const card = await cardWith("Suspended");
     const byName = await h.client.getCardBalance({ nickname: card.card_nickname as string });
