@@ -933,6 +933,26 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect((await h.json(`/public/v1/erp/cards/${String(mine.id)}`, { token: other.access_token })).status).toBe(404);
   });
 
+  it("never gives a card an id or account another company's card holds, though both draw from one seed", async () => {
+    const other = await tokensFor(h.sandbox, h.otherCompanyId);
+    const counts = await Promise.all([undefined, other.access_token].map(async (token) => (await h.json(`${ERP}?page_size=100`, { token })).body.pagination.total_records));
+    expect(counts[0]).toBe(counts[1]);
+    // The draw's seed adds the company's place in the seed order times 7919 to the clock's seconds: the first company,
+    // 7919 seconds after the second issued a card, draws as it drew.
+    const issue = async (token?: string): Promise<Row> => {
+      const users = (await h.json(`${CORE}?page_size=100`, { token })).body.data.cards as Row[];
+      const res = await h.json(CORE, { token, body: { nickname: "Same draw", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id } });
+      expect(res.status).toBe(201);
+      return res.body.data.card as Row;
+    };
+    const theirs = await issue(other.access_token);
+    h.sandbox.control.advanceClock(7919);
+    // A token of its own: the harness's has expired by then.
+    const mine = await issue((await tokensFor(h.sandbox, h.companyId)).access_token);
+    expect([mine.id, mine.account_id]).not.toContain(theirs.id);
+    expect([mine.id, mine.account_id]).not.toContain(theirs.account_id);
+  });
+
   it("answers 400 with one entry per offending field", async () => {
     const { status, body } = await h.json(CORE, { body: { card_type: "METAL", user_id: "nobody", account_type: "POOL" } });
     expect(status).toBe(400);
