@@ -861,6 +861,14 @@ describe("Draft cards in the core routes (spec-gaps, Cards and users)", () => {
 });
 
 describe("POST /public/v1/core/cards (issuance)", () => {
+  /** Issues a virtual card to the first listed cardholder of the company `token` is of (the harness's by default). */
+  async function issueVirtual(token?: string): Promise<Row> {
+    const users = (await h.json(`${CORE}?page_size=100`, { token })).body.data.cards as Row[];
+    const res = await h.json(CORE, { token, body: { nickname: "Review card", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id } });
+    expect(res.status).toBe(201);
+    return res.body.data.card as Row;
+  }
+
   it("issues a virtual card that is active at once and listed afterwards", async () => {
     const users = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const userId = users[0]?.user_profile.user_id as string;
@@ -915,17 +923,11 @@ describe("POST /public/v1/core/cards (issuance)", () => {
 
   it("gives cards issued by two companies in the same second ids of their own: another company's card stays a 404", async () => {
     const other = await tokensFor(h.sandbox, h.otherCompanyId);
-    const issue = async (token?: string): Promise<Row> => {
-      const users = (await h.json(`${CORE}?page_size=100`, { token })).body.data.cards as Row[];
-      const res = await h.json(CORE, { token, body: { nickname: "Review card", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id } });
-      expect(res.status).toBe(201);
-      return res.body.data.card as Row;
-    };
-    const mine = await issue();
-    const theirs = await issue(other.access_token);
+    const mine = await issueVirtual();
+    const theirs = await issueVirtual(other.access_token);
     expect(theirs.id).not.toBe(mine.id);
     // Each card draws its own number (the draws are seeded, so fixed): two cards one company issues end differently here.
-    const again = await issue();
+    const again = await issueVirtual();
     expect(again.last_four).not.toBe(mine.last_four);
     // Each in its own company's currency.
     expect([mine.currency, theirs.currency]).toEqual(["AED", "SAR"]);
@@ -939,16 +941,10 @@ describe("POST /public/v1/core/cards (issuance)", () => {
     expect(counts[0]).toBe(counts[1]);
     // The draw's seed adds the company's place in the seed order times 7919 to the clock's seconds: the first company,
     // 7919 seconds after the second issued a card, draws as it drew.
-    const issue = async (token?: string): Promise<Row> => {
-      const users = (await h.json(`${CORE}?page_size=100`, { token })).body.data.cards as Row[];
-      const res = await h.json(CORE, { token, body: { nickname: "Same draw", card_type: "VIRTUAL", user_id: users[0]?.user_profile.user_id } });
-      expect(res.status).toBe(201);
-      return res.body.data.card as Row;
-    };
-    const theirs = await issue(other.access_token);
+    const theirs = await issueVirtual(other.access_token);
     h.sandbox.control.advanceClock(7919);
     // A token of its own: the harness's has expired by then.
-    const mine = await issue((await tokensFor(h.sandbox, h.companyId)).access_token);
+    const mine = await issueVirtual((await tokensFor(h.sandbox, h.companyId)).access_token);
     expect([mine.id, mine.account_id]).not.toContain(theirs.id);
     expect([mine.id, mine.account_id]).not.toContain(theirs.account_id);
   });
