@@ -438,6 +438,24 @@ describe("rotate-token handler (Secrets Manager rotation)", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("refuses a reattempted testSecret's refresh of an expired access token at the secret's version quota, spending no refresh token", async () => {
+    const token = randomUUID();
+    h.secrets.startRotation(token);
+    const rotator = h.rotator();
+    for (const step of steps.slice(0, 2)) await rotator(eventFor(token, step));
+    h.secrets.now = () => h.clock.now();
+    // Versions of the last day that leave AWSCURRENT where it is: the new refresh token could not be stored.
+    for (let i = 0; i < SECRET_VERSIONS_PER_DAY_LIMIT; i += 1) {
+      await h.secrets.client.send(new PutSecretValueCommand({ SecretId: h.secrets.secretId, SecretString: `{"n":${i}}`, VersionStages: [] }));
+    }
+    h.sandbox.control.advanceClock(ACCESS_TOKEN_TTL_SECONDS + 1);
+    const presented = h.refreshTokensPresented.length;
+    const failed = await rotator(eventFor(token, "testSecret")).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(SecretVersionQuotaError);
+    expect(h.refreshTokensPresented).toHaveLength(presented);
+    expect(await refreshLease()).toBeUndefined();
+  });
+
   it.each([
     { left: "less than", leftMs: DEFAULT_TIMEOUT_MS / 2 },
     { left: "just", leftMs: DEFAULT_TIMEOUT_MS },
