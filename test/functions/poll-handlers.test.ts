@@ -567,6 +567,21 @@ describe("poll-transactions handler", () => {
     expect(await h.familyStillValid()).toBe(true);
   });
 
+  it("tries to store a rotated refresh token it holds in memory before it counts the quarantine: a count hanging to the timeout must not keep it from the try", async () => {
+    const outage = h.tokenWriteOutage();
+    const poll = h.poller("transactions", { clients: outage.clients });
+    // Whether the invocation had tried (and, in the outage, failed) to store the held token when its count began.
+    const triedAtCount: boolean[] = [];
+    vi.spyOn(DynamoQuarantine.prototype, "size").mockImplementation(async () => {
+      triedAtCount.push(h.output.some((line) => line.includes("The rotated refresh token could not be stored")));
+      return 0;
+    });
+    outage.on = true;
+    await poll().catch(() => undefined);
+    expect(h.refreshTokensPresented).toHaveLength(1);
+    expect(triedAtCount).toEqual([true]);
+  });
+
   it.each([
     ["pii_salt", "another-salt-0123456789"],
     ["client_secret", "sandbox-secret-replaced"],
