@@ -12,7 +12,6 @@ import { mockClient } from "aws-sdk-client-mock";
 import { Duration } from "aws-cdk-lib";
 import { afterEach, describe, expect, it } from "vitest";
 import { cycleAlarmWindow, MIN_CYCLE_ALARM_PERIOD_MINUTES } from "../infra/constructs/alarm-window.js";
-import { parseTenantConfig } from "../infra/tenant-config.js";
 import { cycleBudgetMs } from "../infra/tenant-stack.js";
 import { BATCH_WRITE_LIMIT } from "../shared/aws/batch.js";
 import { cycleDeadline } from "../shared/aws/config.js";
@@ -35,9 +34,9 @@ import { FakeClock } from "./aws/support/clock.js";
 import { sampleEvent } from "./bridge/contract/event-publisher.js";
 import { makeRig, quarantinePublishFailures, RecordingMetrics, refusal } from "./bridge/fakes.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
-import { EXAMPLE_TENANTS_FILE, exampleStacks } from "./infra/helpers.js";
+import { acceptedScheduleMinutes, exampleStacks } from "./infra/helpers.js";
 import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
-import { runbookSection } from "./runbook-section.js";
+import { alarmWindowsSaid, cycleAlarmWindowsOf, runbookSection } from "./runbook-section.js";
 import { ROOT } from "./spec-gaps-section.js";
 
 const RUNBOOK = docText("docs/runbook.md");
@@ -46,34 +45,13 @@ const GROWING = docSection(RUNBOOK, "QuarantineGrowing");
 const REDRIVE = docSection(RUNBOOK, "Re-driving quarantined transactions");
 const REFUSED = docSection(RUNBOOK, "AcknowledgeRefused");
 
-/** Every transactions schedule, in minutes, the tenants file accepts up to two days (its bound is a day). */
-function acceptedSchedules(): number[] {
-  const [example] = (JSON.parse(readFileSync(EXAMPLE_TENANTS_FILE, "utf8")) as { tenants: Record<string, object>[] }).tenants;
-  const accepts = (minutes: number) => {
-    try {
-      // The sync lag threshold must exceed the schedule: set above each, so only the schedule's own bounds refuse it.
-      const alarms = { ...example?.["alarms"], syncLagThresholdSeconds: minutes * 120 };
-      parseTenantConfig({ ...example, schedules: { ...example?.["schedules"], transactionsEveryMinutes: minutes }, alarms });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  return Array.from({ length: 2 * 1440 }, (_, i) => i + 1).filter(accepts);
-}
-
 describe("docs/runbook.md, AcknowledgeRefused: the alarm's window", () => {
   it("names only windows a transactions schedule the tenants file accepts gives the alarm", () => {
-    const schedules = acceptedSchedules();
+    const schedules = acceptedScheduleMinutes("transactionsEveryMinutes");
     expect(schedules.length).toBeGreaterThan(100);
-    const windows = new Set(schedules.map((minutes) => cycleAlarmWindow(minutes)).map((w) => `${w.datapointsToAlarm} of ${w.evaluationPeriods}`));
-    // "in 2 of the last 3 periods", "fewer than 2 of its last 3 periods", "with an N-of-M window".
-    const said = [
-      ...numbersSaid(REFUSED, /(\d+) of (?:the|its) last (\d+) periods/),
-      ...[...REFUSED.matchAll(/(\d+)-of-(\d+) window/g)].map((m) => [Number(m[1]), Number(m[2])]),
-    ];
+    const said = alarmWindowsSaid(REFUSED);
     expect(said.length).toBeGreaterThanOrEqual(2);
-    for (const [toAlarm, periods] of said) expect(windows, `${toAlarm} of ${periods}`).toContain(`${toAlarm} of ${periods}`);
+    for (const window of said) expect(cycleAlarmWindowsOf(schedules), window).toContain(window);
   });
 
   it("gives a daily schedule's periods and the shortest period as the window has them", () => {

@@ -1,7 +1,8 @@
 /** docs/runbook.md by section, for tests that hold its text to what the code does. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { firstTextsSaid } from "./doc-text.js";
+import { cycleAlarmWindow } from "../infra/constructs/alarm-window.js";
+import { firstTextsSaid, numbersSaid } from "./doc-text.js";
 
 const RUNBOOK = readFileSync(join(import.meta.dirname, "../docs/runbook.md"), "utf8");
 
@@ -32,4 +33,20 @@ export function runbookIntro(): string {
  */
 export function runbookSaid(title: string, pattern: RegExp): string {
   return firstTextsSaid(runbookSection(title).replace(/\s+/g, " "), pattern)[0] ?? "";
+}
+
+/**
+ * The alarm windows a runbook section names, as "N of M": "2 of the last 3 periods", "fewer than 2 of its last 3
+ * periods", "a 1-of-1 window".
+ */
+export function alarmWindowsSaid(section: string): string[] {
+  return [
+    ...numbersSaid(section, /(\d+) of (?:the|its) last (\d+) periods/).map(([toAlarm, periods]) => `${toAlarm} of ${periods}`),
+    ...[...section.matchAll(/(\d+)-of-(\d+) window/g)].map((m) => `${m[1]} of ${m[2]}`),
+  ];
+}
+
+/** "N of M" for each window `cycleAlarmWindow` gives one of `schedules` (in minutes). */
+export function cycleAlarmWindowsOf(schedules: readonly number[]): Set<string> {
+  return new Set(schedules.map((minutes) => cycleAlarmWindow(minutes)).map((w) => `${w.datapointsToAlarm} of ${w.evaluationPeriods}`));
 }

@@ -3,7 +3,8 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { buildBridgeApp, type BridgeAppOptions } from "../../infra/app-builder.js";
 import { loadEventDetailSchemas, type EventDetailSchema } from "../../infra/event-schemas-source.js";
-import type { TenantConfig } from "../../infra/tenant-config.js";
+import * as z from "zod";
+import { tenantSchema, type TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { EVENT_TYPES } from "../../infra/webhook-schema.js";
@@ -145,4 +146,13 @@ export function tenantRefusal(check: () => unknown): string | undefined {
     if (!(error instanceof TenantConfigError)) throw error;
     return error.message;
   }
+}
+
+/** Every schedule, in minutes, the tenants file accepts for `field` of `schedules` (its JSON Schema's bounds). */
+export function acceptedScheduleMinutes(field: "transactionsEveryMinutes" | "cardsEveryMinutes"): number[] {
+  const schema = z.toJSONSchema(tenantSchema, { io: "input" }) as unknown as {
+    properties: { schedules: { properties: Record<string, { minimum: number; maximum: number }> } };
+  };
+  const { minimum, maximum } = schema.properties.schedules.properties[field] ?? { minimum: 0, maximum: -1 };
+  return Array.from({ length: maximum - minimum + 1 }, (_, i) => minimum + i);
 }
