@@ -4,7 +4,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { buildBridgeApp, type BridgeAppOptions } from "../../infra/app-builder.js";
 import { loadEventDetailSchemas, type EventDetailSchema } from "../../infra/event-schemas-source.js";
 import * as z from "zod";
-import { tenantSchema, type TenantConfig } from "../../infra/tenant-config.js";
+import { parseTenantConfig, tenantSchema, type TenantConfig } from "../../infra/tenant-config.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import type { TenantStack } from "../../infra/tenant-stack.js";
 import { EVENT_TYPES } from "../../infra/webhook-schema.js";
@@ -148,6 +148,11 @@ export function tenantRefusal(check: () => unknown): string | undefined {
   }
 }
 
+/** synth's refusal of one tenants-file entry (see {@link tenantRefusal}), or undefined when it takes it. */
+export function entryRefusal(entry: Record<string, unknown>): string | undefined {
+  return tenantRefusal(() => parseTenantConfig(entry));
+}
+
 /** Every schedule, in minutes, the tenants file accepts for `field` of `schedules` (its JSON Schema's bounds). */
 export function acceptedScheduleMinutes(field: "transactionsEveryMinutes" | "cardsEveryMinutes"): number[] {
   const schema = z.toJSONSchema(tenantSchema, { io: "input" }) as unknown as {
@@ -155,4 +160,25 @@ export function acceptedScheduleMinutes(field: "transactionsEveryMinutes" | "car
   };
   const { minimum, maximum } = schema.properties.schedules.properties[field] ?? { minimum: 0, maximum: -1 };
   return Array.from({ length: maximum - minimum + 1 }, (_, i) => minimum + i);
+}
+
+/** The account and region of the tenants-file entries below ({@link tenantEntry}). */
+export const TENANT_ACCOUNT = "111111111111";
+export const TENANT_REGION = "eu-west-1";
+/** A webhook credential's secret in the tenant's account and region. */
+export const WEBHOOK_SECRET_ARN = `arn:aws:secretsmanager:${TENANT_REGION}:${TENANT_ACCOUNT}:secret:acme/hooks-AbCdEf`;
+
+/** A tenants-file entry synth takes, with `fields` over it. */
+export function tenantEntry(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: "acme", environment: "sandbox", account: TENANT_ACCOUNT, region: TENANT_REGION, alarms: { email: "ops@acme.test" }, ...fields };
+}
+
+/** A webhook's API-key credential, its value in `secretArn`. */
+export function apiKeyAuth(secretArn = WEBHOOK_SECRET_ARN): Record<string, unknown> {
+  return { type: "apiKey", headerName: "x-api-key", value: { secretArn } };
+}
+
+/** A tenant's webhook synth takes, sending with `auth`, with `fields` over it. */
+export function webhookEntry(fields: Record<string, unknown> = {}, auth: Record<string, unknown> = apiKeyAuth()): Record<string, unknown> {
+  return { name: "erp", url: "https://erp.acme.example/hooks", eventTypes: ["transaction.created"], auth, ...fields };
 }

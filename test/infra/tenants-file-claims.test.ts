@@ -15,7 +15,7 @@ import { resolveBaseUrl } from "../../shared/qashio/config.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid, quotedNames } from "../doc-text.js";
 import { compileJsonSchema } from "../json-schema.js";
 import { thrown } from "../thrown.js";
-import { buildTestApp, REPO_ROOT, tenantRefusal } from "./helpers.js";
+import { apiKeyAuth, buildTestApp, REPO_ROOT, TENANT_ACCOUNT, TENANT_REGION, entryRefusal, tenantEntry, tenantRefusal, WEBHOOK_SECRET_ARN, webhookEntry } from "./helpers.js";
 
 const page = docText("docs/tenants-file.md");
 const schemaSection = docSection(page, "The schema, and what synth checks beyond it");
@@ -24,21 +24,13 @@ const sharedBusSection = docSection(page, "Event sources on a shared bus");
 const namingSection = docSection(page, "How synth names a mistake");
 const urlSection = docSection(page, "Webhook and token URLs, and webhook credentials");
 
-const ACCOUNT = "111111111111";
-const REGION = "eu-west-1";
-const SECRET_ARN = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:acme/hooks-AbCdEf`;
-const tenant = (fields: Record<string, unknown> = {}) => ({ id: "acme", environment: "sandbox", account: ACCOUNT, region: REGION, alarms: { email: "ops@acme.test" }, ...fields });
-const apiKey = (secretArn = SECRET_ARN) => ({ type: "apiKey", headerName: "x-api-key", value: { secretArn } });
-const webhook = (fields: Record<string, unknown> = {}) => ({ name: "erp", url: "https://erp.acme.example/hooks", eventTypes: ["transaction.created"], auth: apiKey(), ...fields });
 const withTokenUrl = (tokenUrl: string) =>
-  webhook({ auth: { type: "oauthClientCredentials", tokenUrl, clientId: "bridge", clientSecret: { secretArn: SECRET_ARN } } });
+  webhookEntry({ auth: { type: "oauthClientCredentials", tokenUrl, clientId: "bridge", clientSecret: { secretArn: WEBHOOK_SECRET_ARN } } });
 
-/** synth's refusal of one tenant, or undefined when it takes it. */
-const refusalOf = (entry: Record<string, unknown>): string | undefined => tenantRefusal(() => parseTenantConfig(entry));
 
 /** synth's refusal of a tenant's literal `environment` URL once the file passes, or undefined when it takes it. */
 const environmentRefusal = (environment: string): string | undefined =>
-  tenantRefusal(() => resolveProviderUrl(parseTenantConfig(tenant({ environment })), {}));
+  tenantRefusal(() => resolveProviderUrl(parseTenantConfig(tenantEntry({ environment })), {}));
 
 describe("docs/tenants-file.md, the schema and what synth checks beyond it", () => {
   const validate = compileJsonSchema(JSON.parse(readFileSync(join(REPO_ROOT, "docs", "tenants.schema.json"), "utf8")) as object, { strictRequired: false });
@@ -46,19 +38,19 @@ describe("docs/tenants-file.md, the schema and what synth checks beyond it", () 
   it("trims blanks around a webhook or token URL, which the schema refuses, and fails a blank before an environment URL", () => {
     firstTextsSaid(schemaSection, /it also trims blanks around a webhook or token URL, which the schema refuses \(a blank before an `environment` URL fails synth too\)/);
     const padded = { url: " https://erp.acme.example/hooks\t", tokenUrl: "\thttps://auth.acme.example/token " };
-    const parsed = parseTenantConfig(tenant({ webhooks: [{ ...withTokenUrl(padded.tokenUrl), url: padded.url }] }));
+    const parsed = parseTenantConfig(tenantEntry({ webhooks: [{ ...withTokenUrl(padded.tokenUrl), url: padded.url }] }));
     const [hook] = parsed.webhooks;
     expect([hook?.url, hook?.auth.type === "oauthClientCredentials" ? hook.auth.tokenUrl : undefined]).toEqual([padded.url.trim(), padded.tokenUrl.trim()]);
     // Each padded, then as synth reads it: the schema refuses the blanks alone.
     const pairs = [
-      [webhook({ url: padded.url }), webhook({ url: padded.url.trim() })],
+      [webhookEntry({ url: padded.url }), webhookEntry({ url: padded.url.trim() })],
       [withTokenUrl(padded.tokenUrl), withTokenUrl(padded.tokenUrl.trim())],
     ];
     for (const [blanked, trimmed] of pairs) {
-      expect(validate({ tenants: [tenant({ webhooks: [blanked] })] }), JSON.stringify(blanked)).toBe(false);
-      expect(validate({ tenants: [tenant({ webhooks: [trimmed] })] }), JSON.stringify(trimmed)).toBe(true);
+      expect(validate({ tenants: [tenantEntry({ webhooks: [blanked] })] }), JSON.stringify(blanked)).toBe(false);
+      expect(validate({ tenants: [tenantEntry({ webhooks: [trimmed] })] }), JSON.stringify(trimmed)).toBe(true);
     }
-    expect(refusalOf(tenant({ environment: " https://api.acme.example" }))).toContain("field environment:");
+    expect(entryRefusal(tenantEntry({ environment: " https://api.acme.example" }))).toContain("field environment:");
   });
 
   it("refuses the environment URLs it names, each as the runtime's base URL setting it names is refused", () => {
@@ -93,53 +85,53 @@ describe("docs/tenants-file.md, the schema and what synth checks beyond it", () 
     const outOfRange = "https://erp.acme.example:65536/hooks";
     expect(() => new URL(hostless)).toThrow();
     expect(() => new URL(outOfRange)).toThrow();
-    for (const url of [hostless, outOfRange]) expect(refusalOf(tenant({ webhooks: [webhook({ url })] })), url).toContain("field webhooks[0].url:");
-    expect(refusalOf(tenant({ webhooks: [webhook({ url: "https://erp.acme.example:65535/hooks" })] }))).toBeUndefined();
+    for (const url of [hostless, outOfRange]) expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url })] })), url).toContain("field webhooks[0].url:");
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: "https://erp.acme.example:65535/hooks" })] }))).toBeUndefined();
   });
 });
 
 describe("docs/tenants-file.md, account and region", () => {
   it("requires account and region as soon as any ARN it lists is configured, naming that ARN", () => {
     const [listed = ""] = firstTextsSaid(placeSection, /as soon as the tenant configures any ARN \(([^)]*)\)/);
-    const topicArn = `arn:aws:sns:${REGION}:${ACCOUNT}:ops`;
+    const topicArn = `arn:aws:sns:${TENANT_REGION}:${TENANT_ACCOUNT}:ops`;
     // Each ARN the page names, alone in a tenant, and the field synth names for it.
     const byName: Record<string, { fields: Record<string, unknown>; path: string }> = {
-      "eventBus.arn": { fields: { eventBus: { mode: "import", arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/finance` } }, path: "eventBus.arn" },
+      "eventBus.arn": { fields: { eventBus: { mode: "import", arn: `arn:aws:events:${TENANT_REGION}:${TENANT_ACCOUNT}:event-bus/finance` } }, path: "eventBus.arn" },
       "alarms.topicArn": { fields: { alarms: { topicArn } }, path: "alarms.topicArn" },
-      secretArn: { fields: { webhooks: [webhook()] }, path: "webhooks[0].auth.value.secretArn" },
+      secretArn: { fields: { webhooks: [webhookEntry()] }, path: "webhooks[0].auth.value.secretArn" },
     };
     const names = quotedNames(listed);
     expect(names.length).toBeGreaterThan(2);
     for (const name of names) {
       const arn = byName[name];
       expect(arn, `an ARN the page names: ${name}`).toBeDefined();
-      const unpinned = { ...tenant(arn?.fields), account: undefined, region: undefined };
-      const refusal = refusalOf(unpinned);
+      const unpinned = { ...tenantEntry(arn?.fields), account: undefined, region: undefined };
+      const refusal = entryRefusal(unpinned);
       for (const field of ["account", "region"]) expect(refusal, `${name}, ${field}`).toContain(`field ${field}: is required when an ARN is configured (${arn?.path})`);
-      expect(refusalOf(tenant(arn?.fields)), name).toBeUndefined();
+      expect(entryRefusal(tenantEntry(arn?.fields)), name).toBeUndefined();
     }
   });
 
   it("checks the partition only for a region aws-cdk-lib knows", () => {
     firstTextsSaid(placeSection, /every ARN must be in the region's partition \([^)]*, for a region aws-cdk-lib knows\)/);
     const [typo = ""] = firstTextsSaid(placeSection, /\(a typo such as `([a-z0-9-]+)`\)/);
-    const topicIn = (partition: string, region: string) => ({ region, alarms: { topicArn: `arn:${partition}:sns:${region}:${ACCOUNT}:ops` } });
-    expect(refusalOf(tenant(topicIn("aws", "cn-north-1")))).toContain("field alarms.topicArn: must start with arn:aws-cn:");
-    expect(refusalOf(tenant(topicIn("aws-cn", typo)))).toBeUndefined();
+    const topicIn = (partition: string, region: string) => ({ region, alarms: { topicArn: `arn:${partition}:sns:${region}:${TENANT_ACCOUNT}:ops` } });
+    expect(entryRefusal(tenantEntry(topicIn("aws", "cn-north-1")))).toContain("field alarms.topicArn: must start with arn:aws-cn:");
+    expect(entryRefusal(tenantEntry(topicIn("aws-cn", typo)))).toBeUndefined();
   });
 
   it("holds the bus to the tenant's account, the topic and secrets to its region, and another account's secret to its full ARN", () => {
     firstTextsSaid(placeSection, /the bus in the tenant's account and region, the alarm topic and webhook secrets in its region/);
     const [suffix = 0] = firstNumbersSaid(placeSection, /named by its full ARN, with the (\w+) characters Secrets Manager appends/);
     const elsewhere = "222222222222";
-    expect(refusalOf(tenant({ eventBus: { mode: "import", arn: `arn:aws:events:${REGION}:${elsewhere}:event-bus/finance` } }))).toContain("field eventBus.arn: must be in the tenant's account");
-    expect(refusalOf(tenant({ alarms: { topicArn: `arn:aws:sns:${REGION}:${elsewhere}:ops` } }))).toBeUndefined();
-    expect(refusalOf(tenant({ alarms: { topicArn: `arn:aws:sns:eu-west-2:${ACCOUNT}:ops` } }))).toContain("field alarms.topicArn: must be in the tenant's region");
-    expect(refusalOf(tenant({ webhooks: [webhook({ auth: apiKey(SECRET_ARN.replace(REGION, "eu-west-2")) })] }))).toContain("must be in the tenant's region");
-    const otherAccountSecret = (name: string) => tenant({ webhooks: [webhook({ auth: apiKey(`arn:aws:secretsmanager:${REGION}:${elsewhere}:secret:${name}`) })] });
-    expect(refusalOf(otherAccountSecret(`acme/hooks-${"a".repeat(suffix)}`))).toBeUndefined();
+    expect(entryRefusal(tenantEntry({ eventBus: { mode: "import", arn: `arn:aws:events:${TENANT_REGION}:${elsewhere}:event-bus/finance` } }))).toContain("field eventBus.arn: must be in the tenant's account");
+    expect(entryRefusal(tenantEntry({ alarms: { topicArn: `arn:aws:sns:${TENANT_REGION}:${elsewhere}:ops` } }))).toBeUndefined();
+    expect(entryRefusal(tenantEntry({ alarms: { topicArn: `arn:aws:sns:eu-west-2:${TENANT_ACCOUNT}:ops` } }))).toContain("field alarms.topicArn: must be in the tenant's region");
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ auth: apiKeyAuth(WEBHOOK_SECRET_ARN.replace(TENANT_REGION, "eu-west-2")) })] }))).toContain("must be in the tenant's region");
+    const otherAccountSecret = (name: string) => tenantEntry({ webhooks: [webhookEntry({ auth: apiKeyAuth(`arn:aws:secretsmanager:${TENANT_REGION}:${elsewhere}:secret:${name}`) })] });
+    expect(entryRefusal(otherAccountSecret(`acme/hooks-${"a".repeat(suffix)}`))).toBeUndefined();
     for (const name of ["acme/hooks", `acme/hooks-${"a".repeat(suffix - 1)}`]) {
-      expect(refusalOf(otherAccountSecret(name)), name).toContain("must be the secret's full ARN");
+      expect(entryRefusal(otherAccountSecret(name)), name).toContain("must be the secret's full ARN");
     }
   });
 });
@@ -183,11 +175,11 @@ describe("docs/tenants-file.md, webhook and token URLs", () => {
   it("refuses https:/// whose host a URL parser reads as the one it gives, and a non-ASCII host but in its xn-- form", () => {
     const [url = "", host = ""] = firstTextsSaid(urlSection, /\(`(https:\/\/\/\w+)`, which URL parsers read as the host `(\w+)`, is refused\)/);
     expect(new URL(url).hostname).toBe(host);
-    expect(refusalOf(tenant({ webhooks: [webhook({ url })] }))).toContain("field webhooks[0].url:");
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url })] }))).toContain("field webhooks[0].url:");
     firstTextsSaid(urlSection, /a non-ASCII host in its `(xn--)` form; an IPv6 literal host cannot be used/);
     const unicode = "https://bücher.example/hooks";
-    expect(refusalOf(tenant({ webhooks: [webhook({ url: unicode })] }))).toContain("field webhooks[0].url:");
-    expect(refusalOf(tenant({ webhooks: [webhook({ url: new URL(unicode).href })] }))).toBeUndefined();
-    expect(refusalOf(tenant({ webhooks: [webhook({ url: "https://[2001:db8::1]/hooks" })] }))).toContain("field webhooks[0].url:");
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: unicode })] }))).toContain("field webhooks[0].url:");
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: new URL(unicode).href })] }))).toBeUndefined();
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: "https://[2001:db8::1]/hooks" })] }))).toContain("field webhooks[0].url:");
   });
 });

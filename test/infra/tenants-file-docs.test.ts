@@ -8,42 +8,23 @@ import { join } from "node:path";
 import { RegionInfo } from "aws-cdk-lib/region-info";
 import { describe, expect, it } from "vitest";
 import { TenantConfigError } from "../../infra/errors.js";
-import { parseTenantConfig } from "../../infra/tenant-config.js";
 import { TENANT_DEFAULTS } from "../../infra/tenant-defaults.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
 import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { unreachableHost } from "../../infra/webhook-host.js";
 import { headingAnchor, headingAnchors } from "../markdown-anchor.js";
 import { thrown } from "../thrown.js";
-import { REPO_ROOT, tenantRefusal } from "./helpers.js";
+import { entryRefusal, REPO_ROOT, tenantEntry, WEBHOOK_SECRET_ARN, webhookEntry } from "./helpers.js";
 import { quotedNames, textsSaid } from "../doc-text.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
 const page = read("docs", "tenants-file.md").replace(/\s+/g, " ");
 const dir = mkdtempSync(join(tmpdir(), "tenants-file-docs-"));
 
-const SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/hooks-AbCdEf";
-const tenant = (fields: Record<string, unknown> = {}) => ({
-  id: "acme",
-  environment: "sandbox",
-  account: "111111111111",
-  region: "eu-west-1",
-  alarms: { email: "ops@acme.test" },
-  ...fields,
-});
-const webhook = (fields: Record<string, unknown> = {}, auth: Record<string, unknown> = { type: "apiKey", headerName: "x-api-key", value: { secretArn: SECRET_ARN } }) => ({
-  name: "erp",
-  url: "https://erp.acme.example/hooks",
-  eventTypes: ["transaction.created"],
-  auth,
-  ...fields,
-});
 const oauth = (fields: Record<string, unknown>) =>
-  webhook({}, { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.example/token", clientId: "bridge", clientSecret: { secretArn: SECRET_ARN }, ...fields });
-const basic = (username: string) => webhook({}, { type: "basic", username, password: { secretArn: SECRET_ARN } });
+  webhookEntry({}, { type: "oauthClientCredentials", tokenUrl: "https://auth.acme.example/token", clientId: "bridge", clientSecret: { secretArn: WEBHOOK_SECRET_ARN }, ...fields });
+const basic = (username: string) => webhookEntry({}, { type: "basic", username, password: { secretArn: WEBHOOK_SECRET_ARN } });
 
-/** The synth message for one tenant, or undefined when it passes. */
-const messageFor = (entry: Record<string, unknown>): string | undefined => tenantRefusal(() => parseTenantConfig(entry));
 
 /** The groups of `pattern`'s first match in the page (whitespace as one space). */
 const groupsIn = (pattern: RegExp): string[] => textsSaid(page, pattern)[0] ?? [];
@@ -81,8 +62,8 @@ describe("docs/tenants-file.md, webhook hosts EventBridge cannot reach", () => {
     expect(suffixes).toContain("localhost");
     for (const suffix of suffixes) {
       const host = suffix.startsWith(".") ? `printer${suffix}` : suffix;
-      expect(messageFor(tenant({ webhooks: [webhook({ url: `https://${host}/hooks` })] })), host).toContain("must be reachable from the public internet");
-      expect(messageFor(tenant({ webhooks: [oauth({ tokenUrl: `https://${host}/token` })] })), `tokenUrl ${host}`).toContain("must be reachable from the public internet");
+      expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: `https://${host}/hooks` })] })), host).toContain("must be reachable from the public internet");
+      expect(entryRefusal(tenantEntry({ webhooks: [oauth({ tokenUrl: `https://${host}/token` })] })), `tokenUrl ${host}`).toContain("must be reachable from the public internet");
     }
   });
 });
@@ -91,8 +72,8 @@ describe("docs/tenants-file.md, the limits EventBridge sets", () => {
   it("takes a webhook URL of the length it gives, and refuses one character more", () => {
     const [max = 0] = groupsIn(/no `#fragment`, at most (\d+) characters/).map(Number);
     const url = (length: number) => `https://erp.acme.example/${"a".repeat(length - "https://erp.acme.example/".length)}`;
-    expect(messageFor(tenant({ webhooks: [webhook({ url: url(max) })] }))).toBeUndefined();
-    expect(messageFor(tenant({ webhooks: [webhook({ url: url(max + 1) })] }))).toContain(`must be at most ${max} characters`);
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: url(max) })] }))).toBeUndefined();
+    expect(entryRefusal(tenantEntry({ webhooks: [webhookEntry({ url: url(max + 1) })] }))).toContain(`must be at most ${max} characters`);
   });
 
   it("takes a username, clientId, headerName and scope of the length it gives, and refuses one more", () => {
@@ -101,11 +82,11 @@ describe("docs/tenants-file.md, the limits EventBridge sets", () => {
     const entries = (over: number) => ({
       username: basic("u".repeat(params + over)),
       clientId: oauth({ clientId: "c".repeat(params + over) }),
-      headerName: webhook({}, { type: "apiKey", headerName: "h".repeat(params + over), value: { secretArn: SECRET_ARN } }),
+      headerName: webhookEntry({}, { type: "apiKey", headerName: "h".repeat(params + over), value: { secretArn: WEBHOOK_SECRET_ARN } }),
       scope: oauth({ scope: "s".repeat(scope + over) }),
     });
-    for (const [field, hook] of Object.entries(entries(0))) expect(messageFor(tenant({ webhooks: [hook] })), field).toBeUndefined();
-    for (const [field, hook] of Object.entries(entries(1))) expect(messageFor(tenant({ webhooks: [hook] })), field).toMatch(/must be at most \d+ characters/);
+    for (const [field, hook] of Object.entries(entries(0))) expect(entryRefusal(tenantEntry({ webhooks: [hook] })), field).toBeUndefined();
+    for (const [field, hook] of Object.entries(entries(1))) expect(entryRefusal(tenantEntry({ webhooks: [hook] })), field).toMatch(/must be at most \d+ characters/);
   });
 
   it("refuses blank values with the message it quotes", () => {
@@ -114,9 +95,9 @@ describe("docs/tenants-file.md, the limits EventBridge sets", () => {
       username: basic("   "),
       clientId: oauth({ clientId: "   " }),
       scope: oauth({ scope: "   " }),
-      jsonField: webhook({}, { type: "apiKey", headerName: "x-api-key", value: { secretArn: SECRET_ARN, jsonField: "   " } }),
+      jsonField: webhookEntry({}, { type: "apiKey", headerName: "x-api-key", value: { secretArn: WEBHOOK_SECRET_ARN, jsonField: "   " } }),
     };
-    for (const [field, hook] of Object.entries(blanks)) expect(messageFor(tenant({ webhooks: [hook] })), field).toContain(`${field}: ${quoted}`);
+    for (const [field, hook] of Object.entries(blanks)) expect(entryRefusal(tenantEntry({ webhooks: [hook] })), field).toContain(`${field}: ${quoted}`);
   });
 });
 
@@ -124,14 +105,14 @@ describe("docs/tenants-file.md, checks across fields and tenants", () => {
   it("needs a SyncLag threshold above the default from the transactions schedule it names on", () => {
     const [minutes = 0, threshold = 0] = groupsIn(/a schedule of (\d+) minutes or more needs a threshold set above the default (\d+)/).map(Number);
     expect(threshold).toBe(TENANT_DEFAULTS.syncLagThresholdSeconds);
-    expect(messageFor(tenant({ schedules: { transactionsEveryMinutes: minutes - 1 } }))).toBeUndefined();
-    expect(messageFor(tenant({ schedules: { transactionsEveryMinutes: minutes } }))).toContain("field alarms.syncLagThresholdSeconds: must be more than the transactions schedule");
+    expect(entryRefusal(tenantEntry({ schedules: { transactionsEveryMinutes: minutes - 1 } }))).toBeUndefined();
+    expect(entryRefusal(tenantEntry({ schedules: { transactionsEveryMinutes: minutes } }))).toContain("field alarms.syncLagThresholdSeconds: must be more than the transactions schedule");
   });
 
   it("refuses the webhook names it gives as clashing", () => {
     const [first = "", second = ""] = groupsIn(/\(`([a-z0-9-]+)` and `([a-z0-9-]+)` clash: logical ids drop dashes\)/);
-    const hooks = [webhook({ name: first }), webhook({ name: second, eventTypes: ["card.created"] })];
-    expect(() => parseTenantsDocument({ tenants: [tenant({ webhooks: hooks })] })).toThrow(`field webhooks[1].name: webhooks "${first}" and "${second}" have the same name once dashes are removed`);
+    const hooks = [webhookEntry({ name: first }), webhookEntry({ name: second, eventTypes: ["card.created"] })];
+    expect(() => parseTenantsDocument({ tenants: [tenantEntry({ webhooks: hooks })] })).toThrow(`field webhooks[1].name: webhooks "${first}" and "${second}" have the same name once dashes are removed`);
   });
 
   it("names partitions and a region aws-cdk-lib does not know as its examples say", () => {
@@ -146,7 +127,7 @@ describe("docs/tenants-file.md, checks across fields and tenants", () => {
 describe("docs/tenants-file.md, the messages it quotes", () => {
   it("quotes synth's message for a schedule rate of 0 in full", () => {
     const [prefix = "", rest = ""] = groupsIn(/`(qashio-bridge synth failed: )(tenant "globex": field schedules\.transactionsEveryMinutes: [^`]+)`/);
-    expect(messageFor(tenant({ id: "globex", schedules: { transactionsEveryMinutes: 0 } }))).toBe(rest);
+    expect(entryRefusal(tenantEntry({ id: "globex", schedules: { transactionsEveryMinutes: 0 } }))).toBe(rest);
     expect(read("infra", "app.ts")).toContain(`\`${prefix}\${error.message}\``);
   });
 
