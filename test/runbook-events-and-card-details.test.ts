@@ -16,7 +16,7 @@ import { makeRig, RecordingLogger, type TestRig } from "./bridge/fakes.js";
 import { acceptedScheduleMinutes } from "./infra/helpers.js";
 import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid } from "./doc-text.js";
-import { alarmWindowsSaid, cycleAlarmWindowsOf } from "./runbook-section.js";
+import { alarmWindowsSaid, cycleAlarmWindowsOf, runbookQueryFilter } from "./runbook-section.js";
 
 const RUNBOOK = docText("docs/runbook.md");
 const FAILED = docSection(RUNBOOK, "EventsFailed");
@@ -49,8 +49,6 @@ describe("docs/runbook.md, EventsFailed and CardDetailsUnread: the alarms' windo
   });
 });
 
-/** The `filter message like /.../` of the Logs Insights query `section` gives, as a RegExp. */
-const insightsFilter = (section: string): RegExp => new RegExp(firstTextsSaid(section, /filter message like \/([^/]+)\//)[0] ?? "");
 
 /** The lines of `rig` above debug level, but for the cycle's own closing line. */
 const runLines = (rig: TestRig) => rig.logger.lines.filter((line) => line.level !== "debug" && !/ cycle \w+$/.test(line.message));
@@ -74,7 +72,7 @@ describe("docs/runbook.md, EventsFailed: the lines and outcome a cycle shows ref
       ["warn", forNow],
       ["warn", forGood],
     ].sort());
-    const filter = insightsFilter(FAILED);
+    const filter = runbookQueryFilter("EventsFailed");
     for (const line of lines) {
       expect(line.message).toMatch(filter);
       expect((line.attributes as { reasons: string[] }).reasons).toHaveLength(most ?? 0);
@@ -131,7 +129,7 @@ describe("docs/runbook.md, CardDetailsUnread: the reads, their numbers and lines
     expect(lines).toContainEqual(expect.objectContaining({ level: "warn", message: stopped, attributes: { [field]: SINGLE_READ_CONCURRENCY } }));
     // Only the first reads tried are named: one line each, and none for the cards after them.
     expect(lines.filter((line) => (line.attributes as { cardId?: string } | undefined)?.cardId !== undefined)).toHaveLength(SINGLE_READ_CONCURRENCY);
-    for (const line of lines) expect(line.message).toMatch(insightsFilter(UNREAD));
+    for (const line of lines) expect(line.message).toMatch(runbookQueryFilter("CardDetailsUnread"));
     // The query's fields: each is an attribute of some line the walk logs.
     const fields = (firstTextsSaid(UNREAD, /`fields ([^|`]+) \|/)[0] ?? "").split(",").map((f) => f.trim()).filter((f) => !f.startsWith("@"));
     expect(fields.length).toBeGreaterThan(2);

@@ -50,3 +50,10 @@ export function alarmWindowsSaid(section: string): string[] {
 export function cycleAlarmWindowsOf(schedules: readonly number[]): Set<string> {
   return new Set(schedules.map((minutes) => cycleAlarmWindow(minutes)).map((w) => `${w.datapointsToAlarm} of ${w.evaluationPeriods}`));
 }
+
+/** The `filter message like /.../` of the Logs Insights query the runbook's section `title` gives, as a RegExp. */
+export function runbookQueryFilter(title: string): RegExp {
+  const match = /filter message like \/([^/]+)\//.exec(runbookSection(title));
+  if (match?.[1] === undefined) throw new Error(`section ${title} has no Logs Insights message filter`);
+  return new RegExp(match[1]);
+}

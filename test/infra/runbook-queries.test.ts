@@ -1,14 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { runbookSection } from "../runbook-section.js";
+import { runbookQueryFilter } from "../runbook-section.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { makeRig, type TestRig } from "../bridge/fakes.js";
-
-/** The `filter message like /.../` of the Logs Insights query a runbook section gives, as a RegExp. */
-function insightsFilter(title: string): RegExp {
-  const match = /filter message like \/([^/]+)\//.exec(runbookSection(title));
-  if (match?.[1] === undefined) throw new Error(`section ${title} has no Logs Insights message filter`);
-  return new RegExp(match[1]);
-}
 
 /** The lines a card walk logged above debug level, but for the cycle's own closing line. */
 function walkLines(rig: TestRig): { level: string; message: string }[] {
@@ -36,7 +29,7 @@ describe("the runbook's Logs Insights queries find what the alarm counts", () =>
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
     const lines = walkLines(rig);
     expect(lines.some((line) => line.message.startsWith("card detail reads of a page all failed"))).toBe(true);
-    const filter = insightsFilter("CardDetailsUnread");
+    const filter = runbookQueryFilter("CardDetailsUnread");
     expect(lines.filter((line) => !filter.test(line.message))).toEqual([]);
   });
 
@@ -49,7 +42,7 @@ describe("the runbook's Logs Insights queries find what the alarm counts", () =>
     await pollCards(rig.deps, { pageSize: 10 });
     const lines = walkLines(rig);
     expect(lines).not.toEqual([]);
-    const filter = insightsFilter("CardDetailsUnread");
+    const filter = runbookQueryFilter("CardDetailsUnread");
     expect(lines.filter((line) => !filter.test(line.message))).toEqual([]);
   });
 });
