@@ -12,7 +12,7 @@ import { DEFAULT_PAGE_SIZE } from "../shared/bridge/deps.js";
 import { SINGLE_READ_CONCURRENCY } from "../shared/bridge/provider.js";
 import { pollTransactions } from "../shared/bridge/transactions.js";
 import { ERP_CARD_DETAIL_KEYS } from "../shared/qashio/schemas/erp-card.js";
-import { makeRig, RecordingLogger, type TestRig } from "./bridge/fakes.js";
+import { makeRig, RecordingLogger } from "./bridge/fakes.js";
 import { acceptedScheduleMinutes } from "./infra/helpers.js";
 import { PROVIDER_SPEC, specSection } from "./provider-spec.js";
 import { docSection, docText, firstNumbersSaid, firstTextsSaid } from "./doc-text.js";
@@ -50,8 +50,6 @@ describe("docs/runbook.md, EventsFailed and CardDetailsUnread: the alarms' windo
 });
 
 
-/** The lines of `rig` above debug level, but for the cycle's own closing line. */
-const runLines = (rig: TestRig) => rig.logger.lines.filter((line) => line.level !== "debug" && !/ cycle \w+$/.test(line.message));
 
 describe("docs/runbook.md, EventsFailed: the lines and outcome a cycle shows refused events by", () => {
   it("quotes the two lines its query finds, each with up to the number of distinct reasons it says", async () => {
@@ -67,7 +65,7 @@ describe("docs/runbook.md, EventsFailed: the lines and outcome a cycle shows ref
     await pollTransactions(rig.deps, { pageSize: 20 });
     const [forNow = "", forGood = ""] = firstTextsSaid(FAILED, /`([^`]+)` is a refusal for now, `([^`]+)` one for good/);
     const [most] = firstNumbersSaid(FAILED, /the line's `reasons` holds up to (\w+) distinct/);
-    const lines = runLines(rig).filter((line) => line.message !== "record quarantined");
+    const lines = rig.logger.aboveDebug().filter((line) => line.message !== "record quarantined");
     expect(lines.map((line) => [line.level, line.message]).sort()).toEqual([
       ["warn", forNow],
       ["warn", forGood],
@@ -125,7 +123,7 @@ describe("docs/runbook.md, CardDetailsUnread: the reads, their numbers and lines
     };
     await pollCards(rig.deps, { pageSize: 10 });
     const [stopped = "", field = ""] = firstTextsSaid(UNREAD, /the line "([^"]+)" \(`(\w+)`: how many\)/);
-    const lines = runLines(rig);
+    const lines = rig.logger.aboveDebug();
     expect(lines).toContainEqual(expect.objectContaining({ level: "warn", message: stopped, attributes: { [field]: SINGLE_READ_CONCURRENCY } }));
     // Only the first reads tried are named: one line each, and none for the cards after them.
     expect(lines.filter((line) => (line.attributes as { cardId?: string } | undefined)?.cardId !== undefined)).toHaveLength(SINGLE_READ_CONCURRENCY);

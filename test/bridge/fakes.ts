@@ -240,6 +240,10 @@ export class RecordingLogger implements Logger {
   error(message: string, attributes?: Readonly<Record<string, unknown>>): void {
     this.lines.push({ level: "error", message, attributes });
   }
+  /** The lines above debug level, but for a cycle's own closing line ("cards cycle complete"): what ops' queries see. */
+  aboveDebug(): RecordingLogger["lines"] {
+    return this.lines.filter((line) => line.level !== "debug" && !/^(transactions|cards) cycle \w+$/.test(line.message));
+  }
 }
 
 type SyncStatus = "not_synced" | "synced" | "outdated";

@@ -3,11 +3,6 @@ import { runbookQueryFilter } from "../runbook-section.js";
 import { pollCards } from "../../shared/bridge/cards.js";
 import { makeRig, type TestRig } from "../bridge/fakes.js";
 
-/** The lines a card walk logged above debug level, but for the cycle's own closing line. */
-function walkLines(rig: TestRig): { level: string; message: string }[] {
-  return rig.logger.lines.filter((line) => line.level !== "debug" && !line.message.startsWith("cards cycle "));
-}
-
 describe("the runbook's Logs Insights queries find what the alarm counts", () => {
   const limits = (amount: number) => ({ enabled: true, amount, frequency: "MONTHLY", limit_currency: "AED", number_of_purchases: null });
 
@@ -27,7 +22,7 @@ describe("the runbook's Logs Insights queries find what the alarm counts", () =>
     };
     await pollCards(rig.deps, { pageSize: 10 });
     expect(rig.metrics.sum("CardDetailsUnread")).toBe(25);
-    const lines = walkLines(rig);
+    const lines = rig.logger.aboveDebug();
     expect(lines.some((line) => line.message.startsWith("card detail reads of a page all failed"))).toBe(true);
     const filter = runbookQueryFilter("CardDetailsUnread");
     expect(lines.filter((line) => !filter.test(line.message))).toEqual([]);
@@ -40,7 +35,7 @@ describe("the runbook's Logs Insights queries find what the alarm counts", () =>
       if (call.op === "readErpCard" && call.id === gone) throw Object.assign(new Error("404"), { name: "NotFoundError", status: 404 });
     };
     await pollCards(rig.deps, { pageSize: 10 });
-    const lines = walkLines(rig);
+    const lines = rig.logger.aboveDebug();
     expect(lines).not.toEqual([]);
     const filter = runbookQueryFilter("CardDetailsUnread");
     expect(lines.filter((line) => !filter.test(line.message))).toEqual([]);
