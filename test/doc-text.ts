@@ -30,6 +30,28 @@ export function docSection(text: string, title: string): string {
   return text.slice(start, end < 0 ? undefined : end);
 }
 
+/**
+ * The top-level bullet of the doc at `path` (under the repository's root), in its `## <section>` when one is named,
+ * that starts with `start`, up to the next bullet or heading, line breaks read as spaces; fails when there is none.
+ *
+ * @example
+ * docBullet("docs/upgrading.md", "The transactions take at most", "Local mode"); // "- The transactions take at most ..."
+ */
+export function docBullet(path: string, start: string, section?: string): string {
+  let text = readFileSync(join(import.meta.dirname, "..", path), "utf8");
+  if (section !== undefined) {
+    const at = text.indexOf(`\n## ${section}\n`);
+    expect(at, `section ${section}`).toBeGreaterThanOrEqual(0);
+    const end = text.indexOf("\n## ", at + 1);
+    text = text.slice(at, end < 0 ? undefined : end);
+  }
+  const found = text
+    .split(/\n(?=- |#)/)
+    .find((item) => item.startsWith(`- ${start}`));
+  expect(found, start).toBeDefined();
+  return (found ?? "").replace(/\s+/g, " ");
+}
+
 /** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */
 export function textsSaid(text: string, pattern: RegExp): string[][] {
   const found = [...text.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));

@@ -16,20 +16,14 @@ import { DEFAULT_LOCK_TTL_MS } from "../shared/qashio/auth/refresh-lease.js";
 import { cycleAlarmWindow } from "../infra/constructs/alarm-window.js";
 import { exampleStacks, fastPathGlobex } from "./infra/helpers.js";
 import { REQUIRED_RUN_SETTINGS, runInProcess, settingsRefusalOf } from "./cli/helpers.js";
-import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
+import { docBullet, docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
 import { ROOT, seconds } from "./spec-gaps-section.js";
 import { tempDirPerTest } from "./temp-dir.js";
 
 const UPGRADING = docText("docs/upgrading.md");
-const LOCAL = docSection(UPGRADING, "Local mode");
 
-/** The Local mode note that starts with `start`, up to the next note. */
-function note(start: string): string {
-  const at = LOCAL.indexOf(` - ${start}`);
-  expect(at, start).toBeGreaterThanOrEqual(0);
-  const end = LOCAL.indexOf(" - ", at + 3);
-  return LOCAL.slice(at + 3, end < 0 ? undefined : end);
-}
+/** The note of docs/upgrading.md's Local mode that starts with `start`. */
+const note = (start: string): string => docBullet("docs/upgrading.md", start, "Local mode");
 
 /** The exit code a note gives its refusal (`refused, exit N`, `exits N`), read as the doc writes it. */
 const exitSaid = (text: string, pattern = /(?:exit|exits) (\d+)/): number => numbersSaid(text, pattern)[0]?.[0] ?? Number.NaN;

@@ -23,16 +23,12 @@ import { CYCLE_LEASE_MS } from "../../shared/cli/cycle-lease.js";
 import { MAX_REFERENCE_LENGTH } from "../../shared/qashio/schemas/primitives.js";
 import { thrown } from "../thrown.js";
 import { REPO_ROOT, testApp } from "./helpers.js";
-import { numbersSaid } from "../doc-text.js";
+import { docBullet, numbersSaid } from "../doc-text.js";
 
 const upgrading = readFileSync(join(REPO_ROOT, "docs", "upgrading.md"), "utf8");
 
-/** The bullet of docs/upgrading.md that starts with `start`, up to the next bullet or heading. */
-function bullet(start: string): string {
-  const found = upgrading.split(/\n(?=- |#)/).find((item) => item.startsWith(`- ${start}`));
-  expect(found, start).toBeDefined();
-  return (found ?? "").replace(/\s+/g, " ");
-}
+/** The bullet of docs/upgrading.md that starts with `start`. */
+const upgradingBullet = (start: string): string => docBullet("docs/upgrading.md", start);
 
 /** The item actions a verb of the notes names. */
 const VERB_ACTIONS: Readonly<Record<string, readonly TableItemAction[]>> = {
@@ -95,7 +91,7 @@ function revokedGrants(text: string): RevokedGrant[] {
 }
 
 describe("docs/upgrading.md, the per-partition table grants", () => {
-  const grants = bullet("The functions' table grants are now per kind of partition");
+  const grants = upgradingBullet("The functions' table grants are now per kind of partition");
 
   it("names, for each role, only actions its policy no longer grants on the partitions named", () => {
     const claims = revokedGrants(grants);
@@ -124,8 +120,8 @@ describe("docs/upgrading.md, the limits and names a deployed tenant meets", () =
   });
 
   it("names the secret's tags and the table's new index as the code does", () => {
-    expect(bullet("The tenant's secret gets two tags")).toContain(`\`${SECRET_TAGS.tenant}\` and \`${SECRET_TAGS.leaseTable}\``);
-    expect(bullet("The table gains a global secondary index")).toContain(`\`${LIVE_BY_TTL_INDEX}\``);
+    expect(upgradingBullet("The tenant's secret gets two tags")).toContain(`\`${SECRET_TAGS.tenant}\` and \`${SECRET_TAGS.leaseTable}\``);
+    expect(upgradingBullet("The table gains a global secondary index")).toContain(`\`${LIVE_BY_TTL_INDEX}\``);
   });
 
   it("gives the secret version limits and the rotation's daily window", () => {
@@ -158,7 +154,7 @@ describe("docs/upgrading.md, the limits and names a deployed tenant meets", () =
 });
 
 describe("docs/upgrading.md, webhook and token URLs checked harder", () => {
-  const text = bullet("Webhook and token URLs are checked a little harder");
+  const text = upgradingBullet("Webhook and token URLs are checked a little harder");
   /** The message of a tenant whose webhook URL (or OAuth token URL) is `url`. */
   const messageFor = (url: string, where: "url" | "tokenUrl"): string => {
     const secret = { secretArn: "arn:aws:secretsmanager:eu-west-1:111111111111:secret:acme/hooks-AbCdEf" };
