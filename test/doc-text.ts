@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { withoutFencedCode } from "./markdown-anchor.js";
 
 /** Numbers the docs spell out. */
 const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
@@ -50,6 +51,19 @@ export function docBullet(path: string, start: string, section?: string): string
     .find((item) => item.startsWith(`- ${start}`));
   expect(found, start).toBeDefined();
   return (found ?? "").replace(/\s+/g, " ");
+}
+
+/**
+ * Whether `part` names a part of the doc at `path` that a citation "(docs/x.md, Part)" may name: a heading (fenced code
+ * left out), a bold lead (`- **Name.**`) or an italic lead (`- *Name.*`), whole or up to its " (" or ".".
+ *
+ * @example
+ * namesDocPart("docs/runbook.md", "SyncLag"); // true: "## SyncLag" is a heading of the runbook
+ */
+export function namesDocPart(path: string, part: string): boolean {
+  const text = withoutFencedCode(readFileSync(join(import.meta.dirname, "..", path), "utf8"));
+  const parts = [...text.matchAll(/^#+ (.+)$|^\s*- \*\*(.+?)\*\*|^\s*- \*(.+?)\*/gm)].map((m) => (m[1] ?? m[2] ?? m[3] ?? "").replace(/\.$/, ""));
+  return parts.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`));
 }
 
 /** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */

@@ -3,7 +3,7 @@
  * a script reads must say what this version refuses, with which exit code and fix, and its citations must lead
  * somewhere. The deployed tenant's grants, names and limits: test/infra/upgrading-docs.test.ts.
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Template } from "aws-cdk-lib/assertions";
@@ -16,7 +16,7 @@ import { DEFAULT_LOCK_TTL_MS } from "../shared/qashio/auth/refresh-lease.js";
 import { cycleAlarmWindow } from "../infra/constructs/alarm-window.js";
 import { exampleStacks, fastPathGlobex } from "./infra/helpers.js";
 import { REQUIRED_RUN_SETTINGS, runInProcess, settingsRefusalOf } from "./cli/helpers.js";
-import { docBullet, docSection, docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
+import { docBullet, docSection, docText, firstTextsSaid, namesDocPart, numbersSaid, quotedNames, quotePattern, textsSaid } from "./doc-text.js";
 import { ROOT, seconds } from "./spec-gaps-section.js";
 import { tempDirPerTest } from "./temp-dir.js";
 
@@ -241,23 +241,13 @@ describe("docs/upgrading.md, Local mode: the command line and the cycle", () => 
   });
 });
 
-/** A doc's headings, bold leads (`**Name.**`) and italic leads (`*Name.*`): what a citation's part may name. */
-function citableParts(path: string): string[] {
-  const text = readFileSync(join(ROOT, path), "utf8");
-  return [...text.matchAll(/^#+ (.+)$|^\s*- \*\*(.+?)\*\*|^\s*- \*(.+?)\*/gm)].map((m) => (m[1] ?? m[2] ?? m[3] ?? "").replace(/\.$/, ""));
-}
-
 describe("docs/upgrading.md, its citations of other docs", () => {
   it("names in each (docs/<file>.md, <part>, <part>) parts that are headings or leads of that doc", () => {
     const citations = [...UPGRADING.matchAll(/\(?(docs\/[\w-]+\.md), ((?:"[^"]+"|[A-Z`][\w` -]*?)(?:, (?:"[^"]+"|[A-Z`][\w` -]*?))*)(?=[);]|, has|, says)/g)];
     expect(citations.length).toBeGreaterThan(10);
     for (const [, path = "", parts = ""] of citations) {
-      const citable = citableParts(path);
       for (const part of (parts.match(/"[^"]+"|[^,]+/g) ?? []).map((p) => p.trim().replace(/^"|"$/g, ""))) {
-        expect(
-          citable.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`)),
-          `${path}, ${part}`,
-        ).toBe(true);
+        expect(namesDocPart(path, part), `${path}, ${part}`).toBe(true);
       }
     }
   });
