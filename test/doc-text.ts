@@ -55,7 +55,7 @@ export function docBullet(path: string, start: string, section?: string): string
 
 /**
  * Whether `part` names a part of the doc at `path` that a citation "(docs/x.md, Part)" may name: a heading (fenced code
- * left out), a bold lead (`- **Name.**`) or an italic lead (`- *Name.*`), whole or up to its " (" or ".".
+ * left out), a bold lead (`- **Name.**`) or an italic lead (`- *Name.*`), whole or up to its " (", "." or ":".
  *
  * @example
  * namesDocPart("docs/runbook.md", "SyncLag"); // true: "## SyncLag" is a heading of the runbook
@@ -63,7 +63,7 @@ export function docBullet(path: string, start: string, section?: string): string
 export function namesDocPart(path: string, part: string): boolean {
   const text = withoutFencedCode(readFileSync(join(import.meta.dirname, "..", path), "utf8"));
   const parts = [...text.matchAll(/^#+ (.+)$|^\s*- \*\*(.+?)\*\*|^\s*- \*(.+?)\*/gm)].map((m) => (m[1] ?? m[2] ?? m[3] ?? "").replace(/\.$/, ""));
-  return parts.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`));
+  return parts.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`) || name.startsWith(`${part}:`));
 }
 
 /** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */

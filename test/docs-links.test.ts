@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { namesDocPart } from "./doc-text.js";
 import { headingAnchors, withoutFencedCode } from "./markdown-anchor.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -30,5 +31,30 @@ describe("the links between README and docs/", () => {
     const readme = relativeLinks(readFileSync(join(ROOT, "README.md"), "utf8"));
     expect(readme).toEqual(expect.arrayContaining(["docs/local-mode.md#exit-codes", "docs/local-mode.md#signing-in-authorize", "docs/upgrading.md#local-mode"]));
     expect(relativeLinks(readFileSync(join(ROOT, "docs/local-mode.md"), "utf8"))).toContain("upgrading.md#local-mode");
+  });
+});
+
+/** One part a citation names: quoted, or words from a capital or a backtick on. */
+const CITED_PART = String.raw`(?:"[^"]+"|[A-Z\x60][\w\x60 -]*?)`;
+/** A citation "docs/x.md, Part[, Part]", up to what ends it: a bracket (of a link too), a semicolon, a full stop or the sentence going on. */
+const CITATION = new RegExp(String.raw`(docs/[\w-]+\.md), (${CITED_PART}(?:, ${CITED_PART})*)(?=[);.\]]| \(|, (?:has|says|which)\b)`, "y");
+
+// Docs cite each other by a section's title or a lead ("see docs/events.md, PII modes"), which no link checker reads:
+// a renamed heading leaves the citation pointing nowhere.
+describe("the citations between docs", () => {
+  it.each(DOCUMENTS)("%s cites only headings and leads that exist", (doc) => {
+    const text = readFileSync(join(ROOT, doc), "utf8").replace(/\s+/g, " ");
+    for (const { index } of text.matchAll(/docs\/[\w-]+\.md, (?=["\x60A-Z])/g)) {
+      CITATION.lastIndex = index;
+      const [citation = "", cited = "", parts = ""] = CITATION.exec(text) ?? [];
+      expect(citation, `a citation this test cannot read at "${text.slice(index, index + 80)}"`).not.toBe("");
+      for (const part of (parts.match(/"[^"]+"|[^,]+/g) ?? []).map((p) => p.trim().replace(/^"|"$/g, ""))) {
+        expect(namesDocPart(cited, part), `${doc}: ${cited}, ${part}`).toBe(true);
+      }
+    }
+  });
+
+  it.each(["docs/runbook.md", "docs/events.md", "docs/spec-gaps.md", "docs/local-mode.md", "docs/upgrading.md"])("finds the citations it guards in %s", (doc) => {
+    expect(readFileSync(join(ROOT, doc), "utf8").replace(/\s+/g, " ").match(/docs\/[\w-]+\.md, (?=["\x60A-Z])/g)?.length ?? 0).toBeGreaterThan(3);
   });
 });

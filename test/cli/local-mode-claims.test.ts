@@ -19,7 +19,7 @@ import { piiSaltFingerprint } from "../../shared/bridge/pii.js";
 import { TOKEN_PATH } from "../../shared/qashio/auth/oauth.js";
 import { DEFAULT_LOCK_TTL_MS, refreshDeadline } from "../../shared/qashio/auth/refresh-lease.js";
 import { NetworkError, QashioError } from "../../shared/qashio/errors.js";
-import { docText, firstTextsSaid, namesDocPart, numbersSaid, quotedNames, quotePattern, textsSaid } from "../doc-text.js";
+import { docText, firstTextsSaid, numbersSaid, quotedNames, quotePattern } from "../doc-text.js";
 import { PROVIDER_SPEC, specSection } from "../provider-spec.js";
 import { seconds } from "../spec-gaps-section.js";
 import { REQUIRED_RUN_SETTINGS, runInProcess, settingsRefusalOf as settingsRefusal } from "./helpers.js";
@@ -228,13 +228,5 @@ describe.skipIf(PROVIDER_SPEC === "")("docs/local-mode.md's quotes of the provid
     expect(oauth).toContain(`Response \`200\`: \`${answer}\` (boolean)`);
     expect(page).toContain("The provider's spec offers no PKCE");
     expect(PROVIDER_SPEC).not.toMatch(/code_challenge|code_verifier|PKCE/);
-  });
-});
-
-describe("docs/local-mode.md's citations of other docs", () => {
-  it("cites sections that exist", () => {
-    const citations = textsSaid(page, /(docs\/[\w-]+\.md), "?([A-Z][\w -]+?)"?\)/);
-    expect(citations.length).toBeGreaterThanOrEqual(5);
-    for (const [doc = "", title = ""] of citations) expect(namesDocPart(doc, title), `${doc}: ${title}`).toBe(true);
   });
 });

@@ -14,7 +14,7 @@ import { loadTenantsFile } from "../../infra/tenants-file.js";
 import { unreachableHost } from "../../infra/webhook-host.js";
 import { thrown } from "../thrown.js";
 import { entryRefusal, REPO_ROOT, tenantEntry, WEBHOOK_SECRET_ARN, webhookEntry } from "./helpers.js";
-import { namesDocPart, quotedNames, textsSaid } from "../doc-text.js";
+import { quotedNames, textsSaid } from "../doc-text.js";
 
 const read = (...path: string[]): string => readFileSync(join(REPO_ROOT, ...path), "utf8");
 const page = read("docs", "tenants-file.md").replace(/\s+/g, " ");
@@ -141,11 +141,5 @@ describe("docs/tenants-file.md, the messages it quotes", () => {
     const [twice = ""] = groupsIn(/\(`(field tenants\[0\]\.webhooks is given more than once)`\)/);
     // A fault elsewhere in the tenant too: the key given twice is named first, and alone.
     expect(load(JSON.stringify({ tenants: [{ id: "acme", piiMode: "x", webhooks: [] }] }).replace('"webhooks":[]', '"webhooks":[],"webhooks":[]'))).toContain(`: ${twice}: keep one`);
-  });
-
-  it("refers only to sections of other documents that exist", () => {
-    const references = [...page.matchAll(/(docs\/[a-z-]+\.md), "([^"]+)"/g)].map(([, doc = "", title = ""]) => ({ doc, title }));
-    expect(references.length).toBeGreaterThan(0);
-    for (const { doc, title } of references) expect(namesDocPart(doc, title), `${doc}, "${title}"`).toBe(true);
   });
 });
