@@ -121,9 +121,9 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     expect(faults.syncs).toEqual(["truncate", "fsync"]);
   });
 
-  /** A publisher whose second publish tore its line and could not cut it back off the file. */
-  async function tornAndNotCutBack(): Promise<JsonlEventPublisher> {
-    const publisher = new JsonlEventPublisher({ file });
+  /** A publisher whose second publish tore its line and could not cut it back off the file; its warnings recorded. */
+  async function tornAndNotCutBack(warnings: unknown[] = []): Promise<JsonlEventPublisher> {
+    const publisher = new JsonlEventPublisher({ file, logger: { warn: (message) => warnings.push(message) } });
     await publisher.publish([sampleEvent(1)]);
     faults.tearNextWrite = true;
     faults.failTruncate = true;
@@ -151,13 +151,16 @@ describe("JsonlEventPublisher after a write that fails part-way", () => {
     expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
   });
 
-  it("starts a new line after the torn one when the file cannot be cut back at all", async () => {
-    const publisher = await tornAndNotCutBack();
+  it("starts a new line after the torn one when the file cannot be cut back at all, and says it cut nothing", async () => {
+    const warnings: unknown[] = [];
+    const publisher = await tornAndNotCutBack(warnings);
     await publisher.publish([sampleEvent(2)]);
     const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
     expect(lines).toHaveLength(3);
     expect(() => JSON.parse(lines[1] as string) as unknown).toThrow();
     expect((JSON.parse(lines[2] as string) as { detail: { id: string } }).detail.id).toBe(sampleEvent(2).detail.id);
+    // The torn line stays: a warning that it was cut off would send the operator looking for a cut that never was.
+    expect(warnings).toEqual([]);
   });
 
   it("loses no change when the engine re-sends in the same process after the failed cycle", async () => {
