@@ -133,6 +133,27 @@ describe("JsonlEventPublisher after a power loss tore a line", () => {
     expect((await readFile(`${file}.cut-0`)).equals(torn)).toBe(true);
   });
 
+  it("counts the lines it cut from where the torn line starts, also when that is just before the region it checks", async () => {
+    const good = `${lineOf(1)}\n`;
+    const after: string[] = [];
+    for (let n = 10, bytes = 0; bytes < TORN_REGION_BYTES - 4096; n += 1) {
+      after.push(`${lineOf(n)}\n`);
+      bytes += Buffer.byteLength(after.at(-1) as string);
+    }
+    // The torn line starts 100 bytes before the last TORN_REGION_BYTES, its NUL block inside them.
+    const rest = Buffer.from(`\n${after.join("")}`);
+    const opening = Buffer.from(lineOf(2).slice(0, 40));
+    const padding = Buffer.alloc(TORN_REGION_BYTES + 100 - opening.length - 512 - rest.length, "x");
+    const torn = Buffer.concat([opening, padding, Buffer.alloc(512), rest]);
+    expect(torn.length).toBe(TORN_REGION_BYTES + 100);
+    await writeFile(file, Buffer.concat([Buffer.from(good), torn]));
+    const warnings: { message: string; attributes?: unknown }[] = [];
+    await new JsonlEventPublisher({ file, logger: { warn: (message, attributes) => warnings.push({ message, attributes }) } }).publish([sampleEvent(2)]);
+    expect(await detailIds()).toEqual([1, 2].map((n) => sampleEvent(n).detail.id));
+    const recovery = `${file}.cut-${Buffer.byteLength(good)}`;
+    expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: torn.length, lines: 1 + after.length, recovery } }]);
+  });
+
   it("counts the last line, cut short without its newline, among the lines it says it cut", async () => {
     const good = `${lineOf(1)}\n${lineOf(2)}\n`;
     const torn = Buffer.concat([
