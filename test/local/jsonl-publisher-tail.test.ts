@@ -64,7 +64,14 @@ describe("JsonlEventPublisher and a last line without its newline that is not it
 describe("JsonlEventPublisher sweeping its recovery files' temp files", () => {
   it("leaves old temp files of other names that only start as its recovery names do (<file>.cut-<byte>[.<n>] only)", async () => {
     // Temp files another program's atomic writes left for files named so in a directory shared with the events file.
-    const others = ["events.jsonl.cut-notes.4242.0a1b2c3d.tmp", "events.jsonl.cut-12.x.4242.0a1b2c3d.tmp", "events.jsonl.cut-.4242.0a1b2c3d.tmp"];
+    const others = [
+      "events.jsonl.cut-notes.4242.0a1b2c3d.tmp",
+      "events.jsonl.cut-12.x.4242.0a1b2c3d.tmp",
+      "events.jsonl.cut-.4242.0a1b2c3d.tmp",
+      // Digits where a recovery name has them, but more parts than one, or a letter before them.
+      "events.jsonl.cut-12.3.4.4242.0a1b2c3d.tmp",
+      "events.jsonl.cut-v12.4242.0a1b2c3d.tmp",
+    ];
     const own = "events.jsonl.cut-12.3.4242.0a1b2c3d.new.tmp";
     const hourAgo = new Date(Date.now() - 3_600_000);
     for (const name of [...others, own]) {
