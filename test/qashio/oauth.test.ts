@@ -37,6 +37,9 @@ describe("authorization-code helpers", () => {
     expect(createState()).not.toBe(a);
     expect(stateMatches(a, a)).toBe(true);
     expect(stateMatches(a, `${a}x`)).toBe(false);
+    // Of the same length, by content: a forged state is as long as ours (mutant: the bytes left uncompared went unseen).
+    expect(stateMatches(a, createState())).toBe(false);
+    expect(stateMatches(a, `${a.slice(0, -1)}${a.endsWith("A") ? "B" : "A"}`)).toBe(false);
     expect(stateMatches(a, null)).toBe(false);
     expect(stateMatches("", "")).toBe(false);
   });
