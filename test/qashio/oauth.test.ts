@@ -125,6 +125,13 @@ describe("refresh answered 200 with a body that is not a token set", () => {
       expect(error).not.toBeInstanceOf(IncompleteTokenSetError);
     }
   });
+
+  it("keeps the answer's status and request id on the error, which is what a provider's support asks for", async () => {
+    const fetch = scriptedFetch(json(200, { access_token: "at-1", token_type: "Bearer" }, { "x-request-id": "req-7" }));
+    const error = await refresh({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock(), fetch }, "rt-1").catch((e: unknown) => e);
+    // mutant: the request id dropped from the error's context went unseen
+    expect(error).toMatchObject({ status: 200, requestId: "req-7", method: "POST", path: "/oauth2/token" });
+  });
 });
 
 describe("validate", () => {
