@@ -5,7 +5,8 @@ import { jwtExpiry, jwtTimes } from "../../shared/qashio/auth/jwt.js";
 import { OAuthTokenProvider, isInvalidClient, isRejectedGrant } from "../../shared/qashio/auth/token-provider.js";
 import type { StoredTokens } from "../../shared/qashio/auth/token-store.js";
 import { ForbiddenError, IncompleteTokenSetError, InvalidResponseError, RateLimitedError, UnauthorizedError } from "../../shared/qashio/errors.js";
-import { fakeClock, json, jwt, scriptedFetch } from "./helpers.js";
+import { captureLogger, fakeClock, hangingReply, json, jwt, scriptedFetch } from "./helpers.js";
+import type { RetryEvent } from "../../shared/qashio/http.js";
 
 const BASE_URL = "https://api.example.test";
 const tokenSet = { access_token: "at-1", token_type: "Bearer", refresh_token: "rt-2", scope: "cards:read" };
@@ -99,6 +100,32 @@ describe("authorization-code helpers", () => {
     await provider.authorizeWithCode("code-1", "https://app.example/cb");
     expect(saved).toEqual([{ accessToken: access, accessTokenExpiresAt: clock.now() + 900_000, refreshToken: "rt-2", scope: "cards:read" }]);
     expect(await provider.getAccessToken()).toBe(access);
+  });
+});
+
+describe("token requests' transport settings", () => {
+  it("retries on the clock, within the limits, and with the report and logger they are given", async () => {
+    const clock = fakeClock();
+    const logger = captureLogger();
+    const retries: RetryEvent[] = [];
+    const fetch = scriptedFetch(json(429, {}, { "retry-after": "1" }), json(200, tokenSet));
+    await refresh({ baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock, fetch, logger, onRetry: (event) => retries.push(event) }, "rt-1");
+    // mutants: the clock, onRetry and logger left out of the token requests' transport went unseen
+    expect(clock.sleeps).toEqual([1000]);
+    expect(retries).toMatchObject([{ status: 429, path: "/oauth2/token", attempt: 1 }]);
+    expect(logger.lines.map((l) => l.level)).toEqual(["warn"]);
+
+    // mutant: the retry limits left out went unseen (the default allows five attempts)
+    const once = scriptedFetch(json(429, {}, { "retry-after": "1" }), json(200, tokenSet));
+    const limited = { baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock(), fetch: once, retry: { maxAttempts: 1 } };
+    await expect(exchangeCode(limited, { code: "x", redirectUri: "y" })).rejects.toBeInstanceOf(RateLimitedError);
+    expect(once.calls).toHaveLength(1);
+  });
+
+  it("gives a token request the timeout it is given, not the default", async () => {
+    const options = { baseUrl: BASE_URL, clientId: "c", clientSecret: "s", clock: fakeClock(), fetch: scriptedFetch(hangingReply()), timeoutMs: 20 };
+    // mutant: timeoutMs left out of the token requests' transport went unseen
+    await expect(exchangeCode(options, { code: "x", redirectUri: "y" })).rejects.toMatchObject({ name: "TimeoutError", timeoutMs: 20 });
   });
 });
 
