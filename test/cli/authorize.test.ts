@@ -376,8 +376,11 @@ describe("authorizeWithBrowser", () => {
     const posted = await fetch(ours, { method: "POST" });
     expect([posted.status, await posted.text()]).toEqual([404, "not found"]);
     const elsewhere = new URL(ours);
-    elsewhere.pathname = "/favicon.ico";
-    expect((await flow.visit(elsewhere)).status).toBe(404);
+    // The callback path exactly: not another path it begins (mutant: a prefix match went unseen).
+    for (const pathname of ["/favicon.ico", `${CALLBACK_PATH}/x`, `${CALLBACK_PATH}x`]) {
+      elsewhere.pathname = pathname;
+      expect((await flow.visit(elsewhere)).status, pathname).toBe(404);
+    }
     expect(await flow.pending(), "a request that is no redirect ended the wait").toBe(true);
     const page = await flow.visit(redirectOf(authorize, { code: "code-1", state: authorize.searchParams.get("state") as string }));
     await run;
@@ -456,6 +459,18 @@ describe("authorizeWithBrowser", () => {
       options({ onAuthorizeUrl: browser((a) => ({ error: "temporarily_unavailable", state: a.searchParams.get("state") as string })) }),
     );
     await expect(unavailable).rejects.toThrow(new AuthorizeError(`authorization was not granted (temporarily_unavailable): ${AGAIN}, with the same options`));
+  });
+
+  it("takes a redirect naming an error as a denial though it also carries a code, and exchanges nothing", async () => {
+    const requests: TokenRequest[] = [];
+    const store = new MemoryTokenStore();
+    const run = authorizeWithBrowser(
+      options({ store, fetch: tokenEndpoint(requests), onAuthorizeUrl: browser((a) => ({ error: "access_denied", code: "code-1", state: a.searchParams.get("state") as string })) }),
+    );
+    // mutant: the code taken over the error went unseen
+    await expect(run).rejects.toThrow(/not granted \(access_denied\)/);
+    expect(requests).toEqual([]);
+    expect(store.saved).toBeUndefined();
   });
 
   it("shows the browser a plain page after a denial: the person did nothing wrong there, the terminal says what next", async () => {
