@@ -104,7 +104,7 @@ describe("bridge authorize", () => {
     expect(shown).toBe(false);
   });
 
-  it("makes a token file its group and others may read private before the sign-in, which may never complete, with a warning naming it", async () => {
+  it("makes the state directory and a token file its group and others may read private before the sign-in, which may never complete, with a warning naming each", async () => {
     const h = await startHarness();
     const stateDir = h.env.BRIDGE_STATE_DIR as string;
     const { baseUrl, clientId } = readAuthorizeSettings(h.env, h.dir);
@@ -116,6 +116,9 @@ describe("bridge authorize", () => {
     const auth = await runInProcess(["authorize", "--no-open", "--timeout", "1s"], h.env);
 
     expect(auth.code).toBe(EXIT.failed);
+    // mutant: the state directory left as it was went unseen
+    expect((await stat(stateDir)).mode & 0o777).toBe(0o700);
+    expect(auth.stderr).toContain(`warning: ${stateDir} could be entered and read by its group or others (mode 0755): made it private to its owner (0700)`);
     expect((await stat(tokens)).mode & 0o777).toBe(0o600);
     expect(auth.stderr).toContain(`warning: ${tokens} was readable by its group or others (mode 0644): made it readable by its owner only (0600)`);
     expect(auth.stderr).not.toContain("rt-restored-readable");
