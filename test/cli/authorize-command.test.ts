@@ -215,6 +215,10 @@ describe("bridge authorize", () => {
     expect(code).toBe(EXIT.ok);
     expect(opened).toHaveLength(1);
     expect(out.stdout).toContain(`\n  ${opened[0] as string}\n`);
+    // The address the redirect comes back to, this machine's callback, not the provider's sign-in page (mutant went unseen).
+    const callback = new URL(new URL(opened[0] as string).searchParams.get("redirect_uri") as string);
+    expect(callback.hostname).toBe("127.0.0.1");
+    expect(out.stdout).toContain(`\nWaiting for the redirect on ${callback.origin} ...\n`);
     expect(new URL(opened[0] as string).pathname).toBe("/oauth2/authorize");
   });
 
