@@ -418,12 +418,13 @@ describe("FileTokenStore.beforeRefresh", () => {
 });
 
 describe("FileQuarantine", () => {
-  it("lists records oldest first", async () => {
+  it("lists records oldest first, neither in the order put nor in id order (ids are random UUIDs)", async () => {
     const quarantine = new FileQuarantine(dir);
     const base = { kind: "card" as const, reason: "validation: x", raw: {} };
     await quarantine.put({ ...base, id: "b", at: "2025-01-15T10:00:02.000Z" });
     await quarantine.put({ ...base, id: "a", at: "2025-01-15T10:00:01.000Z" });
-    expect((await quarantine.list()).map((r) => r.id)).toEqual(["a", "b"]);
+    await quarantine.put({ ...base, id: "c", at: "2025-01-15T10:00:00.000Z" });
+    expect((await quarantine.list()).map((r) => r.id)).toEqual(["c", "a", "b"]);
   });
 
   it("lists records of the same time in id order, whatever order they were put in", async () => {
