@@ -433,6 +433,22 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
     await bindStateDir(dir, owner, { checkOnly: true, rebindClient: true });
   });
 
+  it("names the lost store's id and what is missing, or the store found in its place, in its refusal", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    const recorded = storeId(dir);
+    writeFileSync(join(dir, "snapshots", "store-id"), "0123456789abcdef\n");
+    await expect(bindStateDir(dir, owner, { snapshots: true })).rejects.toMatchObject({
+      message: `the snapshot store the binding records (${recorded}) was replaced by another (0123456789abcdef)`,
+      file: join(dir, "binding.json"),
+    });
+    rmSync(join(dir, "snapshots"), { recursive: true });
+    await expect(bindStateDir(dir, owner, { snapshots: true })).rejects.toMatchObject({
+      message: `the snapshot store the binding records (${recorded}) is missing: no snapshots/store-id`,
+      file: join(dir, "binding.json"),
+    });
+  });
+
   it("records no store id with keepOther (a bridge opening outside the cycle lease): it writes nothing, nor makes a store", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner);
