@@ -40,7 +40,7 @@ export class FileQuarantine implements Quarantine {
     const file = this.#file(record.id);
     // A record file only ever appears whole (atomic write), but its name is durable only once its directory is fsynced:
     // a process killed between the two left one that a power loss can still take back, after this put said it is held.
-    const held = this.#read(file, { missingOk: true });
+    const held = this.#read(file);
     if (held !== undefined) {
       // Found again: the first `at` stays; reason and body take the current form (a PII mode switch masks them).
       const text = JSON.stringify({ ...held, reason: record.reason, raw: record.raw }) + "\n";
@@ -53,15 +53,13 @@ export class FileQuarantine implements Quarantine {
     return true;
   }
 
-  /** The record in `file`; with `missingOk`, undefined when there is none. */
-  #read(file: string): QuarantineRecord;
-  #read(file: string, options: { missingOk: true }): QuarantineRecord | undefined;
-  #read(file: string, options: { missingOk?: boolean } = {}): QuarantineRecord | undefined {
+  /** The record in `file`; undefined when there is none (never put, or deleted meanwhile). */
+  #read(file: string): QuarantineRecord | undefined {
     let text: string;
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      if (options.missingOk === true && (err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw new LocalStateError("Quarantine record cannot be read", { file }, { cause: err });
     }
     let parsed: unknown;
@@ -117,7 +115,7 @@ export class FileQuarantine implements Quarantine {
       .sort();
     let page: QuarantineRecord[] = [];
     for (const stem of stems) {
-      const record = this.#read(path.join(this.dir, `${stem}.json`), { missingOk: true });
+      const record = this.#read(path.join(this.dir, `${stem}.json`));
       if (record === undefined) continue;
       page.push(record);
       if (page.length >= limit) {
