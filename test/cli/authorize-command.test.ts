@@ -62,6 +62,13 @@ describe("bridge authorize", () => {
     await expect(authorizeCommand(args, cli)).rejects.toThrow(/QASHIO_CLIENT_ID: is required but not set\n[\s\S]*QASHIO_CLIENT_SECRET: is required but not set/);
   });
 
+  it("warns of a misspelt setting name as run does, before naming the missing settings, never echoing its value", async () => {
+    const { io: cli, out } = io({ QASHIO_BASE_URL: "http://127.0.0.1:9", QASHIO_CLIENTID: "client-value" });
+    await expect(authorizeCommand(args, cli)).rejects.toThrow(/QASHIO_CLIENT_ID: is required but not set/);
+    expect(out.stderr).toContain("warning: QASHIO_CLIENTID is not a setting (did you mean QASHIO_CLIENT_ID?)");
+    expect(out.stderr).not.toContain("client-value");
+  });
+
   it("rejects a state directory that cannot be created before the browser opens, exit 2", async () => {
     const h = await startHarness();
     await writeFile(join(h.dir, "afile"), "x");
