@@ -274,7 +274,6 @@ export class JsonlEventPublisher implements EventPublisher {
   private readonly account: string;
   private readonly region: string;
   private readonly newId: () => string;
-  private dirReady = false;
   /**
    * The file (device and inode) whose name this publisher made durable by fsyncing its directory: any other file at the
    * path (the first one, or one a rotation left for another process to create) may not be on disk yet (see write).
@@ -332,17 +331,27 @@ export class JsonlEventPublisher implements EventPublisher {
     return buffer.subarray(0, end);
   }
 
+  /**
+   * Opens the file to append, creating it when missing, and its directory with it: also a directory removed while the
+   * bridge runs (a cleanup of /tmp), which would otherwise fail every cycle until a restart.
+   */
+  private open(): number {
+    try {
+      return openSync(this.options.file, OPEN_FLAGS, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      makeDirDurable(path.dirname(this.options.file));
+      return openSync(this.options.file, OPEN_FLAGS, 0o600);
+    }
+  }
+
   /** Appends `lines` (from {@link encode}: its first byte is free) to the file and fsyncs it. */
   private write(lines: Buffer): void {
     let start = 1;
     // Synchronous syscalls, as in writeFileAtomic (see atomic.ts): the caller awaits durability anyway.
     // Owner-only, as all other local state: events carry cardholder data. An existing file or directory keeps the
     // mode it has, so an operator may widen it for a consumer running as another user.
-    if (!this.dirReady) {
-      makeDirDurable(path.dirname(this.options.file));
-      this.dirReady = true;
-    }
-    const fd = openSync(this.options.file, OPEN_FLAGS, 0o600);
+    const fd = this.open();
     try {
       // The length before this append: a write that fails part-way is cut back to it (see discardFailedWrite).
       const stats = fstatSync(fd);

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rename, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { envelopeLine, JsonlEventPublisher, toEventBridgeEnvelope, TORN_REGION_BYTES } from "../../shared/local/index.js";
@@ -176,5 +176,19 @@ describe("JsonlEventPublisher after a power loss tore a line", () => {
     expect(await detailIds()).toEqual([1, 2, 3, 4, 5].map((n) => sampleEvent(n).detail.id));
     const recovery = `${file}.cut-${Buffer.byteLength(good)}`;
     expect(warnings).toEqual([{ message: expect.stringMatching(/power loss/), attributes: { file, bytes: torn.length, lines: 3, recovery } }]);
+  });
+});
+
+describe("JsonlEventPublisher when its directory goes away while it runs", () => {
+  it("makes the directory again (owner-only) with the file, as at its first append, rather than fail every cycle until a restart", async () => {
+    const nested = path.join(dir, "out", "events");
+    const events = path.join(nested, "events.jsonl");
+    const publisher = new JsonlEventPublisher({ file: events });
+    await publisher.publish([sampleEvent(1)]);
+    await rm(path.join(dir, "out"), { recursive: true });
+    await publisher.publish([sampleEvent(2)]);
+    const ids = (await readFile(events, "utf8")).split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
+    expect(ids).toEqual([sampleEvent(2).detail.id]);
+    expect((await stat(nested)).mode & 0o777).toBe(0o700);
   });
 });
