@@ -38,6 +38,22 @@ const HEADER_READ_BYTES = 64 * 1024;
  */
 let headerBuffer = Buffer.allocUnsafe(HEADER_READ_BYTES);
 
+/** Whether `value` is a whole number of bytes from 0 to `most`. */
+function isByteCount(value: unknown, most = Number.MAX_SAFE_INTEGER): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= most;
+}
+
+/** The longest line a header may list: the key index keeps a line's length in 32 bits. */
+const MAX_LINE_BYTES = 2 ** 32 - 1;
+
+/**
+ * Whether `entry` is a [key, offset, length] as this version writes one. Anything else (a damaged or foreign file) would
+ * send reads astray, or count the segment empty and delete it on load.
+ */
+function isHeaderEntry(entry: unknown): entry is HeaderEntry {
+  return Array.isArray(entry) && entry.length === 3 && typeof entry[0] === "string" && isByteCount(entry[1]) && isByteCount(entry[2], MAX_LINE_BYTES);
+}
+
 /**
  * Reads the first line of a segment (its index) without reading the body: a read at a time of HEADER_READ_BYTES at
  * most, whatever a larger header before grew the buffer to (reading as much would read whole bodies).
@@ -54,7 +70,7 @@ function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number }
       const newline = buffer.subarray(0, filled).indexOf(0x0a);
       if (newline >= 0) {
         const header = JSON.parse(buffer.subarray(0, newline).toString("utf8")) as { v: number; entries: HeaderEntry[] };
-        if (header.v !== 1 || !Array.isArray(header.entries)) throw new Error("unknown segment header");
+        if (header.v !== 1 || !Array.isArray(header.entries) || !header.entries.every(isHeaderEntry)) throw new Error("unknown segment header");
         return { entries: header.entries, bodyStart: newline + 1 };
       }
       if (bytesRead === 0) throw new Error("segment header without newline");
@@ -71,7 +87,8 @@ function readHeader(file: string): { entries: HeaderEntry[]; bodyStart: number }
 
 /**
  * The header of segment `file`: its entries, and where its body starts.
- * @throws CorruptStateError for a header that cannot be read, is not JSON of version 1 or has no newline.
+ * @throws CorruptStateError for a header that cannot be read, is not JSON of version 1, lists an entry that is not a
+ *   [key, offset, length] of a string and two whole numbers of at least 0, or has no newline.
  */
 export function readSegmentHeader(file: string): { entries: HeaderEntry[]; bodyStart: number } {
   try {

@@ -134,11 +134,14 @@ describe("FileSnapshotStore", () => {
     // Cut short inside its first line: the read must end, not wait for a newline that never comes.
     ["without the newline that ends it", '{"v":1,"entries":[["card:A",0,'],
     ["without a list of entries", '{"v":1,"entries":{}}\n'],
-  ])("reports a segment with a header %s as corrupt, naming the file", async (_name, text) => {
+    // Counted as holding no live bytes, it was deleted on load while the index still pointed into it.
+    ["listing an entry of a negative length", '{"v":1,"entries":[["card:A",0,-1]]}\n'],
+  ])("reports a segment with a header %s as corrupt, naming the file, and keeps it", async (_name, text) => {
     await mkdir(path.join(dir, "snapshots"), { recursive: true });
     const segment = path.join(dir, "snapshots", "seg-000000000001-deadbeef.log");
     await writeFile(segment, text);
     await expect(new FileSnapshotStore(dir).getMany(["card:A"])).rejects.toMatchObject({ name: "CorruptStateError", message: "Snapshot segment header is unreadable", file: segment });
+    expect(await readdir(path.join(dir, "snapshots"))).toEqual([path.basename(segment)]);
   });
 
   it("reports a torn header as corrupt after a whole one it is the start of, not completed by what that one left in the read buffer", async () => {

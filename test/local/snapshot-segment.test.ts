@@ -66,6 +66,12 @@ describe("readSegmentHeader", () => {
     // A later version's format: its entries may mean something else.
     ["of another version", `{"v":2,"entries":[["card:a",0,${line.length}]]}\n${line}\n`],
     ["without entries", `{"v":1}\n${line}\n`],
+    // A damaged or foreign file: its entries would send reads astray, or count the segment empty and delete it.
+    ["listing an entry that is not a list", `{"v":1,"entries":[1]}\n${line}\n`],
+    ["listing an entry whose key is not a string", `{"v":1,"entries":[[7,0,${line.length}]]}\n${line}\n`],
+    ["listing an entry of a negative length", `{"v":1,"entries":[["card:a",0,-1]]}\n${line}\n`],
+    ["listing an entry at an offset that is not a whole number", `{"v":1,"entries":[["card:a","0",${line.length}]]}\n${line}\n`],
+    ["listing an entry longer than the key index holds (32 bits)", `{"v":1,"entries":[["card:a",0,${2 ** 32}]]}\n${line}\n`],
   ])("refuses a header %s, naming the file", async (_, text) => {
     await writeFile(file, text);
     expect(() => readSegmentHeader(file)).toThrow(corrupt("Snapshot segment header is unreadable"));
