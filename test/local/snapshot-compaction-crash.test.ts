@@ -156,4 +156,17 @@ describe("FileSnapshotStore compaction under crashes", () => {
     // Each segment's body is about 700 KB; its header, a few hundred bytes, comes in the first read of 64 KiB.
     expect(fsSteps.bytesRead).toBeLessThanOrEqual(5 * 64 * 1024);
   });
+
+  it("opens no segment when reloaded while nothing changed on disk, though the store's id file lies beside its segments", async () => {
+    const store = new FileSnapshotStore(dir, options);
+    await store.putMany([snap("transaction:a", 1), snap("transaction:b", 1)]);
+    // A page of one of two snapshots hands out a cursor, which makes the id file.
+    expect((await store.scan({ limit: 1 })).cursor).toBeDefined();
+    const opened: string[] = [];
+    fsSteps.listener = (step, file, flags) => {
+      if (step === "open" && (flags === undefined || flags === "r") && file.endsWith(".log")) opened.push(file);
+    };
+    await store.reload();
+    expect(opened).toEqual([]);
+  });
 });
