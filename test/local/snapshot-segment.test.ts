@@ -75,6 +75,8 @@ describe("readSegmentHeader", () => {
   ])("refuses a header %s, naming the file", async (_, text) => {
     await writeFile(file, text);
     expect(() => readSegmentHeader(file)).toThrow(corrupt("Snapshot segment header is unreadable"));
+    // What was wrong with it (the parser's error, or the shape found) goes along as the cause.
+    expect(() => readSegmentHeader(file)).toThrow(expect.objectContaining({ cause: expect.any(Error) }));
   });
 });
 
