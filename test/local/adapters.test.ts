@@ -304,16 +304,17 @@ describe("FileSnapshotStore", () => {
 });
 
 /**
- * Writes `names` into `where`: the `old` and `other` ones stamped an hour ago, the `fresh` ones five minutes ago (under
- * the 10 minutes docs/spec-gaps.md gives: a writer stalled that long still renames its temp file).
+ * Writes `names` into `where`: the `old` and `other` ones modified an hour ago, the `fresh` ones five minutes ago (under
+ * the 10 minutes docs/spec-gaps.md gives: a writer stalled that long still renames its temp file). Their access times
+ * say the opposite (a backup that read the directory), so a sweep that aged them by access time would get both wrong.
  */
 async function leftoverTemps(where: string, names: { old: string[]; fresh: string[]; other: string[] }): Promise<void> {
   await mkdir(where, { recursive: true });
   const hourAgo = new Date(Date.now() - 3_600_000);
   const fiveMinutesAgo = new Date(Date.now() - 5 * 60_000);
   for (const name of [...names.old, ...names.fresh, ...names.other]) await writeFile(path.join(where, name), '{"refreshToken":"leftover"}');
-  for (const name of [...names.old, ...names.other]) await utimes(path.join(where, name), hourAgo, hourAgo);
-  for (const name of names.fresh) await utimes(path.join(where, name), fiveMinutesAgo, fiveMinutesAgo);
+  for (const name of [...names.old, ...names.other]) await utimes(path.join(where, name), new Date(), hourAgo);
+  for (const name of names.fresh) await utimes(path.join(where, name), hourAgo, fiveMinutesAgo);
 }
 
 describe("FileTokenStore", () => {
@@ -377,7 +378,8 @@ describe("FileTokenStore", () => {
     await store.save({ refreshToken: "rt" });
     const old = ["tokens.json.4242.0a1b2c3d.tmp", "binding.json.4242.deadbeef.tmp"];
     const fresh = ["tokens.json.4343.0a1b2c3d.tmp"];
-    const other = ["notes.tmp", "tokens.json.bak"];
+    // Names only near this module's (`<file>.<pid>.<8 hex>.tmp`): a copy of a leftover kept aside, no pid, no hex.
+    const other = ["notes.tmp", "tokens.json.bak", "tokens.json.4242.0a1b2c3d.tmp.bak", "tokens.json..0a1b2c3d.tmp", "tokens.json.4242.notes.tmp"];
     await leftoverTemps(dir, { old, fresh, other });
     expect(await new FileTokenStore(dir).load()).toEqual({ refreshToken: "rt" });
     expect((await readdir(dir)).sort()).toEqual([...fresh, ...other, "tokens.json"].sort());
