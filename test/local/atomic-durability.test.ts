@@ -18,7 +18,8 @@ const journal = vi.hoisted(() => ({
   events: [] as string[],
   opened: new Map<number, string>(),
   failUnlinkOf: undefined as RegExp | undefined,
-  failLink: false,
+  /** errno code a link fails with, taking no effect (EPERM where the file system makes no hard links). */
+  failLink: undefined as string | undefined,
   /**
    * errno code a link fails with after it took effect: a network mount whose reply was lost answers the client's
    * retransmission of the same call with EEXIST, its own link found in place.
@@ -40,6 +41,8 @@ const journal = vi.hoisted(() => ({
   roomPerFile: Number.POSITIVE_INFINITY,
   /** Bytes written so far to each open descriptor. */
   written: new Map<number, number>(),
+  /** Each file fsync with the bytes written to its descriptor before it. */
+  synced: [] as { file: string; bytes: number }[],
   /** Files whose close reports EIO, after releasing the descriptor (a write error NFS defers until close). */
   failCloseOf: undefined as RegExp | undefined,
   /** Files whose stat fails with EIO (a link count that cannot be told). */
@@ -64,6 +67,7 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.openSync;
   const fsyncSync = ((fd: number) => {
     journal.events.push(`fsync ${journal.opened.get(fd) ?? "?"}`);
+    journal.synced.push({ file: journal.opened.get(fd) ?? "?", bytes: journal.written.get(fd) ?? 0 });
     const code = journal.failDirFsync;
     if (code !== undefined && fs.fstatSync(fd).isDirectory()) throw fault(code, "fsync");
     const file = journal.failFile;
@@ -85,7 +89,7 @@ vi.mock("node:fs", async (importOriginal) => {
   }) as typeof fs.renameSync;
   const linkSync = ((from: nodeFs.PathLike, to: nodeFs.PathLike) => {
     journal.events.push(`link ${String(from)} -> ${String(to)}`);
-    if (journal.failLink) throw Object.assign(new Error(`EPERM: operation not permitted, link '${String(from)}'`), { code: "EPERM" });
+    if (journal.failLink !== undefined) throw Object.assign(new Error(`${journal.failLink}: link '${String(from)}' failed`), { code: journal.failLink });
     fs.linkSync(from, to);
     if (journal.linkTookEffectThen !== undefined) throw fault(journal.linkTookEffectThen, "link");
   }) as typeof fs.linkSync;
@@ -114,7 +118,7 @@ tempDirPerTest("bridge-atomic-", (made) => (dir = made));
 beforeEach(() => {
   journal.events.length = 0;
   journal.failUnlinkOf = undefined;
-  journal.failLink = false;
+  journal.failLink = undefined;
   journal.linkTookEffectThen = undefined;
   journal.failDirFsync = undefined;
   journal.failDirOpen = undefined;
@@ -124,6 +128,7 @@ beforeEach(() => {
   journal.failFile = undefined;
   journal.roomPerFile = Number.POSITIVE_INFINITY;
   journal.written.clear();
+  journal.synced.length = 0;
   journal.failCloseOf = undefined;
   journal.failStatOf = undefined;
 });
@@ -179,6 +184,14 @@ describe("writeFileAtomic durability", () => {
     journal.failCloseOf = /tokens\.json\.\d+\.[0-9a-f]+\.tmp$/;
     await expect(writeFileAtomic(file, '{"refreshToken":"rt"}\n', { mode: 0o600 })).rejects.toThrow("ENOSPC: write failed");
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("fsyncs a file after the last of its bytes is written, so the fsync covers all of them (written atomically or once)", async () => {
+    const text = '{"refreshToken":"rt"}\n';
+    await writeFileAtomic(path.join(dir, "tokens.json"), [Buffer.from(text.slice(0, 5)), Buffer.from(text.slice(5))]);
+    await createFileOnce(path.join(dir, "lease"), text);
+    const files = journal.synced.filter(({ file }) => file.endsWith(".tmp"));
+    expect(files.map(({ bytes }) => bytes)).toEqual([text.length, text.length]);
   });
 
   it("writes the whole of the data when the system writes less than asked per call, never a truncated file", async () => {
@@ -342,6 +355,22 @@ describe("removeFilesDurably", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it("fsyncs each directory that lost a file, not only the first (records of two directories in one batch)", async () => {
+    const files = ["a/record.json", "b/record.json"].map((name) => path.join(dir, name));
+    for (const file of files) {
+      makeDirDurable(path.dirname(file));
+      await writeFileAtomic(file, "{}");
+    }
+    journal.events.length = 0;
+    removeFilesDurably(files);
+    expect(journal.events.map((event) => event.replaceAll(dir, "<dir>"))).toEqual([
+      "unlink <dir>/a/record.json",
+      "unlink <dir>/b/record.json",
+      "fsync <dir>/a",
+      "fsync <dir>/b",
+    ]);
+  });
+
   it("still fsyncs the directory of the files it removed when a later one fails, and throws that failure", async () => {
     // The caller counts none of the batch as deleted; those already unlinked must not come back after a crash either
     // (one delete a call fsynced each before the batch).
@@ -458,18 +487,25 @@ describe("createFileOnce", () => {
     expect((await readdir(dir)).filter((name) => name !== "lease")).toEqual([expect.stringMatching(/^lease\.\d+\.[0-9a-f]+\.new\.tmp$/)]);
   });
 
-  it("throws a link failure other than an existing file, leaving neither the file nor a temp file", async () => {
-    journal.failLink = true;
-    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ code: "EPERM" });
+  it("throws a link failure other than an existing file or a missing hard link (EIO) as it is, leaving neither the file nor a temp file", async () => {
+    // Read as a file found there, a lease no one holds would be reported as another's, and never taken.
+    journal.failLink = "EIO";
+    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toThrow("EIO: link");
     expect(await readdir(dir)).toEqual([]);
   });
 
   it("names a file system that makes no hard links (EPERM on the link, after the temp file was written) as such, not as a failed write", async () => {
-    journal.failLink = true;
+    journal.failLink = "EPERM";
     const failure = createFileOnce(path.join(dir, "lease"), "mine");
     await expect(failure).rejects.toBeInstanceOf(HardLinksUnsupportedError);
     await expect(failure).rejects.toMatchObject({ code: "EPERM", file: dir, cause: { code: "EPERM" } });
     await expect(failure).rejects.toThrow(`the file system of ${dir} makes no hard links (EPERM)`);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it.each(["ENOTSUP", "EOPNOTSUPP", "ENOSYS"])("names a file system that makes no hard links by its other answers too (%s: SMB, FUSE mounts)", async (code) => {
+    journal.failLink = code;
+    await expect(createFileOnce(path.join(dir, "lease"), "mine")).rejects.toMatchObject({ name: "HardLinksUnsupportedError", code });
     expect(await readdir(dir)).toEqual([]);
   });
 
