@@ -11,7 +11,8 @@ import { DEFAULT_METRICS_NAMESPACE } from "../shared/aws/config.js";
 import { MAX_ENTRIES_PER_CALL } from "../shared/aws/event-publisher.js";
 import { MAX_ENTRY_BYTES } from "../shared/aws/event-size.js";
 import { cardModeOf, type PollEvent } from "../shared/aws/poll-event.js";
-import { ProviderSecretSchema } from "../shared/aws/provider-secret.js";
+import { ProviderSecretSchema, type ProviderSecret } from "../shared/aws/provider-secret.js";
+import { credentialsFingerprint } from "../shared/aws/runtime.js";
 import * as bridge from "../shared/bridge/index.js";
 import { eventId, type EventIdentity } from "../shared/bridge/hash.js";
 import { DEFAULT_PAGE_SIZE } from "../shared/bridge/deps.js";
@@ -40,6 +41,25 @@ function between(text: string, from: string, to: string): string {
 const source = (path: string): string => readFileSync(join(ROOT, path), "utf8");
 
 describe("README, Architecture: the runtime's parts", () => {
+  it("has the runtime rebuilt for a change of exactly the secret's members it names, not for a new refresh token", () => {
+    const said = firstTextsSaid(ARCHITECTURE, /into the engine once \(again when the secret's (.+?) change\)/)[0] ?? "";
+    // The words the README uses for the secret's members (the spec's "client credentials" are its id and secret).
+    const members: Readonly<Record<string, readonly (keyof ProviderSecret)[]>> = {
+      "client credentials": ["client_id", "client_secret"],
+      "PII salt": ["pii_salt"],
+      "refresh token": ["refresh_token"],
+    };
+    const named = said.split(/, | or | and /).flatMap((words) => {
+      expect(members, `a member of the secret: ${words}`).toHaveProperty([words]);
+      return members[words] ?? [];
+    });
+    const secret: ProviderSecret = { client_id: "cid", client_secret: "cs", refresh_token: "rt", pii_salt: "salt-0123456789abcdef" };
+    const rebuilding = Object.keys(ProviderSecretSchema.shape).filter(
+      (member) => credentialsFingerprint({ ...secret, [member]: `${secret[member as keyof ProviderSecret]}-changed` }) !== credentialsFingerprint(secret),
+    );
+    expect(named.sort()).toEqual(rebuilding.sort());
+  });
+
   it("names in the diagram's secret every member of the provider secret", () => {
     const box = firstTextsSaid(ARCHITECTURE, /SM\[\("Secrets Manager<br\/>([^"]+)"\)\]/)[0]?.toLowerCase() ?? "";
     for (const member of Object.keys(ProviderSecretSchema.shape)) {
