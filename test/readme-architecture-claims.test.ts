@@ -177,6 +177,22 @@ describe("README, The engine: its boundaries and entry points", () => {
     expect([...packages].filter((name) => name.startsWith("@aws-sdk/") || name.startsWith("@aws-lambda-powertools/"))).toEqual([]);
   });
 
+  it("runs the port contract suite against every class of shared/ implementing a port the suite covers", () => {
+    expect(ENGINE).toContain("One contract suite (`test/bridge/contract/`) runs against every implementation");
+    const ports = [...source("test/bridge/contract/index.ts").matchAll(/export \{ describe(\w+)Contract\b/g)].map((m) => m[1] ?? "");
+    expect(ports.length).toBeGreaterThanOrEqual(5);
+    const filesUnder = (dir: string, suffix: string): string[] =>
+      (readdirSync(join(ROOT, dir), { recursive: true }) as string[]).filter((name) => name.endsWith(suffix)).map((name) => join(dir, name));
+    const implementations = filesUnder("shared", ".ts").flatMap((file) =>
+      [...source(file).matchAll(/class (\w+) implements ([\w, ]+)/g)].flatMap(([, name = "", implemented = ""]) =>
+        implemented.split(",").some((port) => ports.includes(port.trim())) ? [name] : [],
+      ),
+    );
+    expect(implementations.length).toBeGreaterThanOrEqual(10);
+    const suiteRuns = new Set(filesUnder("test", ".test.ts").flatMap((file) => [...source(file).matchAll(/describe\w+Contract\("(\w+)/g)].map((m) => m[1])));
+    expect(implementations.filter((name) => !suiteRuns.has(name))).toEqual([]);
+  });
+
   it("names entry points and errors the engine exports, the card modes the pollers take, the report the errors carry", () => {
     const entries = between(ENGINE, "Entry points:", "A transaction cycle pulls");
     const called = textsSaid(entries, /`(\w+)\(deps/g).map(([name = ""]) => name);

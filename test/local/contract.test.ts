@@ -11,6 +11,7 @@ import {
 } from "../bridge/contract/index.js";
 import { FileLock, FileQuarantine, FileSnapshotStore, FileTokenStore, JsonlEventPublisher } from "../../shared/local/index.js";
 import type { EventBridgeEnvelope } from "../../shared/local/index.js";
+import { LocalTokenStore } from "../../shared/cli/local-tokens.js";
 
 async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), "bridge-local-"));
@@ -44,6 +45,18 @@ describeLockContract("FileLock", async (clock) => {
 describeTokenStoreContract("FileTokenStore", async () => {
   const { dir, cleanup } = await tempDir();
   return { store: new FileTokenStore(dir), reopen: async () => new FileTokenStore(dir), cleanup };
+});
+
+// The token store local mode runs with: the file's, seeded from QASHIO_REFRESH_TOKEN while the file holds none.
+describeTokenStoreContract("LocalTokenStore", async () => {
+  const { dir, cleanup } = await tempDir();
+  return { store: new LocalTokenStore(new FileTokenStore(dir)), reopen: async () => new LocalTokenStore(new FileTokenStore(dir)), cleanup };
+});
+
+describeTokenStoreContract("LocalTokenStore with a seed", async () => {
+  const { dir, cleanup } = await tempDir();
+  const seeded = () => new LocalTokenStore(new FileTokenStore(dir), "rt-seed");
+  return { store: seeded(), reopen: async () => seeded(), startsEmpty: false, cleanup };
 });
 
 describeEventPublisherContract("JsonlEventPublisher", async () => {
