@@ -20,6 +20,8 @@ import { PII_MODES } from "../shared/bridge/pii.js";
 import { countProviderRetries } from "../shared/bridge/root-metrics.js";
 import { NOT_SYNCED_BUDGET_SHARE, pollTransactions } from "../shared/bridge/transactions.js";
 import { DEFAULT_RETRY } from "../shared/qashio/http.js";
+import { TOKEN_PATH, VALIDATE_PATH } from "../shared/qashio/auth/oauth.js";
+import { PATHS } from "../shared/qashio/client.js";
 import { METRIC_NAMESPACE } from "../infra/constructs/bridge-metrics.js";
 import { makeRig } from "./bridge/fakes.js";
 import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, textsSaid } from "./doc-text.js";
@@ -58,6 +60,14 @@ describe("README, Architecture: the runtime's parts", () => {
       (member) => credentialsFingerprint({ ...secret, [member]: `${secret[member as keyof ProviderSecret]}-changed` }) !== credentialsFingerprint(secret),
     );
     expect(named.sort()).toEqual(rebuilding.sort());
+  });
+
+  it("names in the diagram's provider box every path the functions call: the lists, the acknowledge, the refresh and the rotation's validate", () => {
+    const box = firstTextsSaid(ARCHITECTURE, /P\[\("Qashio API<br\/>([^"]+)"\)\]/)[0] ?? "";
+    const patterns = box.split(/<br\/>| · /);
+    const covered = (path: string): boolean => patterns.some((p) => (p.endsWith("/*") ? path.startsWith(p.slice(0, -1)) : path === p));
+    const called = [PATHS.transactions, PATHS.acknowledge, PATHS.erpCards, TOKEN_PATH, VALIDATE_PATH];
+    expect(called.filter((path) => !covered(path))).toEqual([]);
   });
 
   it("names in the diagram's secret every member of the provider secret", () => {
