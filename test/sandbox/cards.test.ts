@@ -66,6 +66,13 @@ describe("GET /public/v1/erp/cards", () => {
     }
   });
 
+  it("shows whether country and category limits are in force as the card holds each, not one for the other", async () => {
+    const records = h.sandbox.control.company(h.companyId)!.cards;
+    expect(records.some((c) => c.countryLimitsActive !== c.categoryLimitsActive), "a card with one family on and the other off").toBe(true);
+    const listed = new Map((await erpCards()).map((c) => [c.id, [c.country_limits_active, c.category_limits_active]]));
+    expect(records.map((c) => [c.id, listed.get(c.id)])).toEqual(records.map((c) => [c.id, [c.countryLimitsActive, c.categoryLimitsActive]]));
+  });
+
   it("counts only the cards a filter matches in its pagination", async () => {
     const all = await erpCards();
     const physical = all.filter((c) => c.card_type === "Physical").length;
