@@ -126,6 +126,23 @@ describe("local bridge cycle", () => {
     expect([result.transactions.outcome, result.cards.outcome, result.complete]).toEqual(["deadline", "complete", false]);
   });
 
+  it("reports a cycle incomplete when only the cards walk stopped short (at the budget), though the transactions walk completed", async () => {
+    const harness = await startHarness();
+    const { sent, fetch } = recordingFetch();
+    // The transactions' last list (the outdated ones, one page) takes past the whole budget: their walk ends with it, and
+    // the cards walk starts too late to list anything.
+    let at = Date.now();
+    const clock = { now: () => at, sleep: () => new Promise<void>((resolve) => setImmediate(resolve)) };
+    const slowTransactions: FetchLike = async (url, init) => {
+      if (url.includes("/erp/transactions?") && url.includes("client_sync_status=outdated")) at += 2_000;
+      return fetch(url, init);
+    };
+    const { bridge } = await openHarnessBridge(harness, { clock, fetch: slowTransactions });
+    const result = await runCycle(bridge, { budgetMs: 1_000 });
+    expect(sent.filter((url) => url.includes("/erp/cards"))).toEqual([]);
+    expect([result.transactions.outcome, result.cards.outcome, result.complete]).toEqual(["complete", "deadline", false]);
+  });
+
   it("reports a quarantine it could not count as 0 records held, warning of it", async () => {
     const harness = await startHarness();
     const { logger, messages } = warningRecorder();
