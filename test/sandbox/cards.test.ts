@@ -246,6 +246,12 @@ describe("GET /public/v1/core/cards", () => {
 
   it("derives the core fields §2.4 leaves open from the card, as spec-gaps (Cards and users) states them, the card number masked to its last four", async () => {
     const data = h.sandbox.control.company(h.companyId)!;
+    // One card of each type Inactive (dashboard), so the fields that look at type and status meet every pair.
+    for (const type of ["Virtual", "Physical"] as const) {
+      const card = data.cards.find((c) => c.cardType === type && c.status === "Active")!;
+      await h.json(`/_sandbox/companies/${h.companyId}/cards/${card.id}/status`, { body: { status: "Inactive" } });
+    }
+    expect(new Set(data.cards.filter((c) => c.status === "Inactive").map((c) => c.cardType))).toEqual(new Set(["Virtual", "Physical"]));
     const [records, country] = [new Map(data.cards.map((c) => [c.id, c])), data.company.country];
     const listed = (await h.json(`${CORE}?page_size=100`)).body.data.cards as Row[];
     const derived = listed.map((c) => {
