@@ -168,6 +168,25 @@ describe("FileSnapshotStore vacuum", () => {
     expect(existsSync(segment)).toBe(true);
   });
 
+  it("gives the event loop's timers a turn at each batch: a long vacuum lets a timer (the lease renewal) fire", async () => {
+    // One entry a batch (a larger single entry goes alone), no compaction or merge in putMany: only the vacuum runs batches.
+    let fired = false;
+    /** Whether the timer had fired, as each batch of the vacuum starts. */
+    const batchesSeen: boolean[] = [];
+    const store = new FileSnapshotStore(dir, { compactBatchBytes: 1, compactMinDeadBytes: 1e9, mergeFanIn: 1_000, beforeCompaction: async () => void batchesSeen.push(fired) });
+    for (let i = 0; i < 3; i++) await store.putMany([snapshotOf(`card:a${i}`, 1, 50), snapshotOf(`card:b${i}`, 1, 50)]);
+    await store.putMany(Array.from({ length: 3 }, (_, i) => snapshotOf(`card:a${i}`, 2, 50)));
+    setTimeout(() => {
+      fired = true;
+    }, 0);
+    // The timer is due before the vacuum starts: it fires at the latest in the loop turn after the first batch's.
+    for (const due = Date.now() + 5; Date.now() < due; );
+    await store.vacuum();
+    // Three batches that copy, then one that finds nothing left.
+    expect(batchesSeen).toHaveLength(4);
+    expect(batchesSeen.slice(1)).toEqual([true, true, true]);
+  });
+
   it("writes nothing when no segment holds a replaced entry", async () => {
     const store = new FileSnapshotStore(dir);
     await store.putMany([person("card:CA1", "Ann"), person("card:CA2", "Bob")]);
