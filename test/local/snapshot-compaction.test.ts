@@ -452,6 +452,21 @@ describe("FileSnapshotStore compaction", () => {
     expect(counts).toEqual([1, 2, 1]);
   });
 
+  it("merges a tier's small segments oldest first: those a batch has no room for are the newest", async () => {
+    // Three segments of about 25 KB in the tier [16, 32) KiB, batches of 64 KiB: the merge takes two, the third waits.
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 64 * 1024, mergeBelowBytes: 32 * 1024, mergeFanIn: 2 };
+    const store = new FileSnapshotStore(dir, tuned);
+    const model = new Map<SnapshotKey, Snapshot>();
+    for (let call = 0; call < 3; call++) {
+      const page = [snap(`transaction:t${call}`, call, 14_300)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+    }
+    // Segments 1 and 2 merged into 4; segment 3 left as it was.
+    expect((await segmentFiles()).map((name) => Number(name.split("-")[1]))).toEqual([3, 4]);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
+  });
+
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
