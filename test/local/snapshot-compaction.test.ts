@@ -467,6 +467,23 @@ describe("FileSnapshotStore compaction", () => {
     await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
   });
 
+  it("merges in order: a newer small segment never overtakes an older one the batch had no room for", async () => {
+    // Four segments in the tier [21, 64) KiB, batches of 128 KiB: the first two fill it past room for the third, so
+    // those two merge, and the fourth, which would fit beside them, waits its turn behind the third.
+    const tuned: FileSnapshotStoreOptions = { compactMinDeadBytes: MIN_DEAD, compactBatchBytes: 128 * 1024, mergeBelowBytes: 64 * 1024, mergeFanIn: 3 };
+    const store = new FileSnapshotStore(dir, tuned);
+    const model = new Map<SnapshotKey, Snapshot>();
+    // A size of n makes a line of about 7n/4 bytes (snapshotOf): about 50, 50, 50 and 23 KiB.
+    for (const [call, size] of [28_500, 28_500, 28_500, 13_000].entries()) {
+      const page = [snap(`transaction:t${call}`, call, size)];
+      await store.putMany(page);
+      for (const s of page) model.set(s.key, s);
+    }
+    // Segments 1 and 2 merged into 5; 3 and 4 left as they were.
+    expect((await segmentFiles()).map((name) => Number(name.split("-")[1]))).toEqual([3, 4, 5]);
+    await expectReadsModel(new FileSnapshotStore(dir, tuned), model);
+  });
+
   it("awaits beforeCompaction before a putMany's compaction batch: its throw stops the call with that error, copying nothing", async () => {
     // The CLI checks its cycle lease there: a batch copies what this instance last knew, so one run after another
     // process took the lease would store older snapshots over its newer ones.
