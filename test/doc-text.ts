@@ -66,6 +66,20 @@ export function namesDocPart(path: string, part: string): boolean {
   return parts.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`) || name.startsWith(`${part}:`));
 }
 
+/**
+ * The part of `text` from `from` up to the next `to` after it (exclusive); fails when either is missing.
+ *
+ * @example
+ * textBetween(docText("README.md"), "## Local mode", "### Onboarding an AWS tenant"); // "## Local mode ..."
+ */
+export function textBetween(text: string, from: string, to: string): string {
+  const start = text.indexOf(from);
+  const end = text.indexOf(to, start + from.length);
+  expect(start, from).toBeGreaterThanOrEqual(0);
+  expect(end, to).toBeGreaterThan(start);
+  return text.slice(start, end);
+}
+
 /** The groups of every match of `pattern` in `text`, as written; fails when it matches nowhere. */
 export function textsSaid(text: string, pattern: RegExp): string[][] {
   const found = [...text.matchAll(new RegExp(pattern, "g"))].map((m) => m.slice(1).map((group) => group ?? ""));

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { namesDocPart } from "./doc-text.js";
+import { docText, namesDocPart } from "./doc-text.js";
 import { headingAnchors, withoutFencedCode } from "./markdown-anchor.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -43,7 +43,7 @@ const CITATION = new RegExp(String.raw`(docs/[\w-]+\.md), (${CITED_PART}(?:, ${C
 // a renamed heading leaves the citation pointing nowhere.
 describe("the citations between docs", () => {
   it.each(DOCUMENTS)("%s cites only headings and leads that exist", (doc) => {
-    const text = readFileSync(join(ROOT, doc), "utf8").replace(/\s+/g, " ");
+    const text = docText(doc);
     for (const { index } of text.matchAll(/docs\/[\w-]+\.md, (?=["\x60A-Z])/g)) {
       CITATION.lastIndex = index;
       const [citation = "", cited = "", parts = ""] = CITATION.exec(text) ?? [];
@@ -55,6 +55,6 @@ describe("the citations between docs", () => {
   });
 
   it.each(["docs/runbook.md", "docs/events.md", "docs/spec-gaps.md", "docs/local-mode.md", "docs/upgrading.md"])("finds the citations it guards in %s", (doc) => {
-    expect(readFileSync(join(ROOT, doc), "utf8").replace(/\s+/g, " ").match(/docs\/[\w-]+\.md, (?=["\x60A-Z])/g)?.length ?? 0).toBeGreaterThan(3);
+    expect(docText(doc).match(/docs\/[\w-]+\.md, (?=["\x60A-Z])/g)?.length ?? 0).toBeGreaterThan(3);
   });
 });

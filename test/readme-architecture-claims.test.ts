@@ -25,21 +25,12 @@ import { PATHS } from "../shared/qashio/client.js";
 import { METRIC_NAMESPACE } from "../infra/constructs/bridge-metrics.js";
 import { makeRig } from "./bridge/fakes.js";
 import { importGraph, loadedWith } from "./import-graph.js";
-import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, textsSaid } from "./doc-text.js";
+import { docSection, docText, firstTextsSaid, numbersSaid, quotedNames, textBetween, textsSaid } from "./doc-text.js";
 import { ROOT, expectCitationsHold, specGapsSection } from "./spec-gaps-section.js";
 
 /** "## Architecture" with its "### The engine", line breaks read as spaces. */
 const ARCHITECTURE = docSection(docText("README.md"), "Architecture");
 const ENGINE = ARCHITECTURE.slice(ARCHITECTURE.indexOf(" ### The engine "));
-
-/** The part of `text` from `from` up to `to` (exclusive); fails when either is missing. */
-function between(text: string, from: string, to: string): string {
-  const start = text.indexOf(from);
-  const end = text.indexOf(to, start + from.length);
-  expect(start, from).toBeGreaterThanOrEqual(0);
-  expect(end, to).toBeGreaterThan(start);
-  return text.slice(start, end);
-}
 
 const source = (path: string): string => readFileSync(join(ROOT, path), "utf8");
 
@@ -106,8 +97,8 @@ describe("README, Architecture: the runtime's parts", () => {
   });
 
   it("names as adapters files of shared/aws that implement the ports the engine section lists", () => {
-    const adapters = between(ARCHITECTURE, "→ adapters (", ") implementing the ports");
-    const ports = new Set(quotedNames(between(ENGINE, "`ports.ts`:", ";")));
+    const adapters = textBetween(ARCHITECTURE, "→ adapters (", ") implementing the ports");
+    const ports = new Set(quotedNames(textBetween(ENGINE, "`ports.ts`:", ";")));
     const files = quotedNames(adapters);
     expect(files.length).toBeGreaterThanOrEqual(5);
     for (const file of files) {
@@ -119,7 +110,7 @@ describe("README, Architecture: the runtime's parts", () => {
 
 describe("README, Architecture: observability", () => {
   /** The metric list: "Name" or "Name by what" entries. */
-  const listed = between(ARCHITECTURE, "EMF metrics in namespace", "), X-Ray traces")
+  const listed = textBetween(ARCHITECTURE, "EMF metrics in namespace", "), X-Ray traces")
     .replace(/^[^(]*\(/, "")
     .split(",")
     .map((entry) => entry.trim());
@@ -159,7 +150,7 @@ describe("README, Architecture: observability", () => {
 
 describe("README, The engine: its boundaries and entry points", () => {
   it("lists ports the engine's ports.ts exports, and a provider port in provider.ts", () => {
-    const ports = quotedNames(between(ENGINE, "(`ports.ts`:", ";").slice("(`ports.ts`:".length));
+    const ports = quotedNames(textBetween(ENGINE, "(`ports.ts`:", ";").slice("(`ports.ts`:".length));
     expect(ports.length).toBeGreaterThanOrEqual(8);
     const text = source("shared/bridge/ports.ts");
     for (const port of ports) expect(new RegExp(`export (?:interface|type) ${port}\\b|export type \\{ ${port} \\}`).test(text), port).toBe(true);
@@ -194,7 +185,7 @@ describe("README, The engine: its boundaries and entry points", () => {
   });
 
   it("names entry points and errors the engine exports, the card modes the pollers take, the report the errors carry", () => {
-    const entries = between(ENGINE, "Entry points:", "A transaction cycle pulls");
+    const entries = textBetween(ENGINE, "Entry points:", "A transaction cycle pulls");
     const called = textsSaid(entries, /`(\w+)\(deps/g).map(([name = ""]) => name);
     expect(called.length).toBeGreaterThanOrEqual(5);
     const errors = textsSaid(entries, /`(\w+Error)`/g).map(([name = ""]) => name);
@@ -215,7 +206,7 @@ describe("README, The engine: its boundaries and entry points", () => {
 });
 
 describe("README, The engine: a transaction cycle", () => {
-  const cycle = between(ENGINE, "A transaction cycle pulls", "Event catalog:");
+  const cycle = textBetween(ENGINE, "A transaction cycle pulls", "Event catalog:");
 
   it("pulls the statuses in the order and page size it says", async () => {
     const [[first = "", second = "", size = ""] = []] = textsSaid(cycle, /pulls `client_sync_status=(\w+)`, then `(\w+)`, (\d+) per page/);

@@ -18,20 +18,13 @@ import { TRANSACTIONS_BUDGET_SHARE } from "../../shared/cli/local-cycles.js";
 import { formatEvent, shouldColour } from "../../shared/cli/printer.js";
 import { createSandbox, SANDBOX_CLIENT } from "../../sandbox/index.js";
 import { parseMainArgs } from "../../sandbox/main.js";
-import { docText, firstTextsSaid, numbersSaid, textsSaid } from "../doc-text.js";
+import { docText, firstTextsSaid, numbersSaid, textBetween, textsSaid } from "../doc-text.js";
 import { seconds } from "../spec-gaps-section.js";
 
 const README = docText("README.md");
 
 /** README from heading `from` up to heading `to`, line breaks read as spaces. */
-function between(from: string, to: string): string {
-  const start = README.indexOf(from);
-  const end = README.indexOf(to, start + 1);
-  expect(start, from).toBeGreaterThanOrEqual(0);
-  expect(end, to).toBeGreaterThan(start);
-  return README.slice(start, end);
-}
-
+const between = (from: string, to: string): string => textBetween(README, from, to);
 
 const DEMO = between("## Try it: `npm start`", "## Architecture");
 const LOCAL = between("## Local mode", "### Onboarding an AWS tenant");
