@@ -14,9 +14,9 @@ beforeEach(() => {
 
 const lineOf = (n: number) => envelopeLine(toEventBridgeEnvelope(sampleEvent(n), { account: "1", region: "r", id: `env-${n}` }));
 
-/** The file's lines, each parsed (a line that does not parse fails the test), as their events' `detail.id`. */
-async function detailIds(): Promise<string[]> {
-  return (await readFile(file, "utf8"))
+/** The lines of the events file (`of`, by default the test's), each parsed (a line that does not parse fails the test), as their events' `detail.id`. */
+async function detailIds(of = file): Promise<string[]> {
+  return (await readFile(of, "utf8"))
     .split("\n")
     .filter(Boolean)
     .map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
@@ -187,8 +187,7 @@ describe("JsonlEventPublisher when its directory goes away while it runs", () =>
     await publisher.publish([sampleEvent(1)]);
     await rm(path.join(dir, "out"), { recursive: true });
     await publisher.publish([sampleEvent(2)]);
-    const ids = (await readFile(events, "utf8")).split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { detail: { id: string } }).detail.id);
-    expect(ids).toEqual([sampleEvent(2).detail.id]);
+    expect(await detailIds(events)).toEqual([sampleEvent(2).detail.id]);
     expect((await stat(nested)).mode & 0o777).toBe(0o700);
   });
 });
