@@ -7,6 +7,9 @@ import { withoutFencedCode } from "./markdown-anchor.js";
 /** Numbers the docs spell out. */
 const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, eight: 8, "three quarters": 0.75, half: 0.5 };
 
+/** A doc of the repository (a path under its root), as written. */
+const rawDoc = (path: string): string => readFileSync(join(import.meta.dirname, "..", path), "utf8");
+
 /**
  * A doc of the repository (a path under its root), line breaks and runs of blanks read as one space.
  *
@@ -14,7 +17,7 @@ const WORDS: Readonly<Record<string, number>> = { one: 1, two: 2, three: 3, four
  * docText("docs/runbook.md"); // "# Runbook ..."
  */
 export function docText(path: string): string {
-  return readFileSync(join(import.meta.dirname, "..", path), "utf8").replace(/\s+/g, " ");
+  return rawDoc(path).replace(/\s+/g, " ");
 }
 
 /**
@@ -39,7 +42,7 @@ export function docSection(text: string, title: string): string {
  * docBullet("docs/upgrading.md", "The transactions take at most", "Local mode"); // "- The transactions take at most ..."
  */
 export function docBullet(path: string, start: string, section?: string): string {
-  let text = readFileSync(join(import.meta.dirname, "..", path), "utf8");
+  let text = rawDoc(path);
   if (section !== undefined) {
     const at = text.indexOf(`\n## ${section}\n`);
     expect(at, `section ${section}`).toBeGreaterThanOrEqual(0);
@@ -61,7 +64,7 @@ export function docBullet(path: string, start: string, section?: string): string
  * namesDocPart("docs/runbook.md", "SyncLag"); // true: "## SyncLag" is a heading of the runbook
  */
 export function namesDocPart(path: string, part: string): boolean {
-  const text = withoutFencedCode(readFileSync(join(import.meta.dirname, "..", path), "utf8"));
+  const text = withoutFencedCode(rawDoc(path));
   const parts = [...text.matchAll(/^#+ (.+)$|^\s*- \*\*(.+?)\*\*|^\s*- \*(.+?)\*/gm)].map((m) => (m[1] ?? m[2] ?? m[3] ?? "").replace(/\.$/, ""));
   return parts.some((name) => name === part || name.startsWith(`${part} (`) || name.startsWith(`${part}.`) || name.startsWith(`${part}:`));
 }
