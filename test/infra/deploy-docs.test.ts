@@ -5,6 +5,7 @@ import { bridgeAppOptionsFromContext } from "../../infra/app-context.js";
 import { heartbeatAlarmWindow } from "../../infra/constructs/alarm-window.js";
 import { MAX_WEBHOOKS_PER_TENANT } from "../../infra/tenant-config.js";
 import { parseTenantsDocument } from "../../infra/tenants-document.js";
+import { docSection, docText } from "../doc-text.js";
 import { exampleStacks, REPO_ROOT, rotationWindow, testApp } from "./helpers.js";
 import type { PolicyStatement } from "./iam-evaluator.js";
 
@@ -78,45 +79,46 @@ describe("README's Describe the tenant", () => {
   });
 });
 
+/** README's "Deploying a tenant", all four parts, line breaks read as spaces. */
+const DEPLOYING = docSection(docText("README.md"), "Deploying a tenant");
+
 describe("README's Deploying a tenant, for the platform engineer handing a tenant over", () => {
-  const section = (): string => /^## Deploying a tenant\n([^]*?)^## /m.exec(read("README.md"))?.[1] ?? "";
 
   it("names every output of a tenant's stack", () => {
     const outputs = Object.keys((exampleStacks().globex.template.toJSON() as { Outputs: Record<string, unknown> }).Outputs);
     expect(outputs.length).toBeGreaterThan(0);
-    expect(outputs.filter((key) => !section().includes(`\`${key}\``))).toEqual([]);
+    expect(outputs.filter((key) => !DEPLOYING.includes(`\`${key}\``))).toEqual([]);
   });
 
   it("says what the tenant's consumers subscribe to: its bus, its source, and the rule patterns in docs/events.md", () => {
-    expect(section()).toMatch(/`EventBusName` output[^]*`eventSource`[^]*`detail\.tenant`[^]*\(docs\/events\.md#subscribing\)/);
+    expect(DEPLOYING).toMatch(/`EventBusName` output[^]*`eventSource`[^]*`detail\.tenant`[^]*\(docs\/events\.md#subscribing\)/);
   });
 });
 
 describe("README's Deploying a tenant, on the numbers and names it gives", () => {
-  const flat = (): string => (/^## Deploying a tenant\n([^]*?)^## /m.exec(read("README.md"))?.[1] ?? "").replace(/\s+/g, " ");
   const windowMinutes = (everyMinutes: number): number => {
     const window = heartbeatAlarmWindow(everyMinutes);
     return window.period.toMinutes() * window.evaluationPeriods;
   };
 
   it("gives the heartbeat windows of its examples as heartbeatAlarmWindow builds them", () => {
-    const [, minutes, every] = /so (\d+) minutes for a (\d+)-minute schedule/.exec(flat()) ?? [];
+    const [, minutes, every] = /so (\d+) minutes for a (\d+)-minute schedule/.exec(DEPLOYING) ?? [];
     expect(windowMinutes(Number(every))).toBe(Number(minutes));
-    const [, hours] = /so (\d+) hours for a daily schedule/.exec(flat()) ?? [];
+    const [, hours] = /so (\d+) hours for a daily schedule/.exec(DEPLOYING) ?? [];
     expect(windowMinutes(24 * 60)).toBe(Number(hours) * 60);
   });
 
   it("gives the hours of the token rotation's daily window", () => {
     const { start, end } = rotationWindow();
-    expect(flat()).toContain(`rotates the token daily between ${start} and ${end} UTC`);
+    expect(DEPLOYING).toContain(`rotates the token daily between ${start} and ${end} UTC`);
   });
 
   it("gives the tenant's webhook cap", () => {
-    expect(flat()).toContain(`A tenant takes at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
+    expect(DEPLOYING).toContain(`A tenant takes at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
   });
 
   it("names as the app's settings context keys the app reads: each, misspelt, fails synth naming it", () => {
-    const listed = /The app's settings are the context values ([^(]*)\(/.exec(flat())?.[1] ?? "";
+    const listed = /The app's settings are the context values ([^(]*)\(/.exec(DEPLOYING)?.[1] ?? "";
     const names = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1] as string);
     expect(names.length).toBeGreaterThan(2);
     for (const name of names) {
