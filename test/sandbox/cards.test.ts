@@ -104,9 +104,28 @@ describe("GET /public/v1/erp/cards", () => {
     expect(errorCodes(body)).toEqual(expected);
   });
 
-  it("answers 404 for a pool account or user of nobody in this company", async () => {
-    expect((await h.json(`${ERP}?pool_account_id=PAUNKNOWN00`)).status).toBe(404);
-    expect((await h.json(`${ERP}?user_id=00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+  it("answers 404 for a pool account or user of nobody in this company, the entry naming the filter (§7)", async () => {
+    const pool = await h.json(`${ERP}?pool_account_id=PAUNKNOWN00`);
+    const user = await h.json(`${ERP}?user_id=00000000-0000-4000-8000-000000000000`);
+    expect([pool, user].map(({ status, body }) => [status, errorCodes(body)])).toEqual([
+      [404, ["pool_account_id:NOT_FOUND"]],
+      [404, ["user_id:NOT_FOUND"]],
+    ]);
+  });
+
+  it("answers page_size cards per page, each page the next cards in order (§8.1)", async () => {
+    const all = (await erpCards()).map((c) => c.id);
+    expect(all.length, "seed 7 has cards for three pages of 5").toBeGreaterThan(10);
+    const pages = [];
+    for (const page of [1, 2, 3]) pages.push(((await h.json(`${ERP}?page_size=5&page=${page}`)).body.data as Row[]).map((c) => c.id));
+    expect(pages).toEqual([all.slice(0, 5), all.slice(5, 10), all.slice(10, 15)]);
+  });
+
+  it("matches last4 on all four digits, not a card ending in the same three (§8.2 rule 6)", async () => {
+    const [mine, lookalike] = h.sandbox.control.company(h.companyId)!.cards;
+    const other = String((Number(mine!.lastFour[0]) + 1) % 10);
+    Object.assign(lookalike!, { lastFour: `${other}${mine!.lastFour.slice(1)}` });
+    expect((await erpCards(`last4=${mine!.lastFour}&page_size=100`)).map((c) => c.id)).toEqual([mine!.id]);
   });
 
   it("has every status, both types and both funding models among the seeded cards", async () => {
@@ -217,6 +236,9 @@ describe("GET /public/v1/erp/cards/{cardId}", () => {
 
   it("answers 404 for an unknown card and for another company's card", async () => {
     expect((await h.json(`${ERP}/CAUNKNOWN000`)).status).toBe(404);
+    // Ids are exact as issued (spec-gaps): a card's id in lower case names no card.
+    const known = (await erpCards())[0]!.id as string;
+    expect([(await h.json(`${ERP}/${known}`)).status, (await h.json(`${ERP}/${known.toLowerCase()}`)).status]).toEqual([200, 404]);
     // The same error entry from the card read and from each card write: the path parameter named, as §7 entries do.
     const notFound = [
       await h.json(`${ERP}/CAUNKNOWN000`),
