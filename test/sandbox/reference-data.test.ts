@@ -90,8 +90,9 @@ describe("GET /public/v1/erp/pool_accounts", () => {
     expect(errorCodes(body)).toEqual(expected);
   });
 
-  it("answers 404 for a manager who is nobody in this company", async () => {
-    expect((await h.json("/public/v1/erp/pool_accounts?manager_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
+  it("answers 404 for a manager who is nobody in this company, the entry naming manager_id (§7)", async () => {
+    const { status, body } = await h.json("/public/v1/erp/pool_accounts?manager_id=00000000-0000-4000-8000-000000000000");
+    expect([status, errorCodes(body)]).toEqual([404, ["manager_id:NOT_FOUND"]]);
   });
 
   it("answers 404 for a creator who is nobody in this company, and an empty page for a user who created none", async () => {
