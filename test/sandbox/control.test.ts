@@ -4,7 +4,7 @@ import { StaticTokenProvider } from "../../shared/qashio/auth/token-provider.js"
 import { QashioClient } from "../../shared/qashio/client.js";
 import { InvalidResponseError, RateLimitedError, ServerError, TimeoutError } from "../../shared/qashio/errors.js";
 import { ErrorEnvelopeSchema, TransactionSchema } from "../../shared/qashio/schemas/index.js";
-import { createSandbox, ValidationError } from "../../sandbox/index.js";
+import { createSandbox, LEGACY_PREFIX, ValidationError } from "../../sandbox/index.js";
 import { consumedOf } from "../../sandbox/data/spend-limits.js";
 import { canSpendNow } from "../../sandbox/data/transactions.js";
 import { MAX_RESET_TRANSACTIONS } from "../../sandbox/limits.js";
@@ -86,6 +86,17 @@ describe("companies and authorization codes", () => {
     expect((await h.json(LIST)).status).toBe(403);
     await control(`/companies/${h.companyId}/api_access`, { enabled: true });
     expect((await h.json(LIST)).status).toBe(200);
+  });
+
+  it("lists each company's API access as last toggled and the legacy key its x-api-key takes", async () => {
+    const listed = async (id: string) => ((await control("/companies")).body.data as Row[]).find((c) => c.id === id) as Row;
+    expect((await listed(h.companyId)).api_access_enabled).toBe(true);
+    expect((await control(`/companies/${h.companyId}/api_access`, { enabled: false })).body.data).toEqual({ id: h.companyId, api_access_enabled: false });
+    expect((await listed(h.companyId)).api_access_enabled).toBe(false);
+    expect((await listed(h.otherCompanyId)).api_access_enabled).toBe(true);
+    const key = (await listed(h.otherCompanyId)).legacy_api_key as string;
+    const legacy = await h.json(`${LEGACY_PREFIX}/cards?companyId=${h.otherCompanyId}`, { token: null, headers: { "x-api-key": key } });
+    expect(legacy.status).toBe(200);
   });
 });
 
