@@ -1899,6 +1899,15 @@ describe("reset", () => {
     expect((await h.json(`${LIST}?page_size=100`, { token: otherToken.access_token })).body.data.map((t: Row) => t.id)).toEqual(otherBefore);
   });
 
+  it("builds an empty backlog for transactions 0 (a company with nothing to sync) and refuses a negative one", async () => {
+    const { status, body } = await control("/reset", { transactions: 0 });
+    expect(status).toBe(200);
+    expect(body.data.companies[0]).toMatchObject({ id: h.companyId, transactions: 0 });
+    expect((await h.json(LIST)).body.data).toEqual([]);
+    const negative = await control("/reset", { transactions: -1 });
+    expect([negative.status, errorCodes(negative.body)]).toEqual([400, ["transactions:OUT_OF_RANGE"]]);
+  });
+
   it("clears faults and refuses bad options", async () => {
     await control("/faults", { status: 500, count: 3 });
     await control("/reset", {});
