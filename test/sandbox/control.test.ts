@@ -122,6 +122,11 @@ describe("activity generation", () => {
     expect(errorCodes((await control("/reset", { seed: -1, transaction: 5 })).body).sort()).toEqual(["seed:OUT_OF_RANGE", "transaction:INVALID_FORMAT"]);
     expect(errorCodes((await control("/faults", { status: 503, count: 1, path: "/public" })).body)).toEqual(["path:INVALID_FORMAT"]);
     expect((await control("/faults", undefined, "GET")).body.data).toEqual([]);
+    // A member named after what every object inherits is no member of a body either.
+    const clockBefore = await control("/clock", undefined, "GET");
+    const inherited = await control("/clock", '{"advance_seconds": 60, "constructor": 1, "__proto__": {}}');
+    expect([inherited.status, errorCodes(inherited.body).sort()]).toEqual([400, ["__proto__:INVALID_FORMAT", "constructor:INVALID_FORMAT"]]);
+    expect((await control("/clock", undefined, "GET")).body.data).toEqual(clockBefore.body.data);
   });
 
   it("dates a transaction appearing now no later than now: an approved one was approved at most now (§2.2)", async () => {
