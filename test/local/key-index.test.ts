@@ -25,6 +25,15 @@ describe("KeyIndex", () => {
     expect(index.get("card:C4999")?.offset).toBe(2 ** 33 + 4999);
   });
 
+  it("keeps lengths beyond 64 KiB exact, before and after the table grows (a line may be up to 4 GiB)", () => {
+    const index = new KeyIndex();
+    index.set("card:A", { segment: 3, offset: 0, length: 2 ** 32 - 1 });
+    expect(index.get("card:A")?.length).toBe(2 ** 32 - 1);
+    for (let i = 0; i < 1_000; i++) index.set(`card:C${i}`, { segment: 3, offset: i, length: 2 ** 16 + i });
+    expect(index.get("card:A")?.length).toBe(2 ** 32 - 1);
+    expect(index.get("card:C999")?.length).toBe(2 ** 16 + 999);
+  });
+
   it("costs at most 64 bytes per key however many keys it holds", () => {
     const index = new KeyIndex();
     for (let i = 0; i < 200_000; i++) index.set(`transaction:qashio_id:CT${1_000_000_000 + i}`, { segment: i >> 7, offset: i, length: 1 });
