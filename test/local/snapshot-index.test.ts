@@ -25,6 +25,21 @@ describe("SnapshotIndex", () => {
     expect([index.live, index.dead, index.count]).toEqual([14, 0, 2]);
   });
 
+  it("counts a line its own segment supersedes as dead, written or found, and drops the segment once a later one supersedes the rest", () => {
+    // A segment lists one slot twice when two keys of one fingerprint are written together, or a header names a key twice.
+    const index = new SnapshotIndex(dir);
+    const names = ["seg-000000000001-deadbeef.log", "seg-000000000002-deadbeef.log"];
+    for (const name of names) writeFileSync(path.join(dir, name), "");
+    const [written, found] = names.map((name, i) => index.newSegment(name, i + 1)) as [Segment, Segment];
+    index.placeSegment(written, [["card:a", 0, 10], ["card:a", 11, 20]], 50);
+    expect([index.size, index.live, index.dead, written.liveBytes, written.bodyBytes]).toEqual([1, 21, 11, 21, 32]);
+    index.addFound(found, [["card:b", 0, 4], ["card:b", 5, 6]], 50);
+    expect([index.size, index.live, index.dead, found.liveBytes, found.bodyBytes]).toEqual([2, 28, 16, 7, 12]);
+    const later = index.newSegment("seg-000000000003-deadbeef.log", 3);
+    index.placeSegment(later, [["card:a", 0, 3]], 50);
+    expect([index.count, index.live, index.dead, existsSync(index.fileOf(written))]).toEqual([2, 11, 5, false]);
+  });
+
   it("locates the keys with a snapshot, also after keys without one", () => {
     const index = new SnapshotIndex(dir);
     const segment = index.newSegment("seg-000000000001-deadbeef.log", 1);
