@@ -175,6 +175,9 @@ describe("activity generation", () => {
     const bad = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: refund.qashio_id });
     expect(bad.status).toBe(400);
     expect((await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "CT0" })).status).toBe(400);
+    // Empty is no id at all (a form error), not an id this company lacks.
+    const empty = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "" });
+    expect([empty.status, errorCodes(empty.body)]).toEqual([400, ["parent_qashio_id:REQUIRED"]]);
   });
 
   it.each([[{ count: 0 }], [{ count: 1001 }], [{ transaction_category: "gift" }]])("answers 400 for %j", async (payload) => {
@@ -1869,6 +1872,10 @@ describe("faults", () => {
     [{ bare: true, delay_ms: 5, count: 1 }],
     [{ status: 401, bare: true, malformed: true, count: 1 }],
     [{ status: 401, bare: "yes", count: 1 }],
+    [{ delay_ms: 1.5, count: 1 }],
+    [{ delay_ms: -1, count: 1 }],
+    [{ status: 429, retry_after: -1, count: 1 }],
+    [{ status: 429, retry_after: 0.5, count: 1 }],
   ])("answers 400 for %j", async (payload) => {
     expect((await control("/faults", payload)).status).toBe(400);
   });
