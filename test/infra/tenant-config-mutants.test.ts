@@ -24,4 +24,32 @@ describe("tenant config: bounds hand mutation found unwatched", () => {
   it.each(["eu-west-1x", "eu-west-1 ", "eu-west-1/"])("refuses the region %j, which names no region", (region) => {
     expect(refusal({ ...minimal, region })).toBe('tenant "acme": field region: must be an AWS region such as eu-west-1');
   });
+
+  // Mutant: the SNS topic ARN pattern without its leading `^` took an ARN pasted after a space or a quote.
+  it("refuses an alarm topic ARN with anything before arn:", () => {
+    const pinned = { ...minimal, account: "123456789012", region: "eu-west-1" };
+    for (const topicArn of [" arn:aws:sns:eu-west-1:123456789012:ops", "xarn:aws:sns:eu-west-1:123456789012:ops"]) {
+      expect(refusal({ ...pinned, alarms: { topicArn } })).toBe('tenant "acme": field alarms.topicArn: must be an SNS topic ARN');
+    }
+  });
+
+  // Mutant: a region led by more than four letters ("europe-west-1") passed as a region's form.
+  it("refuses a region led by more than four letters, which no AWS region is", () => {
+    expect(refusal({ ...minimal, region: "europe-west-1" })).toBe('tenant "acme": field region: must be an AWS region such as eu-west-1');
+  });
+
+  // Mutant: eventBus's create form as a plain object dropped a `name` beside it: a tenant meaning to import a bus got a new one.
+  it("refuses a created bus given a name, rather than create a bus and drop the name", () => {
+    expect(refusal({ ...minimal, eventBus: { mode: "create", name: "globex-finance" } })).toBe('tenant "acme": field eventBus.name: Unrecognized key: "name"');
+  });
+
+  // Mutant: the eventBus message without its null check read the keys of null, and synth failed with a TypeError.
+  it("names the forms of eventBus when it is null", () => {
+    expect(refusal({ ...minimal, eventBus: null })).toBe('tenant "acme": field eventBus: must be { "mode": "create" } or { "mode": "import", "name" | "arn": ... }');
+  });
+
+  // Mutant: the email pattern let the local part end in an apostrophe, which zod's own pattern (ours is zod's) refuses.
+  it("refuses an alarm email whose local part ends in an apostrophe", () => {
+    expect(refusal({ ...minimal, alarms: { email: "ops'@acme.test" } })).toBe('tenant "acme": field alarms.email: Invalid email address');
+  });
 });
