@@ -52,4 +52,33 @@ describe("tenant config: bounds hand mutation found unwatched", () => {
   it("refuses an alarm email whose local part ends in an apostrophe", () => {
     expect(refusal({ ...minimal, alarms: { email: "ops'@acme.test" } })).toBe('tenant "acme": field alarms.email: Invalid email address');
   });
+
+  // Mutant: a relation counted as refused when any one key of its field's path matched an issue's, so a bad alarm
+  // email hid the SyncLag bound, and a webhook's bad header name hid its secret's region.
+  it("still checks a relation beside a refused field that is no part of it", () => {
+    const fields = (raw: unknown) => refusal(raw).match(/field [\w.[\]]+:/g);
+    expect(fields({ ...minimal, schedules: { transactionsEveryMinutes: 60 }, alarms: { email: "ops at acme" } })).toEqual([
+      "field alarms.email:",
+      "field alarms.syncLagThresholdSeconds:",
+    ]);
+    const secretArn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hooks-AbCdEf";
+    const auth = { type: "apiKey", headerName: "x-api-key\nx", value: { secretArn } };
+    expect(fields({ ...minimal, account: "123456789012", region: "eu-west-1", webhooks: [{ name: "erp", url: "https://erp.test/h", eventTypes: ["card.created"], auth }] })).toEqual([
+      "field webhooks[0].auth.headerName:",
+      "field webhooks[0].auth.value.secretArn:",
+    ]);
+  });
+
+  // Mutant: the fast-path bound, checked though the fast-path rate itself was refused, named that field twice.
+  it("names a fast-path rate over a day once, by its own bound, not again as no faster than the full walk", () => {
+    expect(refusal({ ...minimal, schedules: { suspendedCardsEveryMinutes: 1441 } })).toBe(
+      'tenant "acme": field schedules.suspendedCardsEveryMinutes: Too big: expected number to be <=1440',
+    );
+  });
+
+  // Mutant: an ARN checked against a refused account id was also called outside the tenant's account.
+  it("names a malformed account once, not again beside an imported bus ARN it cannot be compared with", () => {
+    const eventBus = { mode: "import", arn: "arn:aws:events:eu-west-1:123456789012:event-bus/shared" };
+    expect(refusal({ ...minimal, account: "12345678901", region: "eu-west-1", eventBus })).toBe('tenant "acme": field account: must be a 12-digit AWS account id');
+  });
 });
