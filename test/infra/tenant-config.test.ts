@@ -766,7 +766,8 @@ describe("tenant config: ARNs against the tenant's account, region and partition
     );
   });
 
-  it.each(["globexerphook", "globex-ledger/erp", "erp-hook"])(
+  // "erp-webhook": seven characters after its last dash, not the six appended ones.
+  it.each(["globexerphook", "globex-ledger/erp", "erp-hook", "erp-webhook"])(
     "refuses the partial secret name %j of another account: a full ARN ends in '-' and six letters or digits",
     (name) => {
       const other = { ...minimal, account: "210987654321", region: "eu-west-1" };
