@@ -279,7 +279,8 @@ export function parseTenantConfig(raw: unknown, index = 0): TenantConfig {
   const rawId = typeof raw === "object" && raw !== null ? (raw as { id?: unknown }).id : undefined;
   const tenant = typeof rawId === "string" && TENANT_ID_PATTERN.test(rawId) ? rawId : `tenants[${index}]`;
   // A misspelt key explains the "missing" one it was meant to be: report it first. Every issue is listed, so one run
-  // shows all there is to fix.
+  // shows every field's own faults; the relations between fields (the superRefine above) are checked only when no
+  // field aborted its parse (a missing or mistyped member, a URL that is no https URL), so theirs may show next run.
   const issues = [...result.error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
   const [first, ...rest] = issues;
   const field = first ? issueField(first) : "(root)";
