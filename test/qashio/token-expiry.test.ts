@@ -3,7 +3,7 @@
  * about, which is that token's own and never one looked at before it.
  */
 import { describe, expect, it } from "vitest";
-import { RefreshSkew } from "../../shared/qashio/auth/token-expiry.js";
+import { RefreshSkew, storedTokensOf } from "../../shared/qashio/auth/token-expiry.js";
 import { jwt } from "./helpers.js";
 
 describe("RefreshSkew", () => {
@@ -14,5 +14,13 @@ describe("RefreshSkew", () => {
     expect(skew.of(jwt({ iat: issued, exp: issued + 40 }))).toBe(20_000);
     expect(skew.of(jwt({ iat: issued + 30, exp: issued + 30 + 15 * 60 }))).toBe(60_000);
     expect(skew.of(jwt({ iat: issued, exp: issued + 40 }))).toBe(20_000);
+  });
+});
+
+describe("storedTokensOf", () => {
+  it("keeps the scope the token endpoint granted, and adds none when it named none", () => {
+    const set = { access_token: "opaque-access", refresh_token: "r1", token_type: "Bearer" };
+    expect(storedTokensOf({ ...set, scope: "transactions:read" }, 0).scope).toBe("transactions:read");
+    expect("scope" in storedTokensOf(set, 0)).toBe(false);
   });
 });
