@@ -234,6 +234,16 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["run", "--once", "--interval", "5m"])).toThrow(/cannot be combined/);
   });
 
+  // mutants: an empty --interval taken as absent (the default 1m), and --once with an empty --interval let through as
+  // if no --interval were given, went unseen.
+  it("refuses an empty --interval rather than poll at the default, and names --once with it as the pair it is", () => {
+    const invalid = '--interval: invalid duration "": use a number with a unit, e.g. 30s, 5m, 1h, 1m30s';
+    expect(() => parseCommand(["run", "--interval="])).toThrow(new UsageError(invalid));
+    expect(() => parseCommand(["run", "--once", "--interval="])).toThrow(
+      new UsageError(`run: 2 problems with the options:\n  - --once and --interval cannot be combined\n  - ${invalid}`),
+    );
+  });
+
   it("rejects a positional argument", () => {
     expect(() => parseCommand(["run", "now"])).toThrow(UsageError);
   });
@@ -445,6 +455,8 @@ describe("parseCommand", () => {
     expect(() => parseCommand(["bench", "--check", "--latency-ms", "0"])).toThrow(/--check needs --latency-ms above 0/);
     expect(parseCommand(["bench", "--latency-ms", "0"])).toMatchObject({ args: { latencyMs: 0, check: false } });
     expect(() => parseCommand(["bench", "--check", "--latency-ms", "x"])).toThrow(/^(?![\s\S]*above 0)[\s\S]*--latency-ms must be/);
+    // mutant: the latency refusal given only with the default sink went unseen; with --sink null too, both are named.
+    expect(() => parseCommand(["bench", "--check", "--sink", "null", "--latency-ms", "0"])).toThrow(/--check applies the budgets[\s\S]*\n {2}- --check needs --latency-ms above 0/);
   });
 
   it("rejects a bench sink it does not know", () => {
@@ -542,6 +554,8 @@ describe("parseCommand: upper bounds of numbers", () => {
     );
     expect(() => parseCommand(["bench", "--latency-ms", `-${huge}`])).toThrow(new UsageError(`--latency-ms must not be negative, got -${huge}`));
     expect(() => parseCommand(["demo", "--seed", `+${huge}`])).toThrow(new UsageError(`--seed must be at most 4294967295 (seeds are 32-bit), got +${huge}`));
+    // mutant: the overflow's exponent read in lower case only went unseen; `1E400` was then "no whole number".
+    expect(() => parseCommand(["demo", "--seed", "1E400"])).toThrow(new UsageError("--seed must be at most 4294967295 (seeds are 32-bit), got 1E400"));
     // Not a number in digits at all: Number() reads it as Infinity too, but it is no whole number.
     expect(() => parseCommand(["bench", "--transactions", "Infinity"])).toThrow(new UsageError('--transactions must be a whole number, got "Infinity"'));
   });
