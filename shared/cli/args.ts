@@ -94,7 +94,7 @@ function integer(flag: string, text: string | undefined, min: number, fallback: 
   // checks below name by its bound; "Infinity" itself is no number.
   const overflowed = !Number.isFinite(value) && /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(given);
   if (!Number.isInteger(value) && !overflowed) throw new UsageError(`${flag} must be a whole number, got "${text}"`);
-  if (value < min || (Object.is(value, -0) && min > 0)) throw new UsageError(`${flag} ${min === 0 ? "must not be negative" : `must be at least ${min}`}, got ${given}`);
+  if (value < min) throw new UsageError(`${flag} ${min === 0 ? "must not be negative" : `must be at least ${min}`}, got ${given}`);
   if (value > max.value) throw new UsageError(`${flag} must be at most ${max.value}${max.why === undefined ? "" : ` (${max.why})`}, got ${given}`);
   if (!plain) throw new UsageError(`${flag} must be a whole number in plain digits, got "${text}": write ${value}`);
   // -0 where 0 is allowed is 0.
