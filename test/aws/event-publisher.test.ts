@@ -1127,14 +1127,30 @@ describe("reduceDetail", () => {
     expect(reduceDetail(detail, toEntry, entrySize(toEntry(changesCut)))).toEqual(changesCut);
   });
 
-  it("sends an entry not written as compact JSON within the limit at every byte, its trims measured whole where their sizing misjudges them", () => {
+  /** An event of ten line items whose entry writes the detail indented: sized as compact JSON, its trials misjudge it. */
+  const indentedLineItems = () => {
     const indented = (value: unknown) => ({ ...toEntry(value), Detail: JSON.stringify(value, null, 2) });
     const items = Array.from({ length: 10 }, (_, i) => ({ id: `li${i}`, v: "x".repeat(100) }));
     const detail = event("ev", { id: "tx", line_items: items }).detail;
-    const whole = entrySize(indented(detail));
+    return { indented, items, detail, whole: entrySize(indented(detail)) };
+  };
+
+  it("sends an entry not written as compact JSON within the limit at every byte, its trims measured whole where their sizing misjudges them", () => {
+    const { indented, detail, whole } = indentedLineItems();
     for (let limit = whole - 1; limit > whole - 400; limit -= 1) {
       const reduced = reduceDetail(detail, indented, limit);
       expect(entrySize(indented(reduced)), `limit ${limit}`).toBeLessThanOrEqual(limit);
+    }
+  });
+
+  it("records an array's full length as its trim's total when the trims are made again measured whole, not the length a first sizing left", () => {
+    const { indented, items, detail, whole } = indentedLineItems();
+    for (let limit = whole - 1; limit > whole - 600; limit -= 7) {
+      const reduced = reduceDetail(detail, indented, limit);
+      assert(reduced !== undefined, `limit ${limit}`);
+      const [trim] = truncationsOf(reduced);
+      expect(trim, `limit ${limit}`).toEqual({ path: "/data/object/line_items", total: 10, kept: expect.any(Number) });
+      expect(reduced.data.object["line_items"], `limit ${limit}`).toEqual(items.slice(0, trim?.kept));
     }
   });
 
