@@ -219,9 +219,25 @@ describe("parseDataPiecewise", () => {
       decodes.restore();
     }
   });
+
+  it("leaves a page cut off inside data to the whole parse, which rejects it, decoding the body as one string only once", () => {
+    const item = { id: "t", memo: "x".repeat(3_000) };
+    const text = JSON.stringify({ data: Array.from({ length: 60 }, () => item), pagination: { page: 1 } });
+    const truncated = Buffer.from(text.slice(0, text.length / 2));
+    expect(truncated.length).toBeGreaterThan(PIECEWISE_FROM_BYTES);
+    const decodes = recordBufferDecodes();
+    try {
+      expect(() => parseJsonChunks(chunked(truncated, [65_536]))).toThrow(SyntaxError);
+    } finally {
+      decodes.restore();
+    }
+    // Only the whole parse's own decode is the body's size: the piecewise pass gave up before decoding any of it.
+    expect(decodes.lengths.filter((length) => length > 10_000)).toStrictEqual([truncated.length]);
+  });
 });
 
 describe("decodeUtf8", () => {
+
   it("drops a byte order mark as fetch's text() does, however the chunks cut it", () => {
     const bytes = Buffer.from('\ufeff{"data":[1]}');
     for (const cuts of [[], [1], [2], [3], [1, 2]]) {
