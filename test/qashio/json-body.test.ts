@@ -237,6 +237,10 @@ describe("parseDataPiecewise", () => {
 });
 
 describe("decodeUtf8", () => {
+  it("decodes a body of no chunks, or only empty ones (an empty answer), to the empty string", () => {
+    expect(decodeUtf8([])).toBe("");
+    expect(decodeUtf8([Buffer.alloc(0)])).toBe("");
+  });
 
   it("drops a byte order mark as fetch's text() does, however the chunks cut it", () => {
     const bytes = Buffer.from('\ufeff{"data":[1]}');
