@@ -112,6 +112,28 @@ describe("cycle lease an earlier cycle could not release", () => {
   });
 });
 
+describe("cycle lease a release refused", () => {
+  // A lock adapter's own error type (named, so not a plain Error) still carries the file system's code: the warning
+  // names the code the person can act on (a full or read-only disk), not the adapter's class.
+  it("warns by the system error code of a named error the release threw, not by its name", async () => {
+    const harness = await startHarness();
+    const { logger, warnings } = warningRecorder();
+    const { bridge: opened } = await openHarnessBridge(harness, { logger });
+    class LeaseReleaseError extends Error {
+      override readonly name = "LeaseReleaseError";
+      readonly code = "EROFS";
+    }
+    const handle: LockHandle = {
+      renew: async () => true,
+      release: async () => {
+        throw new LeaseReleaseError("read-only file system");
+      },
+    };
+    expect(await withCycleLock({ ...opened, lock: { tryAcquire: async () => handle } }, async () => "done")).toBe("done");
+    expect(warnings).toEqual([["releasing the cycle lease failed; the next cycle of this process takes it again, another process once it runs out", { error: "EROFS" }]]);
+  });
+});
+
 describe("cycle lease binding of a PII salt", () => {
   it("opens under another PII mode beside a salt other than the recorded one, and keeps the recorded fingerprint for a return to hash", async () => {
     const harness = await startHarness();
