@@ -1,7 +1,7 @@
 /**
  * A cycle whose bind under the lease must write the binding (recording the snapshot store's id, on a first cycle)
- * on a state directory that takes no writes: the cycle stops there, before any provider call, rather than running
- * on with a binding that records no store. Faults are injected into node:fs for the binding file's writes.
+ * on a state directory that takes no writes: the cycle stops there with the write's error, rather than running on
+ * with a binding that records no store. Faults are injected into node:fs for the binding file's writes.
  */
 import type * as nodeFs from "node:fs";
 import { readFileSync } from "node:fs";
