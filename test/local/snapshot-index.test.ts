@@ -105,6 +105,20 @@ describe("SnapshotIndex", () => {
     expect(index.liveAt(old, { bodyStart: 50 }, "card:b", 61)).toBeUndefined();
   });
 
+  it("holds two segments of one sequence number apart, as a race without the lock leaves them", () => {
+    const index = new SnapshotIndex(dir);
+    const [first, second] = ["aaaaaaaa", "bbbbbbbb"].map((tag) => index.newSegment(`seg-000000000001-${tag}.log`, 1)) as [Segment, Segment];
+    index.addFound(first, [["card:a", 0, 10]], 50);
+    index.addFound(second, [["card:b", 0, 5]], 40);
+    expect([index.count, index.segment(first.id), index.segment(second.id)]).toEqual([2, first, second]);
+    expect(index.locate(["card:a", "card:b"])).toEqual(
+      new Map([
+        [first.id, [{ key: "card:a", offset: 50, length: 10 }]],
+        [second.id, [{ key: "card:b", offset: 40, length: 5 }]],
+      ]),
+    );
+  });
+
   it("throws CorruptStateError naming the snapshots directory for a segment id it does not hold", () => {
     const index = new SnapshotIndex(dir);
     const segment = index.newSegment("seg-000000000001-deadbeef.log", 1);
