@@ -79,6 +79,8 @@ describe("companies and authorization codes", () => {
     expect(await refused({ client_id: "other", redirect_uri: REDIRECT_URI }), "unknown client").toEqual(["client_id:INVALID_FORMAT"]);
     expect(await refused({ client_id: "sandbox-client", redirect_uri: "https://example.com/cb" }), "unregistered redirect").toEqual(["redirect_uri:INVALID_FORMAT"]);
     expect(await refused({ client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "root" }), "unknown scope").toEqual(["scope:INVALID_FORMAT"]);
+    // An empty member is missing, not some client or redirect the sandbox does not know.
+    expect(await refused({ client_id: "", redirect_uri: REDIRECT_URI }), "empty client").toEqual(["client_id:REQUIRED"]);
   });
 
   it("toggles a company's API access", async () => {
@@ -1864,6 +1866,7 @@ describe("faults", () => {
 
   it.each([
     [{ count: 1 }],
+    [{ malformed: false, count: 1 }],
     [{ status: 200, count: 1 }],
     [{ status: 500 }],
     [{ status: 500, count: 0 }],
