@@ -1278,6 +1278,8 @@ describe("money back (spec-gaps, Balances): auto top-up and deposits", () => {
     });
     for (const body of [{}, { on_transaction_approval: "yes" }]) expect((await control(`/companies/${h.companyId}/cards/${card.id}/auto_load`, body)).status).toBe(400);
     expect((await control(`/companies/${h.companyId}/cards/CAUNKNOWN000/auto_load`, { on_transaction_approval: true })).status).toBe(404);
+    // The card is looked up before the body is read, as the company is: an unknown card is 404 whatever the body.
+    expect((await control(`/companies/${h.companyId}/cards/CAUNKNOWN000/auto_load`, { on_transaction_approval: "yes" })).status).toBe(404);
   });
 
   it("loads a card set to load on approval once for each of its purchases made already approved, never again when a PATCH approves it anew", async () => {
