@@ -83,7 +83,6 @@ describe("README's Describe the tenant", () => {
 const DEPLOYING = docSection(docText("README.md"), "Deploying a tenant");
 
 describe("README's Deploying a tenant, for the platform engineer handing a tenant over", () => {
-
   it("names every output of a tenant's stack", () => {
     const outputs = Object.keys((exampleStacks().globex.template.toJSON() as { Outputs: Record<string, unknown> }).Outputs);
     expect(outputs.length).toBeGreaterThan(0);
