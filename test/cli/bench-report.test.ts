@@ -184,6 +184,8 @@ describe("formatBenchReport", () => {
     for (const [drain, problem] of [
       [{ ...measurement, events: 9_900 }, "9900 events for 10000 transactions, 0 left not_synced"],
       [{ ...measurement, notSyncedLeft: 100 }, "10000 events for 10000 transactions, 100 left not_synced"],
+      // A single transaction left not_synced is enough: every event delivered does not make a finished drain.
+      [{ ...measurement, notSyncedLeft: 1 }, "10000 events for 10000 transactions, 1 left not_synced"],
       [{ ...measurement, events: 10_100 }, "10100 events for 10000 transactions, 0 left not_synced"],
     ] as const) {
       const lines = formatBenchReport(drain);
