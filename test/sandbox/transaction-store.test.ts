@@ -188,6 +188,25 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.page({ parentQashioId: "CT0" }, 0, 10).total).toBe(0);
   });
 
+  it("keeps what every forgotten refund of a held purchase gave back, lists its children oldest first, and drops that sum when the purchase goes", () => {
+    const s = new TransactionStore();
+    const at = { card_external_id: "card-1", transaction_time: "2025-03-10T10:00:00.000Z" };
+    s.add({ ...tx(0, "not_synced"), ...at, transaction_category: "purchase", transaction_amount: 100, billing_amount: 100 });
+    s.add({ ...tx(1, "synced", "CT0"), ...at, transaction_category: "refund", transaction_amount: 10, billing_amount: 10 });
+    s.add({ ...tx(2, "synced", "CT0"), ...at, transaction_category: "refund", transaction_amount: 15, billing_amount: 15 });
+    s.add(tx(3, "synced"));
+    s.add(tx(4, "synced"));
+    expect(s.childrenOf("CT0").map((t) => t.id)).toEqual(["id-1", "id-2"]);
+    expect(forgotten(s, 2)).toEqual(["id-2", "id-1"]);
+    // Both refunds, not only the last forgotten; refunds are no reversals.
+    expect([s.forgottenReturnsOf("CT0"), s.forgottenReversalsOf("CT0")]).toEqual([25, 0]);
+    s.setSyncStatus(s.get("id-0")!, "synced");
+    s.add(tx(5, "synced"));
+    s.add(tx(6, "synced"));
+    expect(forgotten(s, 2)).toEqual(["id-4", "id-3", "id-0"]);
+    expect(s.forgottenReturnsOf("CT0")).toBe(0);
+  });
+
   it("keeps a held purchase's spend less what its forgotten reversal reversed when the purchase is counted again (spec-gaps, Spend limits)", () => {
     const { s, purchase } = reversedInPart();
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
