@@ -207,6 +207,16 @@ describe("TransactionStore.forgetBeyondNewest (the sandbox's opt-in retention)",
     expect(s.forgottenReturnsOf("CT0")).toBe(0);
   });
 
+  it("pages each status right after forgetting shrank the store to fewer chunks", () => {
+    // 0..9 and 512..599 still to read, the rest of the first chunk acknowledged: forgetting leaves one chunk.
+    const s = new TransactionStore();
+    for (let i = 0; i < 600; i++) s.add(tx(i, i < 10 || i >= 512 ? "not_synced" : "synced"));
+    s.forgetBeyondNewest(88);
+    const reference = [...s.all()].reverse().filter((t) => t.client_sync_status === "not_synced").map((t) => t.id);
+    expect(reference).toHaveLength(98);
+    expect(s.page({ clientSyncStatus: "not_synced" }, 90, 5).items.map((t) => t.id)).toEqual(reference.slice(90, 95));
+  });
+
   it("keeps a held purchase's spend less what its forgotten reversal reversed when the purchase is counted again (spec-gaps, Spend limits)", () => {
     const { s, purchase } = reversedInPart();
     expect(s.spend.consumed("card-1", -Infinity)).toEqual({ cents: 6_000, count: 1 });
