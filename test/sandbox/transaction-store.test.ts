@@ -112,6 +112,15 @@ describe("TransactionStore", () => {
     expect(local.page({ clientSyncStatus: "outdated", predicate: () => true }, 0, 10).items.map((t) => t.id)).toEqual(["id-700"]);
   });
 
+  it("pages the children of a transaction by offset and counts them all, and takes qashio_id and parent_qashio_id together", () => {
+    const children = expected(n, (i) => i % 50 === 1, 0, n);
+    const page = store.page({ parentQashioId: "CT0" }, 2, 3);
+    expect(page.items.map((t) => t.id)).toEqual(children.slice(2, 5));
+    expect(page.total).toBe(children.length);
+    expect(store.page({ qashioId: "CT51", parentQashioId: "CT0" }, 0, 10).items.map((t) => t.id)).toEqual(["id-51"]);
+    expect(store.page({ qashioId: "CT42", parentQashioId: "CT0" }, 0, 10).total).toBe(0);
+  });
+
   it("counts every match of a filtered page in its total, not only those up to the page's end", () => {
     const page = store.page({ predicate: (t) => t.transaction_category === "refund" }, 0, 5);
     expect(page.items.map((t) => t.id)).toEqual(expected(n, (i) => i % 7 === 0, 0, 5));
