@@ -238,6 +238,14 @@ describe("TransactionsQuerySchema", () => {
     expect(offenders(checkBody(UpdateCardBodySchema, { auto_top_up_amount: 1e300 }))).toEqual([["auto_top_up_amount", "OUT_OF_RANGE"]]);
   });
 
+  it("refuses a text filter sent as another type, rather than send its String() (an object would filter by \"[object Object]\")", () => {
+    expect(offenders(checkQuery(TransactionsQuerySchema, { employee_id: { id: "EMP-1" }, qashio_id: 10023456, billing_currency: true }))).toEqual([
+      ["qashio_id", "INVALID_FORMAT"],
+      ["employee_id", "INVALID_FORMAT"],
+      ["billing_currency", "INVALID_FORMAT"],
+    ]);
+  });
+
   it("treats null and undefined as absent and drops unknown keys", () => {
     expect(checkQuery(TransactionsQuerySchema, { page: undefined, employee_id: null, colour: "red" })).toEqual({ ok: true, value: {} });
   });
