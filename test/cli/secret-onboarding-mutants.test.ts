@@ -43,8 +43,13 @@ describe("onboardingSecretsClient", () => {
     vi.stubEnv("AWS_PROFILE", undefined);
     vi.stubEnv("AWS_CONFIG_FILE", "/nonexistent/aws-config");
     vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials");
+    // mutants: the refused client left undestroyed, and the SDK's error dropped as the cause, went unseen.
+    const destroy = vi.spyOn(SecretsManagerClient.prototype, "destroy");
     const error = await onboardingSecretsClient("qashio-acme", {}).catch((e: unknown) => e);
+    expect(destroy).toHaveBeenCalledTimes(1);
+    destroy.mockRestore();
     expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).cause).toBeInstanceOf(Error);
     expect((error as Error).message).toContain(
       "AWS_REGION: is not set and no profile names a region, which --secret-id qashio-acme needs: it is a secret name, not an ARN " +
         "(pass the stack output SecretArn, which names its region, or set AWS_REGION)",
@@ -82,6 +87,23 @@ describe("readOnboardingSecret", () => {
       "there is no secret qashio-acme in the region of these credentials for the AWS account of these credentials",
     );
     regionlessMock.restore();
+  });
+});
+
+describe("the cause of a refusal", () => {
+  it("keeps AWS's error as the cause of a secret not found or not readable, for a debugger: the message names it only", async () => {
+    // mutants: the cause dropped from either refusal went unseen.
+    const notFound = new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: { httpStatusCode: 400 } });
+    mock.on(GetSecretValueCommand).rejects(notFound);
+    mock.on(DescribeSecretCommand).rejects(notFound);
+    const missing = await readOnboardingSecret(secrets, "qashio-acme").catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(SecretOnboardingError);
+    expect((missing as Error).cause).toBeInstanceOf(Error);
+    mock.reset();
+    mock.on(GetSecretValueCommand).rejects(Object.assign(new Error("not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } }));
+    const denied = await readOnboardingSecret(secrets, ARN).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(SecretOnboardingError);
+    expect((denied as Error).cause).toBeInstanceOf(Error);
   });
 });
 
