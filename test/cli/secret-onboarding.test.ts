@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { leaseNames } from "../../shared/aws/keys.js";
@@ -363,12 +363,31 @@ describe("openTokenLease", () => {
       if (command instanceof DeleteCommand) throw Object.assign(new Error("Throughput exceeds the table's limit"), { name: "ProvisionedThroughputExceededException" });
     });
     const lease = await openTokenLease(secrets, ARN, { dynamo: doc, clock, warn: (text) => warnings.push(text) });
-    expect(lease?.name).toBe(LEASE);
+    // mutant: the table's name as the tenant went unseen; the tenant is shown before the sign-in.
+    expect(lease).toMatchObject({ name: LEASE, tenant: "acme" });
     // The clock given (AWS's time), not this machine's: FakeClock is far from Date.now().
     expect(puts).toEqual([expect.objectContaining({ name: LEASE, expiresAt: clock.now() + 30_000 })]);
     expect(warnings).toEqual([
       `cannot give back the token lease "${LEASE}" in table Table-1 (tagged on secret ${ARN}): ProvisionedThroughputExceededException: Throughput exceeds the table's limit; it runs out by itself within 30 s`,
     ]);
+  });
+
+  it("refuses a lease it can take but not renew, naming the table and AWS's error (kept as the cause), and gives it back", async () => {
+    // mutants: the renewal probe dropped, its failure swallowed and the cause dropped went unseen without DynamoDB Local.
+    tagged();
+    const denied = Object.assign(new Error("User is not authorized to perform dynamodb:UpdateItem"), { name: "AccessDeniedException" });
+    let givenBack = 0;
+    const { doc } = leaseTable((command) => {
+      if (command instanceof UpdateCommand) throw denied;
+      if (command instanceof DeleteCommand) givenBack += 1;
+    });
+    const error = await openTokenLease(secrets, ARN, { dynamo: doc, clock: new FakeClock(), warn: () => undefined }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretOnboardingError);
+    expect(error).toMatchObject({
+      message: `cannot renew the token lease "${LEASE}" in table Table-1 (tagged on secret ${ARN}): AccessDeniedException: User is not authorized to perform dynamodb:UpdateItem`,
+      cause: denied,
+    });
+    expect(givenBack).toBe(1);
   });
 
   it("retries a throttled DescribeSecret with the retry it is given", async () => {
