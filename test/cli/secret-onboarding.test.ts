@@ -263,7 +263,8 @@ describe("assertUsableSalt", () => {
     const salt = "s".repeat(PII_SALT_MIN_LENGTH);
     expect(() => assertUsableSalt({ pii_salt: salt }, ARN)).not.toThrow();
     expect(() => assertUsableSalt({}, ARN)).not.toThrow();
-    for (const bad of [salt.slice(1), 1234567890123456, `${salt}\ud800`]) {
+    // mutant: a salt that is no string but has a length (an array of as many items) accepted went unseen.
+    for (const bad of [salt.slice(1), 1234567890123456, `${salt}\ud800`, Array.from(salt)]) {
       const error = (() => {
         try {
           assertUsableSalt({ pii_salt: bad } as unknown as OnboardingSecret, ARN);
