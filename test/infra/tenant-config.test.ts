@@ -281,7 +281,7 @@ describe("tenant config", () => {
     expect(error.message).toContain('tenant "acme": field enviroment: Unrecognized key');
   });
 
-  it("lists every field at fault in a tenant, the misspelt key first, so one run shows all there is to fix", () => {
+  it("lists every field at fault in a tenant, the misspelt key first, so one run shows every field's own faults", () => {
     const { environment, ...rest } = minimal;
     const error = thrown(() => parseTenantConfig({ ...rest, enviroment: environment, alarms: { email: "ops@acme.test", topicArn: "arn:aws:sns:eu-west-1:123456789012:ops" } }), TenantConfigError);
     expect(error.message).toMatch(/^tenant "acme": field enviroment: Unrecognized key.*; field environment: .*; field alarms: set exactly one of email or topicArn/);
