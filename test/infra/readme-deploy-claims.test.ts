@@ -29,8 +29,13 @@ interface Resource {
   readonly DeletionPolicy?: string;
   readonly Properties?: Record<string, unknown>;
 }
-const resourcesOf = (stack: "acme" | "globex"): [string, Resource][] =>
-  Object.entries((exampleStacks()[stack].template.toJSON() as { Resources: Record<string, Resource> }).Resources);
+interface TemplateJson {
+  readonly Resources: Record<string, Resource>;
+  readonly Outputs: Record<string, { readonly Value: unknown }>;
+}
+const resourcesIn = (template: Template): [string, Resource][] => Object.entries((template.toJSON() as TemplateJson).Resources);
+const resourcesOf = (stack: "acme" | "globex"): [string, Resource][] => resourcesIn(exampleStacks()[stack].template);
+const outputsOf = (stack: "acme" | "globex"): TemplateJson["Outputs"] => (exampleStacks()[stack].template.toJSON() as TemplateJson).Outputs;
 const ofType = (stack: "acme" | "globex", type: string): [string, Resource][] => resourcesOf(stack).filter(([, r]) => r.Type === type);
 const alarmNames = (resources: [string, Resource][]): string[] =>
   resources.filter(([, r]) => r.Type === "AWS::CloudWatch::Alarm").map(([, r]) => String(r.Properties?.["AlarmName"]));
@@ -218,7 +223,7 @@ describe("README, Synthesise and deploy", () => {
 describe("README, Onboard: authorize once", () => {
   it("reads from the stack's outputs only outputs the stack has", () => {
     const read = textsSaid(SECTION, /\$\(out (\w+)\)/).map(([key]) => key);
-    const outputs = Object.keys((exampleStacks().globex.template.toJSON() as { Outputs: Record<string, unknown> }).Outputs);
+    const outputs = Object.keys(outputsOf("globex"));
     expect(read.length).toBe(2);
     expect(outputs).toEqual(expect.arrayContaining(read));
   });
@@ -242,7 +247,7 @@ describe("README, Operate", () => {
     expect(parseTenantConfig(tenantEntry()).eventSource).toBe(source);
     expect(SECTION).toContain("(an imported bus keeps its own name)");
     const globex = exampleTenant("globex");
-    const outputs = (exampleStacks().globex.template.toJSON() as { Outputs: Record<string, { Value: unknown }> }).Outputs;
+    const outputs = outputsOf("globex");
     expect(globex.eventBus).toMatchObject({ mode: "import" });
     expect(outputs["EventBusName"]?.Value).toBe((globex.eventBus as { name: string }).name);
   });
@@ -252,12 +257,12 @@ describe("README, Operate", () => {
     const [alarmPattern = ""] = firstTextsSaid(SECTION, /and alarms `([^`]+)\*` notifying/);
     for (const { id, template } of stacksWithIds()) {
       template.hasResourceProperties("AWS::CloudWatch::Dashboard", { DashboardName: dashboard.replace("<tenant>", id) });
-      const names = alarmNames(Object.entries((template.toJSON() as { Resources: Record<string, Resource> }).Resources));
+      const names = alarmNames(resourcesIn(template));
       expect(names.filter((name) => !name.startsWith(alarmPattern.replace("<tenant>", id)))).toEqual([]);
     }
     // With the card fast path a tenant has every heartbeat alarm: the section names each, and no other.
     const heartbeats = new Set(textsSaid(SECTION, /`(Heartbeat[\w-]*)`/).map(([name]) => name ?? ""));
-    const fastPath = alarmNames(Object.entries((fastPathGlobex().toJSON() as { Resources: Record<string, Resource> }).Resources));
+    const fastPath = alarmNames(resourcesIn(fastPathGlobex()));
     const built = fastPath.filter((name) => name.includes("-Heartbeat")).map((name) => name.replace("QashioBridge-globex-", ""));
     expect(built.length).toBeGreaterThan(2);
     expect(new Set(built)).toEqual(heartbeats);
