@@ -175,8 +175,9 @@ describe("activity generation", () => {
     const children = (await h.json(`${LIST}?parent_qashio_id=${purchase.qashio_id}`)).body.data as Row[];
     expect(children.map((c) => c.id)).toEqual(expect.arrayContaining([refund.id]));
     const bad = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: refund.qashio_id });
-    expect(bad.status).toBe(400);
-    expect((await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "CT0" })).status).toBe(400);
+    expect([bad.status, errorCodes(bad.body)]).toEqual([400, ["parent_qashio_id:INVALID_ENUM"]]);
+    const unknown = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "CT0" });
+    expect([unknown.status, errorCodes(unknown.body)]).toEqual([400, ["parent_qashio_id:NOT_FOUND"]]);
     // Empty is no id at all (a form error), not an id this company lacks.
     const empty = await control(`/companies/${h.companyId}/transactions`, { parent_qashio_id: "" });
     expect([empty.status, errorCodes(empty.body)]).toEqual([400, ["parent_qashio_id:REQUIRED"]]);
