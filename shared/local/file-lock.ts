@@ -481,10 +481,6 @@ export class FileLock implements Lock {
         if (at === generation) return entry;
       }
     };
-    const held = async (): Promise<boolean> => {
-      const lease = await readOwn();
-      return isOwn(lease) && !this.expired(lease);
-    };
     const write = async (ttlMs: number | undefined): Promise<void> => {
       await writeFileAtomic(this.file(base, generation), this.leaseText(token, ttlMs), { mode: 0o600 });
     };
@@ -495,7 +491,7 @@ export class FileLock implements Lock {
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {
       // Given up, not lapsed: taking it again would hold a lease its holder no longer knows of.
       if (released) return false;
-      // {@link held}'s check, synchronously, keeping the lease read for the lapsed case.
+      // The check of readOwn and isOwn, synchronously, keeping the lease read for the lapsed case.
       const lease = readLeaseNow(this.file(base, generation));
       if (!isOwn(lease)) return false;
       if (!this.expired(lease)) return true;
@@ -531,8 +527,9 @@ export class FileLock implements Lock {
       },
       release: async () => {
         // Marked expired, not deleted: the highest generation must stay so numbers only grow. A release that fails
-        // leaves the lease this handle's (a later cycle renews it).
-        if (await held()) await write(undefined);
+        // leaves the lease this handle's (a later cycle renews it). One that lapsed while nobody took it is marked
+        // too: its wall-clock expiry would lie ahead again once the wall clock is stepped back.
+        if (isOwn(await readOwn())) await write(undefined);
         released = true;
       },
       confirm,

@@ -723,6 +723,16 @@ describe("FileLock", () => {
     expect(await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000)).toBeDefined();
   });
 
+  it("leaves a lease released after it lapsed (nobody took it) free when the wall clock is then stepped back", async () => {
+    // Left as it was, its wall-clock expiry would lie ahead again after the step, refusing everyone for its length.
+    const clock = new FakeClock();
+    const stalled = await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000);
+    clock.advance(15_000);
+    await stalled!.release();
+    clock.ms -= 60_000;
+    expect(await new FileLock(dir, { clock, steady: false }).tryAcquire("refresh", 10_000)).toBeDefined();
+  });
+
   it("keeps the highest generation on release (marked expired, not deleted), so generation numbers only grow", async () => {
     const clock = new FakeClock();
     const lock = new FileLock(dir, { clock });
