@@ -112,10 +112,10 @@ export class SandboxState {
     return this.companies.get(companyId);
   }
 
-  /** The company or a 404 (unknown ids and ids of nothing look the same). */
+  /** The company or a 404 naming the control routes' path parameter (unknown ids and ids of nothing look the same). */
   requireCompany(companyId: string): CompanyData {
     const data = this.companies.get(companyId);
-    if (!data) throw new NotFoundError("Company not found");
+    if (!data) throw new NotFoundError("Company not found", "companyId");
     return data;
   }
 
@@ -239,7 +239,8 @@ export class SandboxState {
    */
   patchTransaction(data: CompanyData, id: string, fields: Record<string, unknown>): TransactionRecord {
     const tx = data.transactions.get(id);
-    if (!tx) throw new NotFoundError("Transaction not found");
+    // The control route's path parameter named, as requireCard names `cardId`.
+    if (!tx) throw new NotFoundError("Transaction not found", "id");
     const errors = checkTransactionPatch(tx, fields);
     if (errors.length > 0) throw new ValidationError(errors);
     const changes = Object.entries(fields).filter(([field, value]) => !STAMPED_FIELDS.has(field) && !isDeepStrictEqual(tx[field], value));

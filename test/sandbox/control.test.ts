@@ -71,7 +71,10 @@ describe("companies and authorization codes", () => {
     expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: "https://example.com/cb" })).status).toBe(400);
     expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "other", redirect_uri: REDIRECT_URI })).status).toBe(400);
     expect((await control(`/companies/${h.companyId}/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI, scope: "root" })).status).toBe(400);
-    expect((await control(`/companies/nope/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI })).status).toBe(404);
+    const unknown = await control(`/companies/nope/authorization_codes`, { client_id: "sandbox-client", redirect_uri: REDIRECT_URI });
+    expect(unknown.status).toBe(404);
+    // The path parameter named, as the provider's own reads name theirs (`transactionId`, `cardId`).
+    expect(errorCodes(unknown.body)).toEqual(["companyId:NOT_FOUND"]);
   });
 
   it("names the offending field of a refused authorization code request (§7: one errors entry per offending field)", async () => {
@@ -232,8 +235,9 @@ describe("activity generation", () => {
     expect(errorCodes(body)).toEqual(["id:INVALID_FORMAT", "client_sync_status:INVALID_FORMAT"]);
     const unknown = await control(`/companies/${h.companyId}/transactions/2f1e7c52-0d3b-4c5a-9e8f-000000000000`, { memo: "x" }, "PATCH");
     expect(unknown.status).toBe(404);
-    // §7: `field` is null when not tied to one input; the id is the path's, not a body field's.
-    expect(errorCodes(unknown.body)).toEqual(["null:NOT_FOUND"]);
+    // §7: `field` is null only when not tied to one input; this one is the path's `id`, named as the provider's own
+    // transaction read names its `transactionId`.
+    expect(errorCodes(unknown.body)).toEqual(["id:NOT_FOUND"]);
   });
 
   it("refuses a PATCH body that is no object of fields, an array included, naming no field (§7), and changes nothing", async () => {
