@@ -84,7 +84,7 @@ describe("bindStateDir", () => {
     const given = { ...owner, clientId: "client-2", tenant: "globex" };
     const error = await mismatch(bindStateDir(dir, given));
     expect(error.message).toBe(`state directory belongs to another clientId, tenant (recorded in ${join(dir, "binding.json")})`);
-    expect(error).toMatchObject({ file: join(dir, "binding.json"), recorded: owner, given });
+    expect(error).toMatchObject({ name: "StateBindingMismatchError", file: join(dir, "binding.json"), recorded: owner, given });
   });
 
   it("creates the directory and its binding file readable by their owner only", async () => {
@@ -238,7 +238,11 @@ describe("bindStateDir", () => {
       holdState(dir, what);
       rmSync(join(dir, "binding.json"));
       await expect(bindStateDir(dir, { ...owner, tenant: "globex" })).rejects.toBeInstanceOf(StateBindingMissingError);
-      await expect(bindStateDir(dir, owner)).rejects.toBeInstanceOf(StateBindingMissingError);
+      await expect(bindStateDir(dir, owner)).rejects.toMatchObject({
+        name: "StateBindingMissingError",
+        message: "state directory holds tokens or snapshots but no binding file",
+        file: join(dir, "binding.json"),
+      });
       await expect(bindStateDir(dir, { baseUrl: owner.baseUrl, clientId: "client-2" }, { rebindClient: true })).rejects.toBeInstanceOf(StateBindingMissingError);
       writeFileSync(join(dir, "binding.json"), JSON.stringify(owner));
       await expect(bindStateDir(dir, owner)).resolves.toBeUndefined();
@@ -291,6 +295,7 @@ describe("bindStateDir", () => {
       const error = await bindStateDir(dir, { ...salted, piiSaltFingerprint: "fedcba9876543210" }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PiiSaltMismatchError);
       expect(error).toMatchObject({
+        name: "PiiSaltMismatchError",
         file: join(dir, "binding.json"),
         message: "state directory's pseudonyms were made with another PII salt (its fingerprint is recorded in the binding file)",
       });
@@ -322,6 +327,7 @@ describe("bindStateDir", () => {
           const error = await bindStateDir(dir, salted, { ...start, keepOther }).catch((e: unknown) => e);
           expect(error).toBeInstanceOf(PiiSaltAlreadyRecordedError);
           expect(error).toMatchObject({
+            name: "PiiSaltAlreadyRecordedError",
             file: join(dir, "binding.json"),
             message: "a new PII salt was asked for, but the state directory records the given salt already (its fingerprint is in the binding file)",
           });
@@ -441,12 +447,26 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
     await expect(bindStateDir(dir, owner, { snapshots: true })).rejects.toMatchObject({
       message: `the snapshot store the binding records (${recorded}) was replaced by another (0123456789abcdef)`,
       file: join(dir, "binding.json"),
+      // The CLI's way to start over on purpose writes this binding back without the store's id.
+      recorded: { ...owner, snapshotStoreId: recorded },
     });
     rmSync(join(dir, "snapshots"), { recursive: true });
     await expect(bindStateDir(dir, owner, { snapshots: true })).rejects.toMatchObject({
       message: `the snapshot store the binding records (${recorded}) is missing: no snapshots/store-id`,
       file: join(dir, "binding.json"),
+      recorded: { ...owner, snapshotStoreId: recorded },
     });
+  });
+
+  it("refuses another tenant's directory as such before its snapshot store: starting over there would take its owner's binding", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    holdState(dir, "tokens");
+    rmSync(join(dir, "snapshots"), { recursive: true });
+
+    const error = await mismatch(bindStateDir(dir, { ...owner, tenant: "globex" }, { snapshots: true }));
+
+    expect(error.fields).toEqual(["tenant"]);
   });
 
   it("records no store id with keepOther (a bridge opening outside the cycle lease): it writes nothing, nor makes a store", async () => {
