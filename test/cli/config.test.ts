@@ -609,6 +609,8 @@ describe("readLocalSettings on the file system", () => {
     expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "$HOME/bridge-state" }).issues).toContainEqual({ setting: "BRIDGE_STATE_DIR", problem });
     expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "out/${BRIDGE_TENANT}.jsonl" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
     expect(() => readAuthorizeSettings({ ...valid, BRIDGE_STATE_DIR: "${XDG_STATE_HOME}/s" }, dir)).toThrow(/BRIDGE_STATE_DIR: holds \$NAME/);
+    // A name may start with an underscore, as a shell's does.
+    expect(settingsError({ ...valid, BRIDGE_EVENTS_FILE: "$_CACHE/events.jsonl" }).issues).toContainEqual({ setting: "BRIDGE_EVENTS_FILE", problem });
     // A `$` that starts no variable name is a character like any other.
     expect(readLocalSettings({ ...valid, BRIDGE_EVENTS_FILE: "out$/events-$1.jsonl" }, dir).eventsFile).toBe(join(dir, "out$", "events-$1.jsonl"));
     const { QASHIO_REFRESH_TOKEN: _seed, ...unseeded } = valid;
