@@ -794,7 +794,9 @@ describe("readLocalSettings on the file system", () => {
         problem: `is required while the state directory (${join(dir, "state")}) holds no token; or run \`npm run bridge -- authorize\` first`,
       },
     ]);
+    // A state directory that exists is no token: only its tokens.json is.
     await mkdir(join(dir, "state"));
+    expect(settingsError({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }).issues.map((issue) => issue.setting)).toEqual(["QASHIO_REFRESH_TOKEN"]);
     await writeFile(join(dir, "state", "tokens.json"), TOKEN_SET);
     expect(readLocalSettings({ ...withoutSeed, BRIDGE_STATE_DIR: "state" }, dir).refreshToken).toBeUndefined();
   });
