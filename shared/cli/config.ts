@@ -372,11 +372,12 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
 /**
  * Reports an events file that is the state directory or one of its entries, or a path the state directory lies under.
  * The latter is refused outright: the events file's own checks would only say again, less clearly, that it is a directory.
+ * Unless the events file is a file already: then the state directory alone is misplaced, and its own check says so.
  */
 function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
   if (eventsFileTakesState(stateDir, eventsFile)) {
     r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
-  } else if (stateDirUnderEventsFile(stateDir, eventsFile)) {
+  } else if (stateDirUnderEventsFile(stateDir, eventsFile) && statOf(eventsFile)?.isDirectory() !== false) {
     r.problem("BRIDGE_EVENTS_FILE", stateDirUnderEventsProblem(stateDir, eventsFile));
     r.refused.add("BRIDGE_EVENTS_FILE");
   }
@@ -384,7 +385,7 @@ function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string
 
 /** What is wrong with an events file that `stateDir` lies under, and the file to name instead: one in that directory. */
 function stateDirUnderEventsProblem(stateDir: string, eventsFile: string): string {
-  const made = statOf(eventsFile)?.isDirectory() === true;
+  const made = statOf(eventsFile) !== undefined;
   const wrong = made
     ? `the directory BRIDGE_STATE_DIR (${stateDir}) lies in,`
     : `a path BRIDGE_STATE_DIR (${stateDir}) lies under, so creating the state directory makes it a directory,`;

@@ -571,6 +571,13 @@ describe("readLocalSettings on the file system", () => {
     ]);
   });
 
+  it("leaves an events file that is a regular file already to the state directory set under it, which alone is misplaced", () => {
+    // The file can hold events; it is the state directory that cannot be made under it, and only that is said.
+    expect(settingsError({ ...valid, BRIDGE_STATE_DIR: "plain-file/state", BRIDGE_EVENTS_FILE: "plain-file" }).issues).toEqual([
+      { setting: "BRIDGE_STATE_DIR", problem: `cannot be created: ${join(dir, "plain-file")} is a file, not a directory` },
+    ]);
+  });
+
   it("refuses the settings file .env as the events file: the events appended to it would make every later run refuse it", () => {
     const problem = `must not be the settings file ${join(dir, ".env")}`;
     for (const events of [".env", "./.env", `${dir}/.env`]) {
