@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { piiSaltVerdict } from "../bridge/pii.js";
-import { makeDirDurable, writeFileAtomic } from "./atomic.js";
+import { makeDirDurable, TEMP_SUFFIX, writeFileAtomic } from "./atomic.js";
 import { CorruptStateError, LocalStateError } from "./errors.js";
 import { STATE_DIRS, STATE_FILES } from "./layout.js";
 import { STORE_ID_FILE, makeSnapshotStoreId, snapshotStoreIdOf } from "./snapshot-store-id.js";
@@ -240,11 +240,12 @@ function holdsState(dir: string): boolean {
 
 /**
  * Whether the directory holds snapshots: what a cycle diffs pulled items against, pseudonyms included. The store's id
- * file alone is none: a first cycle's bind makes it before that cycle fails, say, on a mistyped client id.
+ * file alone is none: a first cycle's bind makes it before that cycle fails, say, on a mistyped client id. Nor is a
+ * write's temp file a crash left: never renamed into the store, which sweeps it.
  */
 function holdsSnapshots(dir: string): boolean {
   try {
-    return readdirSync(path.join(dir, STATE_DIRS.snapshots)).some((name) => name !== STORE_ID_FILE);
+    return readdirSync(path.join(dir, STATE_DIRS.snapshots)).some((name) => name !== STORE_ID_FILE && !name.endsWith(TEMP_SUFFIX));
   } catch {
     return false;
   }

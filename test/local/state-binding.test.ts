@@ -10,6 +10,7 @@ import {
   SnapshotStoreMissingError,
   StateBindingMismatchError,
   StateBindingMissingError,
+  TEMP_SUFFIX,
 } from "../../shared/local/index.js";
 
 const owner = { baseUrl: "https://api.provider.test", clientId: "client-1", tenant: "acme" };
@@ -489,6 +490,18 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
 
     expect(readBinding(dir)).toEqual({ ...other, snapshotStoreId: storeId(dir) });
   });
+  it("counts a write's leftover temp file in snapshots/ as no snapshot either: the store sweeps it, it never held one", async () => {
+    const dir = freshDir();
+    await bindStateDir(dir, owner, { snapshots: true });
+    // What a crash between a segment's temp write and its rename leaves (the store removes it on its next load).
+    writeFileSync(join(dir, "snapshots", `seg-000000000001-0123abcd.log.${process.pid}.0a1b2c3d${TEMP_SUFFIX}`), "partial");
+    const other = { ...owner, clientId: "client-2" };
+
+    await bindStateDir(dir, other, { snapshots: true });
+
+    expect(readBinding(dir)).toEqual({ ...other, snapshotStoreId: storeId(dir) });
+  });
+
   it("writes the binding file no more once the store's id is recorded: a cycle's bind of the recorded owner leaves it as it was", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner, { snapshots: true });
