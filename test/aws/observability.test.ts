@@ -135,6 +135,30 @@ describe("PowertoolsMetricsAdapter", () => {
     expect(units).toEqual([[{ Name: "CycleDurationMs", Unit: "Milliseconds" }], [{ Name: "SyncLagSeconds", Unit: "Seconds" }]]);
   });
 
+  it("publishes a count as a Count, dimensioned or not", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.flush();
+    adapter.add("TokenRefreshes", 1, "Count");
+    metrics.publishStoredMetrics();
+    const units = lines.map((l) => (l._aws as { CloudWatchMetrics: { Metrics: { Name: string; Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics);
+    expect(units).toEqual([[{ Name: "EventsPublished", Unit: "Count" }], [{ Name: "TokenRefreshes", Unit: "Count" }]]);
+  });
+
+  it("sums a dimensioned count by the values reported, and keeps counts of other names with the same dimensions apart", () => {
+    const { metrics, lines } = capture();
+    const adapter = new PowertoolsMetricsAdapter(metrics);
+    adapter.add("EventsPublished", 2, "Count", { type: "list" });
+    adapter.add("ProviderErrors", 1, "Count", { type: "list" });
+    adapter.add("EventsPublished", 3, "Count", { type: "list" });
+    adapter.flush();
+    expect(lines.map((l) => [l.EventsPublished, l.ProviderErrors, l.type])).toEqual([
+      [5, undefined, "list"],
+      [undefined, 1, "list"],
+    ]);
+  });
+
   it("keeps data points of one name and dimension set apart when their units differ, each in its own unit", () => {
     const { metrics, lines } = capture();
     const adapter = new PowertoolsMetricsAdapter(metrics);
@@ -217,6 +241,29 @@ describe("nameFailedCalls", () => {
     const error = await named?.(() => Promise.reject(failure), {})({ input: { Key: "x" } }).catch((e: unknown) => e);
     expect(error).toBe(failure);
     expect(awsCallOf(error)).toStrictEqual({ awsCall: "AWS call" });
+  });
+
+  it("passes on what a call fails with as it is, even what it cannot name: a null, or an input whose RequestItems is null", async () => {
+    type Handler = (args: { input: unknown }) => Promise<unknown>;
+    let named: ((next: Handler, context: object) => Handler) | undefined;
+    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const failure = new Error("Validation failed");
+    const error = await named?.(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "BatchGetItemCommand" })({ input: { RequestItems: null } }).catch((e: unknown) => e);
+    expect(error).toBe(failure);
+    expect(awsCallOf(error)).toStrictEqual({ awsCall: "DynamoDB BatchGetItem" });
+    const rejected = named?.(() => Promise.reject(null), {})({ input: {} });
+    await expect(rejected).rejects.toBeNull();
+  });
+
+  it("names an error after the first call it failed, when the same error goes on through another", async () => {
+    type Handler = (args: { input: unknown }) => Promise<unknown>;
+    let named: ((next: Handler, context: object) => Handler) | undefined;
+    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const failure = new Error("Requested resource not found");
+    const inner = () => named!(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "GetItemCommand" })({ input: { TableName: "bridge-acme" } });
+    const error = await named?.(inner, { clientName: "SecretsManagerClient", commandName: "GetSecretValueCommand" })({ input: {} }).catch((e: unknown) => e);
+    expect(error).toBe(failure);
+    expect(awsCallOf(error)).toStrictEqual({ awsCall: "DynamoDB GetItem", table: "bridge-acme" });
   });
 
   it("names the table of a batch call, which gives it as the key of RequestItems (no TableName)", async () => {
