@@ -20,16 +20,18 @@ function capture() {
 }
 
 describe("PowertoolsMetricsAdapter", () => {
-  it("sums dimensioned counts into one EMF document per dimension set, keeping the tenant", () => {
+  it("sums dimensioned counts into one EMF document per name and dimension set, keeping the tenant", () => {
     const { metrics, lines } = capture();
     const adapter = new PowertoolsMetricsAdapter(metrics);
-    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
-    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
+    adapter.add("EventsPublished", 2, "Count", { type: "card.suspended" });
+    adapter.add("ProviderErrors", 1, "Count", { type: "card.suspended" });
+    adapter.add("EventsPublished", 3, "Count", { type: "card.suspended" });
     adapter.add("EventsPublished", 1, "Count", { type: "transaction.created" });
     adapter.flush();
-    expect(lines.map((l) => [l.type, l.EventsPublished, l.tenant])).toEqual([
-      ["card.suspended", 2, "acme"],
-      ["transaction.created", 1, "acme"],
+    expect(lines.map((l) => [l.type, l.EventsPublished, l.ProviderErrors, l.tenant])).toEqual([
+      ["card.suspended", 5, undefined, "acme"],
+      ["card.suspended", undefined, 1, "acme"],
+      ["transaction.created", 1, undefined, "acme"],
     ]);
   });
 
@@ -128,34 +130,16 @@ describe("PowertoolsMetricsAdapter", () => {
     const { metrics, lines } = capture();
     const adapter = new PowertoolsMetricsAdapter(metrics);
     adapter.add("CycleDurationMs", 10, "Milliseconds", { type: "list" });
+    adapter.add("EventsPublished", 1, "Count", { type: "list" });
     adapter.flush();
     adapter.add("SyncLagSeconds", 30, "Seconds");
-    metrics.publishStoredMetrics();
-    const units = lines.map((l) => (l._aws as { CloudWatchMetrics: { Metrics: { Name: string; Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics);
-    expect(units).toEqual([[{ Name: "CycleDurationMs", Unit: "Milliseconds" }], [{ Name: "SyncLagSeconds", Unit: "Seconds" }]]);
-  });
-
-  it("publishes a count as a Count, dimensioned or not", () => {
-    const { metrics, lines } = capture();
-    const adapter = new PowertoolsMetricsAdapter(metrics);
-    adapter.add("EventsPublished", 1, "Count", { type: "card.suspended" });
-    adapter.flush();
     adapter.add("TokenRefreshes", 1, "Count");
     metrics.publishStoredMetrics();
     const units = lines.map((l) => (l._aws as { CloudWatchMetrics: { Metrics: { Name: string; Unit: string }[] }[] }).CloudWatchMetrics[0]?.Metrics);
-    expect(units).toEqual([[{ Name: "EventsPublished", Unit: "Count" }], [{ Name: "TokenRefreshes", Unit: "Count" }]]);
-  });
-
-  it("sums a dimensioned count by the values reported, and keeps counts of other names with the same dimensions apart", () => {
-    const { metrics, lines } = capture();
-    const adapter = new PowertoolsMetricsAdapter(metrics);
-    adapter.add("EventsPublished", 2, "Count", { type: "list" });
-    adapter.add("ProviderErrors", 1, "Count", { type: "list" });
-    adapter.add("EventsPublished", 3, "Count", { type: "list" });
-    adapter.flush();
-    expect(lines.map((l) => [l.EventsPublished, l.ProviderErrors, l.type])).toEqual([
-      [5, undefined, "list"],
-      [undefined, 1, "list"],
+    expect(units).toEqual([
+      [{ Name: "CycleDurationMs", Unit: "Milliseconds" }],
+      [{ Name: "EventsPublished", Unit: "Count" }],
+      [{ Name: "SyncLagSeconds", Unit: "Seconds" }, { Name: "TokenRefreshes", Unit: "Count" }],
     ]);
   });
 
