@@ -11,6 +11,7 @@ import type { BridgeEvent } from "../../shared/bridge/ports.js";
 import { createSandbox, type Sandbox } from "../../sandbox/index.js";
 import { spendableOf } from "../../sandbox/data/balances.js";
 import { accountBalanceOf } from "../../sandbox/data/model.js";
+import { canSpendNow } from "../../sandbox/data/transactions.js";
 import { demoCommand, SeenTransactions, type DemoSeams } from "../../shared/cli/demo.js";
 import type { DemoArgs } from "../../shared/cli/args.js";
 import { AuthorizeAgainError, AuthorizeError, CliError, EXIT } from "../../shared/cli/errors.js";
@@ -784,6 +785,27 @@ describe("the bridge demo's money (spec-gaps, Balances)", () => {
   it("never runs dry: round after round it makes new purchases, and no balance the sandbox reads is below 0 or above its account's most", async () => {
     await expectNeverRunsDry(200);
   }, 120_000);
+
+  it("never suspends the last Active card a purchase can go on: with one card left to buy on, the suspension round leaves it buying", async () => {
+    // One Active card, its limit off, every other card terminated: round 3 (a suspension round) has none it may suspend.
+    const seams: DemoSeams = {
+      startTime: "2027-03-15T12:00:00.000Z",
+      onSandbox: (sandbox) => {
+        const data = sandbox.control.company(sandbox.control.companies()[0]?.id ?? "");
+        const buyer = data?.cards.find((c) => c.status === "Active" && canSpendNow(c, data, "purchase", sandbox.control.now()));
+        for (const card of data?.cards ?? []) {
+          if (card === buyer) card.spendLimit = { ...card.spendLimit, active: false };
+          else card.status = "Terminated";
+        }
+      },
+    };
+    const { code, stdout, stderr } = await demo({ cycles: 4, seams });
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(stdout).not.toContain("suspended in the dashboard");
+    const spend = [...stdout.matchAll(/sandbox activity: (\d+) new purchases?/g)].map(([, n]) => Number(n));
+    expect(spend).toHaveLength(3);
+    expect(spend.filter((n) => n === 0)).toEqual([]);
+  });
 
   // The spend limits count calendar windows (UTC) and the seeded history sits before the start, drawn within those
   // windows: the last evening of a month or quarter holds the most seeded spend in its window, the first of a month
