@@ -342,9 +342,10 @@ describe("GET /public/v1/erp/transactions/{id}", () => {
     expect(detail.transaction_fee_amount).toBeGreaterThan(0);
     expect(Number(detail.billing_amount) + Number(detail.transaction_fee_amount)).toBeCloseTo(Number(withFee?.billing_amount), 2);
     expect(Number(detail.clearing_amount) + Number(detail.clearing_fee)).toBeCloseTo(Number(withFee?.clearing_amount), 2);
-    // §2.2 rule 3: the company the token reads, a company of its own (no parent), active and not deleted.
+    // §2.2 rule 3: the company the token reads, a company of its own (no parent), active and not deleted; read as sent,
+    // since the schema would also take `is_deleted` as "false".
     const company = h.sandbox.control.company(h.companyId)!.company;
-    expect(detail.erp_company).toEqual({
+    expect(body.data.erp_company).toEqual({
       id: h.companyId,
       name: company.name,
       business_legal_name: company.legalName,
