@@ -588,7 +588,7 @@ describe("activity generation", () => {
     expect((await control(`/companies/${h.otherCompanyId}/cards/${suspended.id}/status`, { status: "Active" })).status).toBe(404);
   });
 
-  it("stamps terminated_at on a termination, shown alike in every view, and keeps it: a Terminated card stays Terminated (spec-gaps, Card timestamps)", async () => {
+  it("stamps terminated_at on a termination only, shown alike in every view, and keeps it: a Terminated card stays Terminated (spec-gaps, Card timestamps)", async () => {
     const views = async (id: string) => {
       const erp = (await h.json(`/public/v1/erp/cards/${id}`)).body.data as Row;
       const listed = ((await h.json("/public/v1/erp/cards?page_size=100")).body.data as Row[]).find((card) => card.id === id) as Row;
@@ -597,6 +597,11 @@ describe("activity generation", () => {
     };
     const active = ((await h.json("/public/v1/erp/cards?status=active")).body.data as Row[])[0] as Row;
     expect(active.terminated_at).toBeNull();
+    // Only a termination stamps it: other dashboard moves leave it null.
+    for (const next of ["inactive", "suspended", "active"]) {
+      expect((await control(`/companies/${h.companyId}/cards/${active.id}/status`, { status: next })).status).toBe(200);
+      expect(await views(active.id as string), `after ${next}`).toEqual([null, null, null]);
+    }
     expect((await control(`/companies/${h.companyId}/cards/${active.id}/status`, { status: "terminated" })).status).toBe(200);
     const terminated = await views(active.id as string);
     expect(terminated).toEqual(Array(3).fill(terminated[0]));
