@@ -1926,6 +1926,17 @@ describe("reset", () => {
     expect((await h.json(`${LIST}?page_size=100`, { token: otherToken.access_token })).body.data.map((t: Row) => t.id)).toEqual(otherBefore);
   });
 
+  it("builds the backlog in the company company_id names, leaving the first company as seeded", async () => {
+    const firstBefore = (await h.json(`${LIST}?page_size=100`)).body.data.map((t: Row) => t.id);
+    const { status, body } = await control("/reset", { transactions: 40, company_id: h.otherCompanyId });
+    expect(status).toBe(200);
+    expect(body.data.companies[1]).toMatchObject({ id: h.otherCompanyId, transactions: 40 });
+    const otherToken = await tokensFor(h.sandbox, h.otherCompanyId);
+    const backlog = (await h.json(`${LIST}?client_sync_status=not_synced&page_size=100`, { token: otherToken.access_token })).body;
+    expect(backlog.pagination).toMatchObject({ total_records: 40 });
+    expect((await h.json(`${LIST}?page_size=100`)).body.data.map((t: Row) => t.id)).toEqual(firstBefore);
+  });
+
   it("builds an empty backlog for transactions 0 (a company with nothing to sync) and refuses a negative one", async () => {
     const { status, body } = await control("/reset", { transactions: 0 });
     expect(status).toBe(200);
