@@ -665,6 +665,17 @@ describe("FileLock", () => {
     expect(JSON.parse(await readFile(next, "utf8"))).toMatchObject({ token: "contender" });
   });
 
+  it("fails to renew when its generation's file holds another token's lease or no lease at all (put back by hand, a backup tool), and leaves that file as it is", async () => {
+    const clock = new FakeClock();
+    const handle = await new FileLock(dir, { clock }).tryAcquire("refresh", 10_000);
+    const file = path.join(locks(), "refresh.lock");
+    for (const text of [JSON.stringify({ token: "restored", pid: 1, expiresAt: clock.now() + 20_000 }), "not a lease"]) {
+      await writeFile(file, text);
+      expect(await handle!.renew(10_000)).toBe(false);
+      expect(await readFile(file, "utf8")).toBe(text);
+    }
+  });
+
   it("confirms a held lease without taking a new generation, and one lapsed by taking the next and removing its own", async () => {
     let step = 0;
     const clock = { now: () => Date.now() + step };
