@@ -17,6 +17,8 @@ import { tempDirPerTest } from "../temp-dir.js";
 const faults = vi.hoisted(() => ({
   /** A pid whose /proc entry cannot be read (EACCES), as under a /proc mounted with hidepid. */
   hiddenPid: undefined as number | undefined,
+  /** A pid whose /proc entry reads as a dead task (state X): exited, its entry not yet gone. */
+  deadTaskPid: undefined as number | undefined,
   /** The next read of a file whose path ends with `suffix` returns only once `gate` resolves; `reached` says it waits. */
   slowRead: undefined as { suffix: string; gate: Promise<void>; reached: () => void } | undefined,
   /**
@@ -67,6 +69,12 @@ vi.mock("node:fs", async (importOriginal) => {
     }
     if (faults.hiddenPid !== undefined && String(file) === `/proc/${faults.hiddenPid}/stat`) {
       throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: "EACCES" });
+    }
+    if (faults.deadTaskPid !== undefined && String(file) === `/proc/${faults.deadTaskPid}/stat`) {
+      // The state is the field after the command name, which ends at the last ")".
+      const stat = fs.readFileSync(file, "utf8");
+      const state = stat.lastIndexOf(")") + 2;
+      return `${stat.slice(0, state)}X${stat.slice(state + 1)}`;
     }
     return (fs.readFileSync as (file: nodeFs.PathOrFileDescriptor, ...rest: unknown[]) => unknown)(file, ...rest);
   }) as typeof fs.readFileSync;
@@ -140,6 +148,7 @@ tempDirPerTest("bridge-lock-faults-", (made) => (dir = made));
 /** No fault injected any more. */
 function clearFaults(): void {
   faults.hiddenPid = undefined;
+  faults.deadTaskPid = undefined;
   faults.slowRead = undefined;
   faults.failedRead = undefined;
   faults.vanishOnRead = undefined;
@@ -516,6 +525,23 @@ describe.runIf(onLinux)("FileLock when /proc will not tell whether a holder runs
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
     // Readable, the entry shows a process started at another time: the holder has exited, its lease is taken over.
     faults.hiddenPid = undefined;
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
+  });
+});
+
+describe.runIf(onLinux)("FileLock when /proc shows a holder's task dead (state X, seen only in the instant before its entry goes)", () => {
+  it("takes over the lease of a holder whose /proc entry shows a dead task (state X): it has exited", async () => {
+    // A live holder on this host and in this pid namespace, with its own start time: its lease holds.
+    const pid = process.ppid;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    const holder = { host: hostname(), boot, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime };
+    await mkdir(path.join(dir, "locks"), { recursive: true });
+    await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
+    expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
+
+    faults.deadTaskPid = pid;
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeDefined();
   });
 });
