@@ -512,14 +512,19 @@ describe("FileLock when the locks directory cannot be listed", () => {
   });
 });
 
+/** Writes an unexpired lease of `pid`, started at `startTime`, on this host and in this boot and pid namespace. */
+async function writeLeaseOfLocalHolder(pid: number, startTime: string | undefined): Promise<void> {
+  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  const holder = { host: hostname(), boot, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime };
+  await mkdir(path.join(dir, "locks"), { recursive: true });
+  await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
+}
+
 describe.runIf(onLinux)("FileLock when /proc will not tell whether a holder runs", () => {
   it("leaves the lease in force until it expires when its holder's /proc entry cannot be read (EACCES, as under hidepid)", async () => {
     // A holder on this host and in this pid namespace, whose process another user runs.
     const pid = process.ppid;
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    const holder = { host: hostname(), boot, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime: "12345" };
-    await mkdir(path.join(dir, "locks"), { recursive: true });
-    await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
+    await writeLeaseOfLocalHolder(pid, "12345");
     faults.hiddenPid = pid;
 
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
@@ -534,11 +539,7 @@ describe.runIf(onLinux)("FileLock when /proc shows a holder's task dead (state X
     // A live holder on this host and in this pid namespace, with its own start time: its lease holds.
     const pid = process.ppid;
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    const holder = { host: hostname(), boot, pidNamespace: readlinkSync("/proc/self/ns/pid"), startTime };
-    await mkdir(path.join(dir, "locks"), { recursive: true });
-    await writeFile(path.join(dir, "locks", `${LOCK}.lock`), JSON.stringify({ token: "held-elsewhere", pid, expiresAt: Date.now() + 60_000, holder }));
+    await writeLeaseOfLocalHolder(pid, stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
     expect(await new FileLock(dir).tryAcquire(LOCK, TTL)).toBeUndefined();
 
     faults.deadTaskPid = pid;
