@@ -614,7 +614,8 @@ describe("seeded data", () => {
     }
   });
 
-  it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", () => {
+  // Seeding 100,000 takes seconds alone and nearly the default 30 s on a loaded machine (seen at a load of 16).
+  it("keeps created_at strictly rising in a backlog big enough for the time jitter to exceed the gap", { timeout: 120_000 }, () => {
     const [first] = seedCompanies({ seed: 7, nowMs: NOW, backlog: 100_000 });
     const created = (first?.transactions.all() ?? []).map((t) => t.created_at);
     expect(created).toHaveLength(100_000);
