@@ -491,7 +491,7 @@ export class FileLock implements Lock {
     const confirmOnce = async (ttlMs: number): Promise<boolean> => {
       // Given up, not lapsed: taking it again would hold a lease its holder no longer knows of.
       if (released) return false;
-      // The check of readOwn and isOwn, synchronously, keeping the lease read for the lapsed case.
+      // readOwn's read done synchronously (no generation moves meanwhile), the lease kept for the lapsed case below.
       const lease = readLeaseNow(this.file(base, generation));
       if (!isOwn(lease)) return false;
       if (!this.expired(lease)) return true;

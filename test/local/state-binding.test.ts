@@ -490,6 +490,7 @@ describe("bindStateDir with snapshots (the binds of run, redrive and conform-pii
 
     expect(readBinding(dir)).toEqual({ ...other, snapshotStoreId: storeId(dir) });
   });
+
   it("counts a write's leftover temp file in snapshots/ as no snapshot either: the store sweeps it, it never held one", async () => {
     const dir = freshDir();
     await bindStateDir(dir, owner, { snapshots: true });
