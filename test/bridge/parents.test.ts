@@ -161,11 +161,38 @@ describe("ParentLookup", () => {
 
   it("forgets the parents not found once it remembers 1,000 of them, so a backlog of unknown parents cannot grow its memory", async () => {
     const { reads, resolveOne } = lookupOver();
-    for (let n = 0; n <= 1_000; n++) await resolveOne(n);
+    for (let n = 0; n < 1_000; n++) await resolveOne(n);
+    // All 1,000 still remembered: the first is not read again.
+    await resolveOne(0);
+    expect(reads).toHaveLength(1_000);
+    await resolveOne(1_000);
     expect(reads).toHaveLength(1_001);
     // The 1,001st started the set again: the first is read again, the last is still remembered.
     await resolveOne(0);
     await resolveOne(1_000);
     expect(reads.slice(1_001).map((q) => q.qashio_id)).toEqual(["CT-gone-0"]);
+  });
+
+  it("takes no parent from a read listing two rows under the reference when its total_records counts one: the rows say more than one", async () => {
+    const warnings: [string, unknown][] = [];
+    const lookup = new ParentLookup({
+      logger: { warn: (message, attributes) => void warnings.push([message, attributes]) },
+      clock: { now: () => NOW },
+      readSnapshots: async () => new Map(),
+      // The provider contradicting itself: its count says one, its page lists two.
+      listTransactions: async (_step, query): Promise<ProviderPage> => ({
+        data: [
+          { id: txnId(901), qashio_id: query.qashio_id },
+          { id: txnId(902), qashio_id: query.qashio_id },
+        ],
+        pagination: { total_records: 1 },
+      }),
+    });
+    const refund = { id: txnId(1), parentQashioId: "CT-2" };
+
+    const { parents, aliases } = await lookup.resolve([refund], [refund]);
+    expect(parents.size).toBe(0);
+    expect(aliases).toEqual([]);
+    expect(warnings).toEqual([["provider lists more than one transaction for the parent reference; published without parent", { parentQashioId: "CT-2", listed: 2 }]]);
   });
 });
