@@ -176,6 +176,15 @@ describe("PowertoolsMetricsAdapter", () => {
   });
 });
 
+type CallHandler = (args: { input: unknown }) => Promise<unknown>;
+/** The middleware nameFailedCalls adds, taken from a stand-in client: called with a next handler and a context. */
+function namingMiddleware(): (next: CallHandler, context: object) => CallHandler {
+  let named: ((next: CallHandler, context: object) => CallHandler) | undefined;
+  nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+  if (named === undefined) throw new Error("nameFailedCalls added no middleware");
+  return named;
+}
+
 describe("nameFailedCalls", () => {
   /** A client whose every call fails as the service would answer it, without a network. */
   function failing<T extends DynamoDBClient | SecretsManagerClient>(make: (config: object) => T): T {
@@ -218,34 +227,28 @@ describe("nameFailedCalls", () => {
   });
 
   it("names a call of a client that gives no client or command name as an AWS call, and no table where none was named", async () => {
-    type Handler = (args: { input: unknown }) => Promise<unknown>;
-    let named: ((next: Handler, context: object) => Handler) | undefined;
-    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const named = namingMiddleware();
     const failure = new Error("Service unavailable");
-    const error = await named?.(() => Promise.reject(failure), {})({ input: { Key: "x" } }).catch((e: unknown) => e);
+    const error = await named(() => Promise.reject(failure), {})({ input: { Key: "x" } }).catch((e: unknown) => e);
     expect(error).toBe(failure);
     expect(awsCallOf(error)).toStrictEqual({ awsCall: "AWS call" });
   });
 
   it("passes on what a call fails with as it is, even what it cannot name: a null, or an input whose RequestItems is null", async () => {
-    type Handler = (args: { input: unknown }) => Promise<unknown>;
-    let named: ((next: Handler, context: object) => Handler) | undefined;
-    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const named = namingMiddleware();
     const failure = new Error("Validation failed");
-    const error = await named?.(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "BatchGetItemCommand" })({ input: { RequestItems: null } }).catch((e: unknown) => e);
+    const error = await named(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "BatchGetItemCommand" })({ input: { RequestItems: null } }).catch((e: unknown) => e);
     expect(error).toBe(failure);
     expect(awsCallOf(error)).toStrictEqual({ awsCall: "DynamoDB BatchGetItem" });
-    const rejected = named?.(() => Promise.reject(null), {})({ input: {} });
+    const rejected = named(() => Promise.reject(null), {})({ input: {} });
     await expect(rejected).rejects.toBeNull();
   });
 
   it("names an error after the first call it failed, when the same error goes on through another", async () => {
-    type Handler = (args: { input: unknown }) => Promise<unknown>;
-    let named: ((next: Handler, context: object) => Handler) | undefined;
-    nameFailedCalls({ middlewareStack: { add: (middleware: typeof named) => void (named = middleware) } });
+    const named = namingMiddleware();
     const failure = new Error("Requested resource not found");
-    const inner = () => named!(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "GetItemCommand" })({ input: { TableName: "bridge-acme" } });
-    const error = await named?.(inner, { clientName: "SecretsManagerClient", commandName: "GetSecretValueCommand" })({ input: {} }).catch((e: unknown) => e);
+    const inner = () => named(() => Promise.reject(failure), { clientName: "DynamoDBClient", commandName: "GetItemCommand" })({ input: { TableName: "bridge-acme" } });
+    const error = await named(inner, { clientName: "SecretsManagerClient", commandName: "GetSecretValueCommand" })({ input: {} }).catch((e: unknown) => e);
     expect(error).toBe(failure);
     expect(awsCallOf(error)).toStrictEqual({ awsCall: "DynamoDB GetItem", table: "bridge-acme" });
   });
