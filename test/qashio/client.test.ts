@@ -841,6 +841,25 @@ describe("QashioClient iterators", () => {
     expect(fetch.calls).toHaveLength(1);
   });
 
+  it("names the page read in a core card walk's next_page that goes back, and the first page a far pointer skips", async () => {
+    // Page 2 points back to 1 (not past page 1 alone); page 1 points to 4 (pages 2 and 3 unread, 2 the first).
+    const cardsAnswering = (nextOf: (page: number) => number | null) =>
+      routedFetch((call) => {
+        const page = Number(call.url.searchParams.get("page"));
+        return ok({ cards: [], page_info: { current_page: page, per_page: 1, total_entries: 4, total_pages: 4, next_page: nextOf(page), previous_page: null, offset: page - 1 } });
+      });
+    const errorOfWalk = (fetch: ReturnType<typeof routedFetch>) =>
+      (async () => {
+        for await (const _ of clientWith(fetch).client.iterateCoreCards()) void _;
+      })().then(() => undefined, (e: unknown) => e);
+    await expect(errorOfWalk(cardsAnswering((page) => (page === 1 ? 2 : 1)))).resolves.toMatchObject({
+      message: "GET /public/v1/core/cards: page_info.next_page 1 does not advance past page 2",
+    });
+    await expect(errorOfWalk(cardsAnswering((page) => (page === 1 ? 4 : null)))).resolves.toMatchObject({
+      message: "GET /public/v1/core/cards: page_info.next_page 4 skips page 2",
+    });
+  });
+
   it("stops a core card walk whose answer names another page than the one asked for, though its next_page advances", async () => {
     // Asked for page 2, the provider answers page 1's cards (current_page 1) with next_page 3: page 2's cards would go unread.
     const fetch = routedFetch((call) => {
