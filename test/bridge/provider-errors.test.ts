@@ -78,6 +78,11 @@ describe("errorFields", () => {
     expect(errorFields(Object.assign(new Error("x"), { errors: [{ code: "C" }] }))).toBe("(request) C");
     expect(errorFields(new Error("x"))).toBeUndefined();
   });
+
+  it("never quotes free text a provider put in a field or code, which may hold the refused value (a secret)", () => {
+    const errors = [{ field: "client_secret=s3cr3t", code: "Bearer abc.def" }];
+    expect(errorFields(Object.assign(new Error("x"), { errors }))).toBe("? ?");
+  });
 });
 
 describe("concernsEveryCall and refusedForReference", () => {
@@ -93,6 +98,18 @@ describe("concernsEveryCall and refusedForReference", () => {
     for (const status of [408, 500, 399]) expect(refusedForReference(failure("ApiError", status)), String(status)).toBe(false);
     expect(refusedForReference(failure("NetworkError"))).toBe(false);
   });
+
+  it("takes a token endpoint's 4xx, a revoked family with no answer, and TokenUnavailableError for failures of every call, not of a reference", () => {
+    const tokenEndpoint400 = Object.assign(failure("BadRequestError", 400), { path: "/oauth2/token" });
+    const revoked = new ReauthorizationRequiredError("refused", { status: 400 });
+    for (const err of [tokenEndpoint400, revoked, Object.assign(failure("TokenUnavailableError"), { status: 404 })]) {
+      const stepped = new StepFailure("read card", { cause: err });
+      expect(isTokenFailure(stepped), err.name).toBe(true);
+      expect(concernsEveryCall(stepped), err.name).toBe(true);
+      expect(refusedForReference(stepped), err.name).toBe(false);
+    }
+    expect(isTokenFailure(new ReauthorizationRequiredError("The provider revoked the bridge's token family"))).toBe(true);
+  });
 });
 
 describe("mapSingleReads", () => {
@@ -104,5 +121,16 @@ describe("mapSingleReads", () => {
       throw token;
     });
     await expect(run).rejects.toBe(token);
+  });
+
+  it("throws the first failure when none is a token failure, and passes each read its index, answers in order", async () => {
+    const first = failure("ServerError", 503);
+    const run = mapSingleReads([0, 1], async (item) => {
+      if (item === 0) throw first;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      throw failure("ServerError", 502);
+    });
+    await expect(run).rejects.toBe(first);
+    await expect(mapSingleReads(["a", "b", "c"], async (item, index) => `${item}${index}`)).resolves.toEqual(["a0", "b1", "c2"]);
   });
 });
