@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
-import { CorruptStateError, LeaseUnreadableError, TokenFileUnwritableError } from "../../shared/local/errors.js";
+import { CorruptStateError, HardLinksUnsupportedError, LeaseUnreadableError, TokenFileUnwritableError } from "../../shared/local/errors.js";
 import { cliErrorOf, leaseUnreadableProblem, stateErrorOf, systemErrorCode } from "../../shared/cli/engine-errors.js";
 import { AUTHORIZE_AGAIN, AuthorizeAgainError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge, LocalState } from "../../shared/cli/local-bridge.js";
@@ -289,6 +289,16 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
     );
   });
 
+  it("says a state directory whose file system makes no hard links is a setting to change (exit 2), and only for a file in it", () => {
+    const noLinks = (dir: string) => new CycleAbortedError("stopped", { report: emptyReport("transactions") }, { cause: new HardLinksUnsupportedError(dir, "EPERM") });
+    const error = stateErrorOf(noLinks("/state/locks"), state);
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toMatch(/^The state directory's file system cannot hold the bridge's lease files:\n {2}- BRIDGE_STATE_DIR: the file system of \/state\/locks makes no hard links \(EPERM\)/);
+    expect(error.message).toContain("put BRIDGE_STATE_DIR on a file system that makes them");
+    // Elsewhere (an events file's directory), the state directory's file system is not to blame.
+    expect(stateErrorOf(noLinks("/events"), state).message).not.toContain("put BRIDGE_STATE_DIR on a file system");
+  });
+
   it("words any other failure with its name (exit 1), and a thrown non-Error as its text", () => {
     const error = stateErrorOf(new TypeError("boom"), state);
     expect(error).toBeInstanceOf(CycleFailedError);
@@ -316,6 +326,7 @@ describe("systemErrorCode", () => {
     [{ code: "ENOSPC" }, "ENOSPC"],
     [{ code: "E2BIG" }, "E2BIG"],
     [{ code: "ERR_INVALID_ARG_TYPE" }, undefined],
+    [{ code: "ERR_FS_EISDIR" }, undefined],
     [{ code: -28 }, undefined],
     [{}, undefined],
     [undefined, undefined],
