@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { CycleAbortedError, PUBLISH_STEP, ReauthorizationNeededError } from "../../shared/bridge/errors.js";
 import { emptyReport } from "../../shared/bridge/report.js";
 import { CorruptStateError, HardLinksUnsupportedError, LeaseUnreadableError, TokenFileUnwritableError } from "../../shared/local/errors.js";
-import { cliErrorOf, leaseUnreadableProblem, stateErrorOf, systemErrorCode } from "../../shared/cli/engine-errors.js";
+import { cliErrorOf, leaseUnreadableProblem, noHardLinksProblem, stateErrorOf, systemErrorCode } from "../../shared/cli/engine-errors.js";
 import { AUTHORIZE_AGAIN, AuthorizeAgainError, ClientCredentialsRejectedError, ConfigError, CycleFailedError, EXIT } from "../../shared/cli/errors.js";
 import type { LocalBridge, LocalState } from "../../shared/cli/local-bridge.js";
 import { spendingRefreshes } from "../../shared/cli/token-spending.js";
@@ -297,6 +297,11 @@ describe("cliErrorOf and stateErrorOf: failures of the state directory or of not
     expect(error.message).toContain("put BRIDGE_STATE_DIR on a file system that makes them");
     // Elsewhere (an events file's directory), the state directory's file system is not to blame.
     expect(stateErrorOf(noLinks("/events"), state).message).not.toContain("put BRIDGE_STATE_DIR on a file system");
+  });
+
+  it("ends the no-hard-links wording with what the command left undone", () => {
+    const error = noHardLinksProblem(new HardLinksUnsupportedError("/state/locks", "EPERM"), "; this sign-in was not stored");
+    expect(error.message).toMatch(/and move its files there; this sign-in was not stored$/);
   });
 
   it("words any other failure with its name (exit 1), and a thrown non-Error as its text", () => {
