@@ -1,5 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { causedByClientRefusal, concernsEveryCall, errorFields, isPageSizeRejection, isReauthorizationRequired, isTokenFailure, mapSingleReads, refusedForReference, statusClass, StepFailure } from "../../shared/bridge/provider-errors.js";
+import {
+  causedByClientRefusal,
+  concernsEveryCall,
+  deadlineExceeded,
+  errorContext,
+  errorFields,
+  isPageSizeRejection,
+  isReauthorizationRequired,
+  isTokenFailure,
+  mapSingleReads,
+  refusedForReference,
+  retryDeferred,
+  statusClass,
+  StepFailure,
+} from "../../shared/bridge/provider-errors.js";
 import { ReauthorizationRequiredError, statusClassOf, TokenUnavailableError } from "../../shared/qashio/errors.js";
 
 const failure = (name: string, status?: number) => Object.assign(new Error(`${name} ${status ?? ""}`), { name, ...(status === undefined ? {} : { status }) });
@@ -18,6 +32,26 @@ describe("statusClass (the engine's ProviderErrors dimension)", () => {
   ])("classes %s as %s, as the client's retries are classed, so one metric dimension has one set of values", (error, expected) => {
     expect(statusClass(error)).toBe(expected);
     expect(statusClassOf(error)).toBe(expected);
+  });
+});
+
+describe("errorContext, deadlineExceeded and retryDeferred: the client's errors seen by name and shape", () => {
+  it("logs a status and request id only when they have the client's types, and a thrown non-Error as its text", () => {
+    const foreign = Object.assign(new Error("x"), { status: "500", requestId: 42 });
+    expect(errorContext(foreign)).toEqual({ name: "Error", message: "x", status: undefined, requestId: undefined });
+    expect(errorContext(Object.assign(new Error("y"), { status: 503, requestId: "req-1" }))).toMatchObject({ status: 503, requestId: "req-1" });
+    expect(errorContext("socket hang up")).toEqual({ name: "Error", message: "socket hang up" });
+  });
+
+  it("takes an error of the client's name for the client's only with the fields the engine reads (a same-named error of another library is not)", () => {
+    const named = (name: string, fields: object) => Object.assign(new Error(name), { name }, fields);
+    expect(deadlineExceeded(named("DeadlineExceededError", {}))).toBeUndefined();
+    const late = named("DeadlineExceededError", { deadline: 1_000 });
+    expect(deadlineExceeded(new StepFailure("list", { cause: late }))).toBe(late);
+    expect(retryDeferred(named("RetryDeferredError", { delayMs: 5 }))).toBeUndefined();
+    expect(retryDeferred(named("RetryDeferredError", { attempt: 2 }))).toBeUndefined();
+    const deferred = named("RetryDeferredError", { delayMs: 5, attempt: 2 });
+    expect(retryDeferred(deferred)).toBe(deferred);
   });
 });
 
