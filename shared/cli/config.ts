@@ -377,15 +377,19 @@ function checkEventsFile(r: Reader, eventsFile: string): void {
 function checkEventsOutsideState(r: Reader, stateDir: string, eventsFile: string): void {
   if (eventsFileTakesState(stateDir, eventsFile)) {
     r.problem("BRIDGE_EVENTS_FILE", `must not be BRIDGE_STATE_DIR (${stateDir}) or one of the files and directories the bridge keeps there`);
-  } else if (stateDirUnderEventsFile(stateDir, eventsFile) && statOf(eventsFile)?.isDirectory() !== false) {
-    r.problem("BRIDGE_EVENTS_FILE", stateDirUnderEventsProblem(stateDir, eventsFile));
+  } else if (stateDirUnderEventsFile(stateDir, eventsFile)) {
+    const made = statOf(eventsFile);
+    if (made?.isDirectory() === false) return;
+    r.problem("BRIDGE_EVENTS_FILE", stateDirUnderEventsProblem(stateDir, eventsFile, made !== undefined));
     r.refused.add("BRIDGE_EVENTS_FILE");
   }
 }
 
-/** What is wrong with an events file that `stateDir` lies under, and the file to name instead: one in that directory. */
-function stateDirUnderEventsProblem(stateDir: string, eventsFile: string): string {
-  const made = statOf(eventsFile) !== undefined;
+/**
+ * What is wrong with an events file that `stateDir` lies under (`made`: a directory already), and the file to name
+ * instead: one in that directory.
+ */
+function stateDirUnderEventsProblem(stateDir: string, eventsFile: string, made: boolean): string {
   const wrong = made
     ? `the directory BRIDGE_STATE_DIR (${stateDir}) lies in,`
     : `a path BRIDGE_STATE_DIR (${stateDir}) lies under, so creating the state directory makes it a directory,`;
